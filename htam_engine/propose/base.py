@@ -1,0 +1,74 @@
+"""The one small interface every proposer implements."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Awaitable, Callable, Protocol
+
+from htam_engine.evaluate.result import EvalResult
+from htam_engine.families import Backend
+from htam_engine.memory.types import Retrieval, Selection, State
+from htam_engine.problems.model import Problem
+
+# Called with each chunk of model text as it arrives (may be sync or async).
+TokenSink = Callable[[str], Awaitable[None] | None]
+
+
+@dataclass(slots=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+
+    def __add__(self, other: "Usage") -> "Usage":
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.cost_usd + other.cost_usd,
+        )
+
+
+@dataclass(slots=True)
+class ProposalRequest:
+    problem: Problem
+    backend: Backend
+    state: State
+    selection: Selection
+    retrieval: Retrieval
+    best_code: str | None = None  # current best candidate source, None at step 1
+    best_result: EvalResult | None = None  # its evaluation feedback
+    last_result: EvalResult | None = None  # the previous step's evaluation (may be a failure)
+    last_code: str | None = None
+    veto_reasons: list[str] = field(default_factory=list)  # person's reasons from vetoes
+    step: int = 1
+    sample: int = 0  # index among the k samples of this step
+    seed: int = 0
+
+
+@dataclass(slots=True)
+class Proposal:
+    code: str | None  # the candidate module; None when the proposer could not make one
+    prompt: str = ""
+    raw_output: str = ""
+    failure: str = ""  # why there is no code (step failure reason, goes into memory)
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+    template: str | None = None  # offline template id used, if any
+
+
+@dataclass(slots=True)
+class Lesson:
+    """A reusable lesson distilled after a notable step (becomes a local strategy)."""
+
+    direction: str
+    title: str
+    description: str
+    pitfalls: str = ""
+
+
+class Proposer(Protocol):
+    name: str
+
+    async def propose(self, request: ProposalRequest, on_token: TokenSink | None = None) -> Proposal: ...
+
+    async def reflect(self, request: ProposalRequest, code: str, result: EvalResult) -> Lesson | None: ...

@@ -1,0 +1,99 @@
+"""What a session holds. Storage (msgpack, atomic writes, migration) is in session/store.py."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from htam_engine.evaluate.result import EvalResult
+from htam_engine.memory.types import Retrieval, Selection, State
+from htam_engine.propose.base import Usage
+
+
+@dataclass(slots=True)
+class Decision:
+    action: str  # approve | veto | edit | skip
+    by: str  # "person" or the policy's name
+    reason: str = ""
+    edited_code: str | None = None
+
+
+@dataclass(slots=True)
+class Candidate:
+    """One of the k samples of a step."""
+
+    sample: int
+    code: str | None
+    prompt: str = ""
+    model_output: str = ""
+    failure: str = ""  # proposer failure (no code)
+    template: str | None = None
+    decision: Decision | None = None
+    result: EvalResult | None = None
+    usage: Usage = field(default_factory=Usage)
+
+
+@dataclass(slots=True)
+class StepRecord:
+    step: int  # from 1
+    state: State
+    selection: Selection
+    retrieval: Retrieval
+    candidates: list[Candidate]
+    chosen: int | None = None  # index of the sample that became this step's outcome
+    reward: float = 0.0
+    best_speedup: float | None = None  # session best after this step
+    started_at: float = 0.0
+    finished_at: float = 0.0
+    new_strategy: str | None = None
+    # What the memory update of this step changed (memory.update's delta); replaying
+    # the deltas of steps 1..k over Session.memory_initial gives the HTG after step k.
+    memory_delta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def outcome(self) -> Candidate | None:
+        return None if self.chosen is None else self.candidates[self.chosen]
+
+
+@dataclass(slots=True)
+class SessionConfig:
+    """Run settings. Never holds an API key."""
+
+    backend: str = "cpp"
+    device: str = "cpu"
+    proposer: str = "offline"
+    model: str = ""
+    base_url: str = ""
+    policy: str = "auto"
+    steps: int = 6
+    samples: int = 1
+    seed: int = 0
+    ablation: str | None = None
+    token_budget: int | None = None
+    cost_budget: float | None = None
+    target_speedup: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class ProblemRef:
+    id: str
+    source: str
+    path: str | None = None
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Session:
+    id: str
+    problem: ProblemRef
+    config: SessionConfig
+    memory_initial: dict[str, Any]  # HTG snapshot (HTG.to_data()) when the session began
+    steps: list[StepRecord] = field(default_factory=list)
+    best_code: str | None = None
+    best_result: EvalResult | None = None
+    best_step: int | None = None
+    parent: dict[str, Any] | None = None  # {"session": path-or-id, "step": k}
+    created_at: float = 0.0
+    updated_at: float = 0.0
+    usage: Usage = field(default_factory=Usage)

@@ -1,0 +1,1 @@
+"""htam terminal app (Textual). Presentation and input only."""

@@ -1,0 +1,48 @@
+"""Shared test setup: GPU marks skip cleanly without CUDA; one compile cache for the run."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+# One torch-extension build folder for the whole run, so a source compiled by one
+# test is reused by the next (a CPU load_inline compile costs ~20 s).
+_BUILD = Path(os.environ.get("HTAM_TEST_CACHE") or Path(tempfile.gettempdir()) / "htam-test-cache")
+_BUILD.mkdir(parents=True, exist_ok=True)
+os.environ.setdefault("HTAM_CACHE_DIR", str(_BUILD))
+os.environ.setdefault("TORCH_EXTENSIONS_DIR", str(_BUILD / "torch_extensions"))
+
+
+def _has_cuda() -> bool:
+    try:
+        import torch
+
+        return torch.cuda.is_available()
+    except Exception:
+        return False
+
+
+HAS_CUDA = _has_cuda()
+
+
+def pytest_collection_modifyitems(config, items):
+    if HAS_CUDA:
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+def kernelbench_root() -> Path | None:
+    """A KernelBench checkout's KernelBench/ folder (holding level1..3), from HTAM_KERNELBENCH."""
+    root = os.environ.get("HTAM_KERNELBENCH")
+    if not root:
+        return None
+    p = Path(root)
+    if (p / "KernelBench").is_dir():
+        p = p / "KernelBench"
+    return p if (p / "level1").is_dir() else None
