@@ -1,0 +1,53 @@
+"""Seeding: the one place that decides how Model and ModelNew start from equal parameters.
+
+KernelBench seeds torch's generator identically before constructing the reference and
+the candidate, so layers created in the same order draw the same initial weights.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+from typing import Any, Iterator, Sequence
+
+
+def seed_all(seed: int) -> None:
+    """Seed every generator a problem or candidate may draw from (torch, CUDA, random, numpy)."""
+    import torch
+
+    random.seed(seed)
+    torch.manual_seed(seed)  # also seeds every CUDA device
+    try:
+        import numpy as np
+
+        np.random.seed(seed % (2**32))
+    except ImportError:  # numpy is optional for evaluation
+        pass
+
+
+@contextlib.contextmanager
+def seeded(seed: int) -> Iterator[None]:
+    """Run a block under `seed_all(seed)`, then restore torch's CPU generator state.
+
+    Restoring keeps a construction from shifting the random stream of whatever runs next.
+    """
+    import torch
+
+    state = torch.random.get_rng_state()
+    try:
+        seed_all(seed)
+        yield
+    finally:
+        torch.random.set_rng_state(state)
+
+
+def construct(cls: type, init_inputs: Sequence[Any], seed: int, device: str) -> Any:
+    """Build `cls(*init_inputs)` under `seed` and move it to `device`."""
+    with seeded(seed):
+        model = cls(*init_inputs)
+    return model.to(device)
+
+
+def build_models(model_cls: type, model_new_cls: type, init_inputs: Sequence[Any], seed: int, device: str) -> tuple[Any, Any]:
+    """Reference and candidate, each constructed right after seeding with the same `seed`."""
+    return construct(model_cls, init_inputs, seed, device), construct(model_new_cls, init_inputs, seed, device)
