@@ -1,0 +1,33 @@
+"""Correctness and integrity checks for candidate kernels (issue 2).
+
+Interface used by the evaluation worker (harness-core):
+
+    static_findings(code: str, backend: str) -> list[Finding]
+        In the parent, before compiling. Findings with severity "reject" justify
+        skipping the compile (status REJECTED); "warn" ones are reported only.
+
+    install_guards(device: str) -> Guards
+        In the worker, BEFORE any candidate code is imported (idempotent: a second call
+        returns the same Guards). Snapshots timers, torch.cuda sync/Event/Stream, torch's
+        global settings and the harness's own functions; wraps torch.utils.cpp_extension's
+        module loader (so load_inline/load modules count their calls) and Triton's launch
+        (JITFunction.run / InterpretedFunction.run). Patch load_inline yourself (compile
+        cache) BEFORE calling install_guards: the guards wrap whatever is there.
+        Guards.kernel_calls: custom-kernel calls counted so far.
+        Guards.verify() -> list[Finding]: call after timing too (timers/sync untouched,
+        no stray threads or busy side streams).
+        Guards.trust_current_threads(): threads alive now are the harness's own.
+        Guards.uninstall(): restore everything (in-process tests).
+
+    check_candidate(ctx: CheckContext) -> CheckReport
+        In the worker, after the candidate module imported. Builds Model and ModelNew
+        under the same seed, runs correctness on several input sets (fresh get_inputs,
+        signed-normal, heavy-tailed for tiny outputs, the unseen shape) and every runtime
+        integrity rule; returns status OK / INCORRECT / REJECTED / RUNTIME_ERROR, the
+        models to time and a fresh input set for timing.
+"""
+
+from htam_engine.evaluate.checks.context import CheckContext, CheckReport
+from htam_engine.evaluate.checks.static import static_findings
+
+__all__ = ["CheckContext", "CheckReport", "static_findings"]
