@@ -34,6 +34,8 @@ class Problem:
     overrides: dict[str, Any] = field(default_factory=dict)  # --set NAME=VALUE
     inputs: list[TensorSpec] = field(default_factory=list)  # from get_inputs() under overrides
     constants: dict[str, Any] = field(default_factory=dict)  # module-level size constants
+    # third-party modules the file imports that this machine lacks: it lists, but cannot run here
+    missing_modules: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -44,4 +46,5 @@ class Problem:
             "family": self.family.value,
             "overrides": dict(self.overrides),
             "inputs": [{"shape": t.shape, "dtype": t.dtype} for t in self.inputs],
+            **({"missing_modules": list(self.missing_modules)} if self.missing_modules else {}),
         }

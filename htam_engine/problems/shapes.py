@@ -1,0 +1,81 @@
+"""Input shapes a candidate was not shown: perturb sizes that only get_inputs uses."""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from htam_engine.problems.model import Problem, ProblemError
+from htam_engine.problems.overrides import _target_names
+
+
+def _names_in(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _dependencies(tree: ast.Module) -> tuple[dict[str, set[str]], dict[str, ast.FunctionDef]]:
+    """Top-level name -> names its value reads; and the top-level functions by name."""
+    deps: dict[str, set[str]] = {}
+    funcs: dict[str, ast.FunctionDef] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            used = _names_in(node.value)
+            for t in node.targets:
+                for name in _target_names(t):
+                    deps.setdefault(name, set()).update(used)
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and node.value is not None:
+            for name in _target_names(node.target):
+                deps.setdefault(name, set()).update(_names_in(node.value))
+        elif isinstance(node, ast.FunctionDef):
+            funcs[node.name] = node
+    return deps, funcs
+
+
+def _closure(start: set[str], deps: dict[str, set[str]], funcs: dict[str, ast.FunctionDef]) -> set[str]:
+    seen: set[str] = set()
+    todo = list(start)
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        todo.extend(deps.get(name, ()))
+        if name in funcs:
+            todo.extend(_names_in(funcs[name]))
+    return seen
+
+
+def _bump(value: int) -> int:
+    # an odd step off round sizes: 128 -> 131 (not a multiple of any tile width)
+    return value + 3 if value >= 4 else value + 1
+
+
+def unseen_shape_overrides(problem: Problem) -> dict[str, Any] | None:
+    """Overrides that change input shapes: int constants read by get_inputs but not by
+    get_init_inputs (so the model's weights keep their shapes), each bumped by a small odd
+    step from its current value. None when no such constant exists or shapes do not change.
+    """
+    from htam_engine.problems.loader import parse_source, with_overrides
+
+    tree = parse_source(problem.source, problem.path or problem.id)
+    deps, funcs = _dependencies(tree)
+    if "get_inputs" not in funcs or "get_init_inputs" not in funcs:
+        return None
+    for_inputs = _closure({"get_inputs"}, deps, funcs)
+    for_init = _closure({"get_init_inputs"}, deps, funcs)
+    candidates = sorted(n for n in for_inputs - for_init if n in deps)
+    current = {**problem.constants, **problem.overrides}
+    bumped = {
+        n: _bump(current[n])
+        for n in candidates
+        if isinstance(current.get(n), int) and not isinstance(current.get(n), bool) and current[n] > 0
+    }
+    if not bumped:
+        return None
+    try:
+        variant = with_overrides(problem, bumped)
+    except ProblemError:
+        return None
+    if [t.shape for t in variant.inputs] == [t.shape for t in problem.inputs]:
+        return None
+    return bumped
