@@ -1,0 +1,230 @@
+"""Settings from TOML files, the environment and command-line flags, in that order.
+
+Layers, each overriding the one before:
+1. the user file: `$HTAM_CONFIG`, else `$XDG_CONFIG_HOME/htam/config.toml`, else `~/.config/htam/config.toml`
+2. the project file: `./htam.toml`
+3. the environment: `OPENAI_API_KEY` (or the variable `api_key_env` names), `OPENAI_BASE_URL`,
+   `HTAM_BASE_URL`, `HTAM_MODEL`, `HTAM_API_KEY_ENV`, `HTAM_TEMPERATURE`, `HTAM_MAX_TOKENS`,
+   `HTAM_TIMEOUT`, `HTAM_RETRIES`
+4. command-line flags: a dict (or argparse namespace) of ModelSettings field names; None = not given.
+
+File layout::
+
+    [model]
+    name = "gpt-4o"                 # or `model = ...`
+    base_url = "http://127.0.0.1:8000/v1"
+    api_key_env = "OPENAI_API_KEY"  # the key itself never goes in a file
+    temperature = 0.2
+    [prices."my-local-model"]       # USD per 1M tokens
+    input = 0.0
+    output = 0.0
+    [ui]
+    refresh_hz = 10
+    [keys]
+    approve = "a"                   # binding id -> key
+
+The API key is held in a `Secret`, which prints masked and is left out of `to_dict()`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Mapping
+
+from htam_engine.cli.errors import InputError
+from htam_engine.propose.pricing import Price, PriceTable, parse_prices
+from htam_engine.propose.redact import MASK, register_secret
+
+
+class Secret:
+    """A value that never shows itself: str/repr are masked; `reveal()` gives it to the client."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str = ""):
+        self._value = value
+        register_secret(value)
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __bool__(self) -> bool:
+        return bool(self._value)
+
+    def __repr__(self) -> str:
+        return f"Secret({MASK if self._value else ''})"
+
+    __str__ = __repr__
+
+    def __deepcopy__(self, memo: dict) -> "Secret":
+        return self
+
+    def __reduce__(self) -> Any:  # pickling would write the key to disk or a pipe
+        raise TypeError("an API key cannot be serialised")
+
+
+@dataclass(slots=True)
+class ModelSettings:
+    model: str = "gpt-4o-mini"
+    base_url: str = ""  # empty: the openai package's default (OpenAI itself)
+    api_key_env: str = "OPENAI_API_KEY"  # which environment variable holds the key
+    api_key: Secret = field(default_factory=Secret, repr=False, compare=False)
+    timeout_s: float = 300.0  # one whole request
+    connect_timeout_s: float = 10.0
+    stall_timeout_s: float = 60.0  # longest silence allowed in the middle of a stream
+    retries: int = 4  # attempts after the first one
+    backoff_base_s: float = 1.0
+    backoff_max_s: float = 30.0
+    max_tokens: int = 8192
+    temperature: float = 0.2
+    stream: bool = True
+    reflect: bool = True
+    max_prompt_chars: int = 48_000  # prompt bound; the contract and the problem are never trimmed
+    prices: dict[str, Price] = field(default_factory=dict)  # user's [prices] entries
+
+    def price_table(self) -> PriceTable:
+        return PriceTable(self.prices)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Everything but the key (sessions and `--json` output may hold this)."""
+        d: dict[str, Any] = {}
+        for f in fields(self):
+            if f.name == "api_key":
+                continue
+            v = getattr(self, f.name)
+            d[f.name] = {k: [p.input_per_m, p.output_per_m] for k, p in v.items()} if f.name == "prices" else v
+        d["has_api_key"] = bool(self.api_key)
+        return d
+
+
+@dataclass(slots=True)
+class Config:
+    model: ModelSettings = field(default_factory=ModelSettings)
+    ui: dict[str, Any] = field(default_factory=dict)
+    keys: dict[str, str] = field(default_factory=dict)  # binding id -> key
+    sources: list[str] = field(default_factory=list)  # files that were read, in order
+
+
+# Settings a file or flag may set, with the type each must have.
+_TYPES: dict[str, type] = {
+    f.name: type(f.default) for f in fields(ModelSettings) if f.name not in ("api_key", "prices")
+}
+_FILE_ALIASES = {"name": "model"}
+
+_ENV: list[tuple[str, str]] = [
+    ("OPENAI_BASE_URL", "base_url"),
+    ("HTAM_BASE_URL", "base_url"),  # wins over OPENAI_BASE_URL: htam-specific
+    ("HTAM_MODEL", "model"),
+    ("HTAM_API_KEY_ENV", "api_key_env"),
+    ("HTAM_TEMPERATURE", "temperature"),
+    ("HTAM_MAX_TOKENS", "max_tokens"),
+    ("HTAM_TIMEOUT", "timeout_s"),
+    ("HTAM_RETRIES", "retries"),
+]
+
+
+def user_config_path(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    if env.get("HTAM_CONFIG"):
+        return Path(env["HTAM_CONFIG"]).expanduser()
+    base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME") or Path.home()) / ".config")
+    return Path(base) / "htam" / "config.toml"
+
+
+def project_config_path(cwd: str | Path | None = None) -> Path:
+    return Path(cwd or os.getcwd()) / "htam.toml"
+
+
+def load_config(
+    overrides: Mapping[str, Any] | argparse.Namespace | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | Path | None = None,
+    user_file: str | Path | None = None,
+    project_file: str | Path | None = None,
+) -> Config:
+    """The effective configuration. Bad files raise InputError naming the file (and line)."""
+    env = os.environ if env is None else env
+    cfg = Config()
+    values: dict[str, Any] = {}
+    for path in (Path(user_file) if user_file else user_config_path(env), Path(project_file) if project_file else project_config_path(cwd)):
+        if path.is_file():
+            _apply_file(cfg, values, path)
+            cfg.sources.append(str(path))
+    for var, name in _ENV:
+        if env.get(var, "") != "":
+            values[name] = _coerce(name, env[var], f"environment variable {var}")
+    for name, value in _overrides_dict(overrides).items():
+        values[name] = _coerce(name, value, f"option --{name.replace('_', '-')}")
+    for name, value in values.items():
+        setattr(cfg.model, name, value)
+    cfg.model.api_key = Secret(env.get(cfg.model.api_key_env, ""))
+    return cfg
+
+
+def has_endpoint(config: Config) -> bool:
+    """A model endpoint is configured: a base URL (local servers need no key) or an API key."""
+    return bool(config.model.base_url) or bool(config.model.api_key)
+
+
+def _overrides_dict(overrides: Mapping[str, Any] | argparse.Namespace | None) -> dict[str, Any]:
+    if overrides is None:
+        return {}
+    raw = vars(overrides) if isinstance(overrides, argparse.Namespace) else dict(overrides)
+    return {k: v for k, v in raw.items() if k in _TYPES and v is not None}
+
+
+def _apply_file(cfg: Config, values: dict[str, Any], path: Path) -> None:
+    try:
+        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:  # its message names line and column
+        raise InputError(f"{path}: bad TOML: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read: {exc}") from None
+    model = doc.get("model", {})
+    if not isinstance(model, dict):
+        raise InputError(f"{path}: [model] must be a table")
+    for key, value in model.items():
+        name = _FILE_ALIASES.get(key, key)
+        if name == "api_key":
+            raise InputError(f"{path}: the API key does not belong in a file; set api_key_env to the variable holding it")
+        values[name] = _coerce(name, value, f"{path}: model.{key}")
+    try:
+        cfg.model.prices.update(parse_prices(doc.get("prices", {}), str(path)))
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    for table, target in (("ui", cfg.ui), ("keys", cfg.keys)):
+        section = doc.get(table, {})
+        if not isinstance(section, dict):
+            raise InputError(f"{path}: [{table}] must be a table")
+        if table == "keys" and any(not isinstance(v, str) for v in section.values()):
+            raise InputError(f"{path}: every entry of [keys] must be a string (a key name)")
+        target.update(section)
+
+
+def _coerce(name: str, value: Any, where: str) -> Any:
+    """`value` as the type setting `name` holds; InputError naming `where` otherwise."""
+    typ = _TYPES.get(name)
+    if typ is None:
+        raise InputError(f"{where}: unknown setting {name!r} (known: {', '.join(sorted(_TYPES))})")
+    try:
+        if typ is bool:
+            if isinstance(value, str):
+                if value.lower() not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
+                    raise ValueError(value)
+                return value.lower() in ("1", "true", "yes", "on")
+            if not isinstance(value, bool):
+                raise ValueError(value)
+            return value
+        if typ in (int, float) and isinstance(value, bool):
+            raise ValueError(value)
+        out = typ(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{where}: expected {typ.__name__}, got {value!r}") from None
+    if typ in (int, float) and out < 0:
+        raise InputError(f"{where}: must not be negative")
+    return out

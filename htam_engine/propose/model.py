@@ -1,0 +1,204 @@
+"""The model proposer: any OpenAI-compatible chat-completions endpoint.
+
+One `AsyncOpenAI` client with the package's own retries off (max_retries=0): the retry
+policy here sees every fault, so a stream cut halfway is retried like a 503. Tokens go
+to `on_token` as they arrive; cancelling the awaiting task closes the stream. After the
+retry budget the Proposal comes back with `code=None` and a redacted reason — no
+exception escapes `propose()` or `reflect()` except cancellation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+import openai
+
+from htam_engine.evaluate.result import EvalResult
+from htam_engine.propose.base import Lesson, Proposal, ProposalRequest, TokenSink, Usage
+from htam_engine.propose.config import ModelSettings
+from htam_engine.propose.extract import extract_module
+from htam_engine.propose.prompt import BuiltPrompt, build_prompt
+from htam_engine.propose.redact import redact
+from htam_engine.propose.reflection import build_reflection_prompt, parse_lesson
+from htam_engine.propose.retry import Fault, RetryPolicy, StreamCut, StreamStalled, classify
+
+log = logging.getLogger(__name__)
+
+CHARS_PER_TOKEN = 4  # rough estimate when the server reports no usage
+REFLECT_MAX_TOKENS = 1024
+PLACEHOLDER_KEY = "no-key"  # local servers need none, but the client insists on one
+
+
+@dataclass(slots=True)
+class Reply:
+    """One completed call: the text, what it cost, and how the attempts went."""
+
+    text: str = ""
+    usage: Usage = field(default_factory=Usage)
+    finish_reason: str | None = None
+    attempts: int = 0
+    faults: list[Fault] = field(default_factory=list)
+    failure: str = ""  # set when the retry budget ran out or a fault is final
+
+
+def estimate_tokens(text: str) -> int:
+    return (len(text) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
+
+
+class ModelProposer:
+    name = "model"
+
+    def __init__(
+        self,
+        settings: ModelSettings,
+        *,
+        client: openai.AsyncOpenAI | None = None,
+        rng: random.Random | None = None,
+    ):
+        self.settings = settings
+        self.policy = RetryPolicy(settings.retries, settings.backoff_base_s, settings.backoff_max_s)
+        self.prices = settings.price_table()
+        self._rng = rng or random.Random()
+        self._client = client or openai.AsyncOpenAI(
+            base_url=settings.base_url or None,
+            api_key=settings.api_key.reveal() or PLACEHOLDER_KEY,
+            max_retries=0,
+            timeout=openai.Timeout(settings.timeout_s, connect=settings.connect_timeout_s),
+        )
+        self._stream_options = True  # dropped for servers that reject stream_options
+
+    def __repr__(self) -> str:
+        return f"ModelProposer(model={self.settings.model!r}, base_url={self.settings.base_url!r})"
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    async def propose(self, request: ProposalRequest, on_token: TokenSink | None = None) -> Proposal:
+        prompt = build_prompt(request, self.settings.max_prompt_chars)
+        reply = await self.complete(prompt, on_token, self.settings.max_tokens, seed=request.seed + request.sample)
+        proposal = Proposal(code=None, prompt=prompt.text, raw_output=reply.text, usage=reply.usage, model=self.settings.model)
+        if reply.failure:
+            proposal.failure = reply.failure
+            return proposal
+        found = extract_module(reply.text)
+        proposal.code = found.code
+        if found.code is None:
+            proposal.failure = found.failure
+            if reply.finish_reason == "length":
+                proposal.failure += f" (the reply hit the {self.settings.max_tokens}-token limit)"
+        return proposal
+
+    async def reflect(self, request: ProposalRequest, code: str, result: EvalResult) -> Lesson | None:
+        if not self.settings.reflect:
+            return None
+        prompt = build_reflection_prompt(request, code, result)
+        reply = await self.complete(prompt, None, REFLECT_MAX_TOKENS, seed=request.seed)
+        if reply.failure:
+            log.info("reflection failed: %s", reply.failure)
+            return None
+        known = {s.direction for s in request.selection.scores}
+        return parse_lesson(reply.text, request.selection.direction, known)
+
+    async def complete(self, prompt: BuiltPrompt, on_token: TokenSink | None, max_tokens: int, seed: int | None = None) -> Reply:
+        """Ask until a complete reply arrives or the retry budget is spent."""
+        reply = Reply()
+        messages = prompt.messages()
+        for attempt in range(self.policy.retries + 1):
+            reply.attempts = attempt + 1
+            got: list[str] = []
+            try:
+                async with asyncio.timeout(self.settings.timeout_s):
+                    text, usage, finish = await self._attempt(messages, max_tokens, seed, on_token, got)
+            except Exception as exc:  # noqa: BLE001 - every fault is classified, none escapes
+                fault = classify(exc)
+                if fault.kind == "client" and fault.status == 400 and self._stream_options and "stream_options" in fault.message:
+                    self._stream_options = False  # an older server; usage gets estimated instead
+                    fault.retryable = True
+                reply.faults.append(fault)
+                if got:  # the server read the prompt and wrote part of a reply: that still costs
+                    reply.usage += self._usage(messages, "".join(got), None)
+                if not fault.retryable or attempt == self.policy.retries:
+                    reply.text = "".join(got)
+                    reply.failure = self._failure(reply)
+                    return reply
+                wait = self.policy.delay(attempt, fault, self._rng)
+                log.info("model call attempt %d failed (%s); retrying in %.2f s", attempt + 1, fault.message, wait)
+                if got:
+                    await _deliver(on_token, f"\n[{fault.kind.replace('_', ' ')}: retrying]\n")
+                await asyncio.sleep(wait)
+                continue
+            reply.text, reply.finish_reason = text, finish
+            reply.usage += self._usage(messages, text, usage)
+            return reply
+        return reply  # not reached: the loop returns on success or on the last attempt
+
+    async def _attempt(
+        self, messages: list[dict[str, str]], max_tokens: int, seed: int | None, on_token: TokenSink | None, got: list[str]
+    ) -> tuple[str, Any, str | None]:
+        s = self.settings
+        kwargs: dict[str, Any] = dict(model=s.model, messages=messages, temperature=s.temperature, max_tokens=max_tokens)
+        if seed is not None:
+            kwargs["seed"] = seed
+        if not s.stream:
+            resp = await self._client.chat.completions.create(**kwargs)
+            if not resp.choices:
+                raise StreamCut("the response holds no choices")
+            text = resp.choices[0].message.content or ""
+            await _deliver(on_token, text)
+            return text, resp.usage, resp.choices[0].finish_reason
+        if self._stream_options:
+            kwargs["stream_options"] = {"include_usage": True}
+        stream = await self._client.chat.completions.create(stream=True, **kwargs)
+        usage, finish = None, None
+        try:
+            chunks = stream.__aiter__()
+            while True:
+                try:
+                    chunk = await asyncio.wait_for(chunks.__anext__(), s.stall_timeout_s)
+                except StopAsyncIteration:
+                    break
+                except asyncio.TimeoutError:
+                    raise StreamStalled(f"no data for {s.stall_timeout_s:g} s") from None
+                if getattr(chunk, "usage", None) is not None:
+                    usage = chunk.usage
+                for choice in chunk.choices or []:
+                    piece = choice.delta.content if choice.delta is not None else None
+                    if piece:
+                        got.append(piece)
+                        await _deliver(on_token, piece)
+                    if choice.finish_reason:
+                        finish = choice.finish_reason
+        finally:
+            await stream.close()  # also on cancellation: the server sees the connection end
+        if finish is None:
+            raise StreamCut(f"the stream ended without a finish reason after {len(''.join(got))} characters")
+        return "".join(got), usage, finish
+
+    def _usage(self, messages: list[dict[str, str]], text: str, reported: Any) -> Usage:
+        if reported is not None and getattr(reported, "prompt_tokens", None) is not None:
+            prompt_tokens, completion_tokens = int(reported.prompt_tokens), int(reported.completion_tokens or 0)
+        else:
+            prompt_tokens = sum(estimate_tokens(m["content"]) for m in messages)
+            completion_tokens = estimate_tokens(text)
+        cost = self.prices.cost(self.settings.model, prompt_tokens, completion_tokens)
+        return Usage(prompt_tokens, completion_tokens, cost)
+
+    def _failure(self, reply: Reply) -> str:
+        last = reply.faults[-1]
+        if not last.retryable:
+            return redact(f"model endpoint refused the request: {last.message}")
+        kinds = ", ".join(sorted({f.kind for f in reply.faults}))
+        return redact(f"model endpoint failed after {reply.attempts} attempts ({kinds}); last: {last.message}")
+
+
+async def _deliver(on_token: TokenSink | None, text: str) -> None:
+    if on_token is None or not text:
+        return
+    result = on_token(text)
+    if inspect.isawaitable(result):
+        await result
