@@ -64,6 +64,8 @@ class _Ops:
     keepdim: bool = False
     loops: bool = False
     module_classes: int = 0
+    final: str | None = None  # the operator that produces Model.forward's result
+    attn_names: bool = False  # Model's own names speak of attention (self.c_attn, att = q @ k...)
 
 
 def _call_name(func: ast.expr) -> str | None:
@@ -80,6 +82,28 @@ def _call_name(func: ast.expr) -> str | None:
 _BINOP = {ast.MatMult: "matmul", ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Pow: "pow"}
 
 
+def _final_op(forward: ast.FunctionDef) -> str | None:
+    """Name of the outermost operator of forward's return value, following `x = ...; return x`."""
+    returns = [n for n in forward.body if isinstance(n, ast.Return) and n.value is not None]
+    if not returns:
+        return None
+    expr: ast.expr = returns[-1].value
+    assigned = {}
+    for stmt in forward.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            assigned[stmt.targets[0].id] = stmt.value
+    for _ in range(len(assigned) + 1):
+        if isinstance(expr, ast.Name) and expr.id in assigned:
+            expr = assigned.pop(expr.id)
+        else:
+            break
+    if isinstance(expr, ast.Call):
+        return _call_name(expr.func)
+    if isinstance(expr, ast.BinOp):
+        return _BINOP.get(type(expr.op))
+    return None
+
+
 def _collect(tree: ast.Module) -> _Ops:
     ops = _Ops()
     for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
@@ -90,6 +114,14 @@ def _collect(tree: ast.Module) -> _Ops:
         if not is_module:
             continue
         ops.module_classes += 1
+        if cls.name == "Model":
+            forward = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "forward"), None)
+            ops.final = _final_op(forward) if forward else None
+            ops.attn_names = any(
+                "attn" in ident.lower() or "attention" in ident.lower()
+                for node in ast.walk(cls)
+                for ident in ([node.id] if isinstance(node, ast.Name) else [node.attr] if isinstance(node, ast.Attribute) else [])
+            )
         for node in ast.walk(cls):
             if isinstance(node, ast.Call):
                 name = _call_name(node.func)
@@ -120,7 +152,7 @@ def classify_family(source: str, level: int | None = None) -> Family:
     blocks = bool(tokens & _BLOCKS) or ops.module_classes > 2 or (ops.loops and n_conv + n_mm > 1)
     softmax = bool(tokens & {"softmax", "log_softmax"})
 
-    attention = bool(tokens & _ATTENTION) or (softmax and n_bmm >= 2)
+    attention = bool(tokens & _ATTENTION) or ((softmax or ops.attn_names) and n_bmm >= 2)
     if attention and not (blocks or n_conv):
         return Family.ATTENTION
     if blocks or n_conv + n_mm >= 3 or (level is not None and level >= 3 and n_conv + n_mm >= 2):
@@ -138,10 +170,18 @@ def classify_family(source: str, level: int | None = None) -> Family:
             return Family.FUSED_CHAIN
         return Family.CONVOLUTION if n_conv else Family.MATMUL
     # a reduction whose result rescales the input (x / ||x||, x / mean(x**2)) normalizes it
-    normalizes = has_reduce and (ops.keepdim or "norm" in tokens) and ("div" in ops.binops or "sub" in ops.binops)
+    normalizes = (
+        has_reduce
+        and (ops.keepdim or "norm" in tokens or "rsqrt" in tokens)
+        and bool({"div", "sub", "mul"} & set(ops.binops))
+    )
     if has_norm or normalizes:
-        return Family.FUSED_CHAIN if activations and not normalizes else Family.NORMALIZATION
+        return Family.FUSED_CHAIN if activations else Family.NORMALIZATION
     if has_reduce:
+        # a loss reduces last (elementwise work before it is part of the loss); an
+        # activation applied after the reduction makes a chain
+        if activations and ops.final not in _REDUCE:
+            return Family.FUSED_CHAIN
         return Family.REDUCTION
     if activations or math:
         return Family.ELEMENTWISE
