@@ -1,0 +1,377 @@
+"""The htam app: a front end on the engine's event stream and commands.
+
+One worker (`bridge.pump`) turns engine events into `EngineEvents` messages; this class
+folds them into the ViewState and repaints the panes they touched. Every command goes to
+the engine through `command()`, the one place its failures are reported.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from textual.app import App, ComposeResult, SuspendNotSupported
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Footer
+from textual.worker import Worker, WorkerState
+
+from htam_engine.loop import events as ev
+from htam_engine.session.model import Decision
+from htam_tui import bridge
+from htam_tui.actions import MAIN_ACTIONS, bindings
+from htam_tui.commands import HtamCommands
+from htam_tui.panes import DirectionPane, ErrorsPane, SourcePane, StatusLine, StrategiesPane, TimingsPane
+from htam_tui.screens.approval import ApprovalScreen, Choice
+from htam_tui.screens.help import HelpScreen
+from htam_tui.screens.prompts import ChoicePrompt, TextPrompt
+from htam_tui.view import ViewState
+
+PERSON = "person"
+
+
+@dataclass(slots=True)
+class UiSettings:
+    """Config `[ui]`: refresh_hz (lower it on a slow link), bell on pending decisions,
+    auto_open_approval (open the prompt as soon as a decision is requested)."""
+
+    refresh_hz: float = bridge.DEFAULT_REFRESH_HZ
+    bell: bool = True
+    auto_open_approval: bool = True
+
+    @classmethod
+    def from_config(cls, ui: dict[str, Any] | None) -> "UiSettings":
+        ui = dict(ui or {})
+        s = cls()
+        if "refresh_hz" in ui:
+            s.refresh_hz = max(0.5, float(ui["refresh_hz"]))
+        if "bell" in ui:
+            s.bell = bool(ui["bell"])
+        if "auto_open_approval" in ui:
+            s.auto_open_approval = bool(ui["auto_open_approval"])
+        return s
+
+
+class HtamApp(App[int]):
+    TITLE = "htam"
+    CSS_PATH = "app.tcss"
+    BINDINGS = bindings(MAIN_ACTIONS)
+    COMMANDS = App.COMMANDS | {HtamCommands}
+    ENABLE_COMMAND_PALETTE = True
+
+    def __init__(
+        self,
+        engine: Any | None = None,
+        *,
+        htg: Any | None = None,
+        sessions_dir: Path | None = None,
+        settings: UiSettings | None = None,
+        keymap: dict[str, str] | None = None,
+        engine_factory: Callable[[Path], Any] | None = None,
+    ) -> None:
+        super().__init__()
+        self.engine = engine
+        self.htg = htg
+        self.sessions_dir = sessions_dir
+        self.settings = settings or UiSettings()
+        self.keymap = dict(keymap or {})
+        self.engine_factory = engine_factory  # session path -> engine resuming it
+        self.view = ViewState()
+        self.session: Any = None  # what engine.run() returned
+        self.source_width = 60  # percent of the body
+        self.bottom_height = 8
+
+    # ---- layout -------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield StatusLine(id="status")
+        with Horizontal(id="body"):
+            yield SourcePane(id="source-pane")
+            with Vertical(id="side"):
+                yield DirectionPane(id="direction-pane")
+                yield StrategiesPane(id="strategies-pane")
+        with Horizontal(id="bottom"):
+            yield ErrorsPane(id="errors-pane")
+            yield TimingsPane(id="timings-pane")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        if self.keymap:
+            self.set_keymap(self.keymap)
+        if self.engine is not None:
+            self.attach(self.engine)
+        self.repaint(set(("source", "direction", "strategies", "errors", "timings", "status")))
+        self.query_one("#source").focus()
+
+    def attach(self, engine: Any) -> None:
+        """Watch and steer `engine`: subscribe to its events, then start its run."""
+        self.engine = engine
+        facts = bridge.describe(engine)
+        self.view = ViewState(
+            problem=facts["problem"], backend=facts["backend"], device=facts["device"],
+            policy=facts["policy"], steps_planned=facts["steps"],
+        )
+        if self.htg is None:
+            self.htg = getattr(engine, "htg", None)
+        stream = engine.events()  # subscribe before run() so the first events are seen
+        self.run_worker(bridge.pump(stream, self, self.settings.refresh_hz), group="events", exclusive=True, exit_on_error=False)
+        self.run_worker(self._run_engine(engine), group="engine", exclusive=True, exit_on_error=False)
+
+    async def _run_engine(self, engine: Any) -> None:
+        try:
+            self.session = await bridge.send(engine, "run")
+        finally:
+            if hasattr(engine, "aclose"):  # the engine's worker pool dies with its run
+                await engine.aclose()
+
+    # ---- engine -> screen ---------------------------------------------------------------
+    def on_engine_events(self, message: bridge.EngineEvents) -> None:
+        dirty = self.view.apply_all(message.events)
+        kinds = {type(e) for e in message.events}
+        if kinds & {ev.StepFinished, ev.SessionSaved, ev.SessionFinished, ev.CandidateProposed}:
+            facts = bridge.session_facts(self.engine)
+            if facts:
+                self.view.tokens = facts.get("tokens", self.view.tokens)
+                self.view.cost_usd = facts.get("cost_usd", self.view.cost_usd)
+                if self.view.set_best(facts.get("best_code")):
+                    dirty.add("source")
+                dirty.add("status")
+        if ev.ApprovalRequested in kinds:
+            if self.settings.bell:
+                self.bell()
+            if self.settings.auto_open_approval:
+                self.call_later(self.open_approval)
+        self.repaint(dirty)
+
+    def on_engine_ended(self, message: bridge.EngineEnded) -> None:
+        if message.error is not None:
+            self.report(f"event stream failed: {message.error}")
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.state is WorkerState.ERROR:
+            self.report(f"{event.worker.group or 'worker'}: {event.worker.error}")
+
+    def report(self, text: str) -> None:
+        """The one place a failure reaches the person."""
+        self.view.messages.append(text)
+        self.notify(text, severity="error", timeout=8)
+
+    def repaint(self, dirty: set[str]) -> None:
+        panes = {
+            "status": "#status", "source": "#source-pane", "direction": "#direction-pane",
+            "strategies": "#strategies-pane", "errors": "#errors-pane", "timings": "#timings-pane",
+        }
+        for name in dirty:
+            if name in panes:
+                self.query_one(panes[name]).show(self.view)
+
+    # ---- commands -----------------------------------------------------------------------
+    async def command(self, name: str, *args: Any) -> Any:
+        if self.engine is None:
+            self.report("no engine is running")
+            return None
+        try:
+            return await bridge.send(self.engine, name, *args)
+        except Exception as exc:  # noqa: BLE001 - reported, the app goes on
+            self.report(f"{name}: {exc}")
+            return None
+
+    async def decide(self, request: ev.ApprovalRequested, decision: Decision) -> None:
+        self.view.pending.pop(request.request_id, None)
+        await self.command("decide", request.request_id, decision)
+        self.repaint({"status"})
+
+    def open_approval(self) -> None:
+        if isinstance(self.screen, ApprovalScreen):
+            return
+        request = self.view.next_pending()
+        if request is None:
+            return
+        if self.settings.auto_open_approval is False and len(self.screen_stack) > 1:
+            return
+
+        async def done(choice: Choice | None) -> None:
+            if choice is not None:
+                await self.apply_choice(request, choice)
+                self.call_later(self.open_approval)
+
+        self.push_screen(ApprovalScreen(request, self.view.pending_count), done)
+
+    async def apply_choice(self, request: ev.ApprovalRequested, choice: Choice) -> None:
+        if choice.action == "approve_all":
+            await self.action_approve_all(first=request)
+        elif choice.action == "edit":
+            edited = self.edit_in_editor(request.code)
+            if edited is None or edited == request.code:
+                self.notify("no change made in the editor: approving as it is")
+                await self.decide(request, Decision("approve", PERSON))
+            else:
+                await self.decide(request, Decision("edit", PERSON, edited_code=edited))
+        else:
+            await self.decide(request, Decision(choice.action, PERSON, reason=choice.reason))
+
+    def edit_in_editor(self, code: str) -> str | None:
+        """Open the code in $VISUAL/$EDITOR with the app suspended; the edited text, or None."""
+        editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+        with tempfile.NamedTemporaryFile("w", suffix=".py", prefix="htam-candidate-", delete=False) as f:
+            f.write(code)
+            path = f.name
+        try:
+            try:
+                with self.suspend():
+                    rc = subprocess.call([*shlex.split(editor), path])
+            except SuspendNotSupported:  # headless (tests): the editor runs without a terminal
+                rc = subprocess.call([*shlex.split(editor), path], stdin=subprocess.DEVNULL)
+            if rc != 0:
+                self.report(f"editor '{editor}' exited with status {rc}")
+                return None
+            return Path(path).read_text()
+        except OSError as exc:
+            self.report(f"cannot run editor '{editor}': {exc}")
+            return None
+        finally:
+            Path(path).unlink(missing_ok=True)
+
+    # ---- actions ------------------------------------------------------------------------
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen())
+
+    async def action_quit(self) -> None:
+        if self.engine is not None and self.view.engine_state not in ("finished", "stopping"):
+            await self.command("stop")
+        self.exit(0)
+
+    async def action_toggle_pause(self) -> None:
+        if self.view.engine_state == "paused":
+            self.view.engine_state = "resuming"
+            self.repaint({"status"})
+            await self.command("resume")
+        else:
+            self.view.engine_state = "pausing"
+            self.repaint({"status"})
+            await self.command("pause")
+
+    async def action_stop(self) -> None:
+        self.view.engine_state = "stopping"
+        self.repaint({"status"})
+        await self.command("stop")
+
+    def action_set_steps(self) -> None:
+        async def done(answer: str | None) -> None:
+            if not answer:
+                return
+            n = int(answer)
+            if n < 1:
+                self.report("the step budget must be at least 1")
+                return
+            await self.command("set_steps", n)
+            self.view.steps_planned = n
+            self.repaint({"status"})
+
+        self.push_screen(TextPrompt("Step budget (steps this run):", str(self.view.steps_planned or ""), integer=True), done)
+
+    def directions(self) -> list[str]:
+        if self.htg is not None:
+            try:
+                return list(self.htg.directions())
+            except Exception as exc:  # noqa: BLE001
+                self.report(f"memory: {exc}")
+        if self.view.selection is not None:
+            return [s.direction for s in self.view.selection.scores]
+        return []
+
+    def action_pick_direction(self) -> None:
+        names = self.directions()
+        if not names:
+            self.report("no directions known yet")
+            return
+
+        async def done(name: str | None) -> None:
+            if name:
+                await self.command("force_direction", name)
+                self.notify(f"next step goes in direction {name}")
+
+        current = self.view.selection.direction if self.view.selection else None
+        self.push_screen(ChoicePrompt("Direction for the next step:", names, current), done)
+
+    async def action_reevaluate(self) -> None:
+        code = getattr(getattr(self.engine, "session", None), "best_code", None) or self.view.best_code
+        if not code:
+            self.report("no best candidate to re-evaluate yet")
+            return
+        self.notify("re-evaluating the current best")
+        result = await self.command("evaluate_now", code)
+        if result is not None and hasattr(result, "status"):
+            self.view.apply(ev.EvaluationFinished(step=self.view.step, result=result))
+            self.repaint({"timings", "errors"})
+
+    def action_open_approval(self) -> None:
+        if self.view.next_pending() is None:
+            self.notify("no decision pending")
+            return
+        self.open_approval()
+
+    async def action_approve_all(self, first: ev.ApprovalRequested | None = None) -> None:
+        await self.command("set_policy", "auto")
+        self.view.policy = "auto"
+        queued = ([first] if first else []) + [r for r in self.view.pending.values() if r is not first]
+        for request in queued:
+            await self.decide(request, Decision("approve", PERSON))
+        self.repaint({"status"})
+
+    def action_sessions(self) -> None:
+        from htam_tui.screens.sessions import SessionsScreen
+
+        self.push_screen(SessionsScreen(self.sessions_dir))
+
+    def action_memory(self) -> None:
+        from htam_tui.screens.memory import MemoryScreen
+
+        self.push_screen(MemoryScreen(self.htg, self.session or getattr(self.engine, "session", None)))
+
+    def _source(self) -> SourcePane:
+        return self.query_one(SourcePane)
+
+    def action_toggle_diff(self) -> None:
+        pane = self._source()
+        pane.show_diff = not pane.show_diff
+        pane.show(self.view)
+
+    def action_toggle_kernel(self) -> None:
+        pane = self._source()
+        pane.mode = "kernel" if pane.mode == "module" else "module"
+        pane.show_diff = False
+        pane.show(self.view)
+
+    def on_errors_pane_jump(self, message: ErrorsPane.Jump) -> None:
+        pane = self._source()
+        pane.show_diff = False
+        pane.goto_line(message.line, message.file)
+        pane.show(self.view)
+
+    def action_zoom(self) -> None:
+        if self.screen.maximized is not None:
+            self.screen.minimize()
+        elif self.focused is not None:
+            self.screen.maximize(self.focused)
+
+    def action_focus_pane(self, name: str) -> None:
+        target = {
+            "source": "#source", "direction": "#direction-scroll", "strategies": "#strategies-scroll",
+            "errors": "#errors", "timings": "#timings-scroll",
+        }[name]
+        if self.screen.maximized is not None:
+            self.screen.minimize()
+        self.query_one(target).focus()
+
+    def action_resize(self, delta: int) -> None:
+        self.source_width = max(30, min(85, self.source_width + 5 * delta))
+        self.query_one("#source-pane").styles.width = f"{self.source_width}%"
+        self.query_one("#side").styles.width = f"{100 - self.source_width}%"
+
+    def action_resize_bottom(self, delta: int) -> None:
+        self.bottom_height = max(4, min(self.size.height - 6, self.bottom_height + 2 * delta))
+        self.query_one("#bottom").styles.height = self.bottom_height

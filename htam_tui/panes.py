@@ -1,0 +1,176 @@
+"""The main screen's panes. Each repaints itself from the ViewState when told to."""
+
+from __future__ import annotations
+
+from rich.syntax import Syntax
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical, VerticalScroll
+from textual.message import Message
+from textual.widgets import OptionList, Static, TextArea
+from textual.widgets.option_list import Option
+
+from htam_tui import render
+from htam_tui.highlight import CPP, register_cpp
+from htam_tui.view import ViewState
+
+
+class Pane(Vertical):
+    """A bordered pane; zooming the focused widget maximizes its pane."""
+
+    ALLOW_MAXIMIZE = True
+
+    def __init__(self, title: str, key: str, **kw) -> None:
+        super().__init__(**kw)
+        self.border_title = f"{key} {title}"
+
+
+class StatusLine(Static):
+    def show(self, view: ViewState) -> None:
+        self.update(render.status_line(view))
+
+
+class SourcePane(Pane):
+    """Candidate source: module (Python) or kernel-only (C++), or a diff against the previous best."""
+
+    def __init__(self, **kw) -> None:
+        super().__init__("Source", "1", **kw)
+        self.mode = "module"  # module | kernel
+        self.show_diff = False
+        self._shown = ""
+        self._kernel_starts: list[int] = []
+
+    def compose(self) -> ComposeResult:
+        area = TextArea("", read_only=True, show_line_numbers=True, id="source", soft_wrap=False)
+        area.cursor_blink = False
+        register_cpp(area)
+        yield area
+        with VerticalScroll(id="diff-box"):
+            yield Static(id="diff")
+
+    @property
+    def area(self) -> TextArea:
+        return self.query_one("#source", TextArea)
+
+    def show(self, view: ViewState) -> None:
+        area = self.area
+        box = self.query_one("#diff-box")
+        if self.show_diff and not view.streaming:
+            diff = render.unified_diff(view.best_code if view.best_code != view.code else view.previous_best, view.code)
+            self.query_one("#diff", Static).update(Syntax(diff, "diff", theme="ansi_dark", word_wrap=False))
+            area.display, box.display = False, True
+            self.border_subtitle = "diff vs previous best"
+            return
+        area.display, box.display = True, False
+        if view.streaming:
+            self.border_subtitle = "model writing…"
+            if view.code.startswith(self._shown) and area.language is None:
+                area.insert(view.code[len(self._shown):], area.document.end)  # grow, keep the view
+            else:
+                area.language = None
+                area.load_text(view.code)
+            self._shown = view.code
+            area.scroll_end(animate=False)
+            return
+        text, language = view.code, "python"
+        self._kernel_starts = []
+        if self.mode == "kernel":
+            parts = render.kernel_sources(view.code)
+            if parts:
+                self._kernel_starts = [start for start, _ in parts]
+                text, language = "\n".join(p for _, p in parts), CPP
+            self.border_subtitle = "kernel (C++)" if parts else "no C++ source in this module"
+        else:
+            self.border_subtitle = "module"
+        if text != self._shown or area.language != language:
+            area.language = language if language in area.available_languages else None
+            area.load_text(text)
+            self._shown = text
+
+    def goto_line(self, line: int, file: str | None) -> None:
+        """Move the view to a diagnostic's line. Python files' lines are module lines; a compiler's
+        file is the C++ source, so the kernel-only view is shown, where its lines line up best."""
+        want = "module" if (file or "").endswith(".py") or not file else "kernel"
+        if want != self.mode:
+            self.mode = want
+            self.app.call_later(self._goto, line)
+        else:
+            self._goto(line)
+
+    def _goto(self, line: int) -> None:
+        area = self.area
+        row = max(0, min(line - 1, area.document.line_count - 1))
+        area.move_cursor((row, 0), center=True)
+        area.focus()
+
+
+class DirectionPane(Pane):
+    def __init__(self, **kw) -> None:
+        super().__init__("Direction", "2", **kw)
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="direction-scroll"):
+            yield Static(Text("no direction selected yet", style="dim"), id="direction")
+
+    def show(self, view: ViewState) -> None:
+        self.query_one("#direction", Static).update(render.direction_view(view.selection, view.path))
+
+
+class StrategiesPane(Pane):
+    def __init__(self, **kw) -> None:
+        super().__init__("Strategies", "3", **kw)
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="strategies-scroll"):
+            yield Static(Text("no strategies retrieved yet", style="dim"), id="strategies")
+
+    def show(self, view: ViewState) -> None:
+        self.query_one("#strategies", Static).update(render.strategies_view(view.retrieval))
+
+
+class ErrorsPane(Pane):
+    class Jump(Message):
+        def __init__(self, line: int, file: str | None) -> None:
+            super().__init__()
+            self.line = line
+            self.file = file
+
+    def __init__(self, **kw) -> None:
+        super().__init__("Errors", "4", **kw)
+        self._lines: list = []
+
+    def compose(self) -> ComposeResult:
+        yield OptionList(id="errors")
+
+    def show(self, view: ViewState) -> None:
+        errors = self.query_one("#errors", OptionList)
+        errors.clear_options()
+        self._lines = list(view.problems)
+        style = {"error": "red", "warning": "yellow", "reject": "bold red", "incorrect": "red", "warn": "yellow"}
+        errors.add_options(
+            [Option(Text(p.text, style=style.get(p.severity, "")), id=str(i)) for i, p in enumerate(self._lines)]
+        )
+        self.border_subtitle = f"{len(self._lines)}" if self._lines else ""
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        problem = self._lines[int(event.option.id or 0)]
+        if problem.line:
+            self.post_message(self.Jump(problem.line, problem.file))
+
+
+class TimingsPane(Pane):
+    def __init__(self, **kw) -> None:
+        super().__init__("Timings", "5", **kw)
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="timings-scroll"):
+            yield Static(id="trials")
+            yield Static(id="chart")
+
+    def show(self, view: ViewState) -> None:
+        self.query_one("#trials", Static).update(render.trial_line(view.trial_timings, view.stage))
+        width = max(8, self.size.width - 18)
+        self.query_one("#chart", Static).update(
+            render.speedup_chart(view.step_speedups, 1.0, view.compile_baseline, width=width, height=4)
+        )

@@ -1,0 +1,159 @@
+"""Pure renderers: view facts -> rich renderables / text. No widgets, no clocks."""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import math
+
+from rich.text import Text
+
+from htam_engine.memory.types import Retrieval, Selection
+
+BLOCKS = " ▁▂▃▄▅▆▇█"
+
+
+def fmt_speedup(x: float | None) -> str:
+    return "-" if x is None or not math.isfinite(x) else f"{x:.2f}x"
+
+
+def status_line(v) -> Text:
+    """The one-line status: problem, backend, device, step k/N, best, tokens, cost, policy, pending."""
+    t = Text(no_wrap=True, overflow="ellipsis")
+    if v.pending:  # first, so it survives a narrow terminal
+        t.append(f" DECISION PENDING ({len(v.pending)}) o ", style="bold reverse yellow")
+    t.append(f" {v.problem or '-'} ", style="bold")
+    t.append(f"{v.backend or '-'}/{v.device or '-'} ")
+    t.append(f"step {v.step}/{v.steps_planned or '?'} ")
+    t.append(f"best {fmt_speedup(v.best_speedup)} ", style="bold green" if (v.best_speedup or 0) > 1 else "")
+    t.append(f"tok {v.tokens} ${v.cost_usd:.2f} ")
+    t.append(f"policy {v.policy or '-'} ")
+    t.append(f"[{v.engine_state}] ")
+    return t
+
+
+def direction_view(sel: Selection | None, path: list[str], top: int = 6) -> Text:
+    """The chosen direction with every term of its score, the runners-up, and the recent path.
+    Plain wrapped lines rather than a table: the pane is ~30 columns at 80x24."""
+    if sel is None:
+        return Text("no direction selected yet", style="dim")
+    t = Text()
+    t.append(f"▶ {sel.direction}", style="bold cyan")
+    t.append(f"  {sel.mode}{' ' + sel.ablation if sel.ablation else ''}\n")
+    chosen = next((s for s in sel.scores if s.direction == sel.direction), None)
+    if chosen is not None:
+        t.append(f"  total {chosen.total:.3f} = trans {chosen.transition:.3f} + prior {chosen.prior:.3f}"
+                 f" + expl {chosen.exploration:.3f}")
+        t.append(f"  p={chosen.probability:.2f}\n" if chosen.probability is not None else "\n")
+        for term in sorted(chosen.terms, key=lambda x: x.k):
+            t.append(f"  k={term.k} from {term.from_direction}: w {term.position_weight:.2f} · sim "
+                     f"{term.similarity:.2f} · V {term.edge_value:+.2f} → {term.contribution:+.3f}\n", style="dim")
+    if sel.reason:
+        t.append(sel.reason + "\n", style="italic")
+    others = [s for s in sel.scores if s.direction != sel.direction][: max(0, top - 1)]
+    for s in others:
+        t.append(f"  {s.direction} {s.total:.3f}", style="")
+        t.append(f" (T {s.transition:.2f} P {s.prior:.2f} E {s.exploration:.2f})\n", style="dim")
+    if path:
+        t.append("path: " + " → ".join(path), style="dim")
+    t.rstrip()
+    return t
+
+
+def strategies_view(r: Retrieval | None) -> Text:
+    if r is None:
+        return Text("no strategies retrieved yet", style="dim")
+    t = Text()
+    t.append(f"under {r.direction or '(no guidance)'}\n", style="bold")
+    for s in r.strategies:
+        t.append(f"• {s.title}\n")
+        t.append(f"  {s.tries} tries, {s.successes} ok, gain {s.mean_gain:+.2f}, fit {s.fit:.2f}", style="dim")
+        t.append(f", template {s.template}\n" if s.template else "\n", style="dim")
+    for n in r.notes:
+        t.append(f"{n.from_direction} → {n.to_direction} [{n.source}]", style="yellow")
+        for label, val in (("when", n.when), ("why", n.why), ("risk", n.risk)):
+            if val:
+                t.append(f" {label}: {val}")
+        t.append("\n")
+    t.rstrip()
+    return t
+
+
+def speedup_chart(speedups: list[float | None], eager: float = 1.0, compiled: float | None = None,
+                  width: int = 40, height: int = 5) -> Text:
+    """Per-step speedup bars with the eager (1.0x) and torch.compile baselines as rows of ─/┄.
+
+    Failed steps show as ✗. The scale is 0..max(all values, baselines)."""
+    values = speedups[-width:]
+    if not values:
+        return Text("no steps yet", style="dim")
+    known = [x for x in values if x is not None] + [eager] + ([compiled] if compiled else [])
+    top = max(known) * 1.05
+    rows: list[Text] = []
+    cells_per_row = 8
+
+    def level(x: float) -> int:
+        return round(x / top * height * cells_per_row)
+
+    eager_row = min(height - 1, int(eager / top * height))
+    comp_row = min(height - 1, int(compiled / top * height)) if compiled else None
+    for r in range(height - 1, -1, -1):
+        line = Text(no_wrap=True)
+        for x in values:
+            if x is None:
+                line.append("✗" if r == 0 else " ", style="red")
+                continue
+            fill = level(x) - r * cells_per_row
+            if fill >= cells_per_row:
+                ch = BLOCKS[-1]
+            elif fill > 0:
+                ch = BLOCKS[fill]
+            elif r == eager_row:
+                ch = "─"
+            elif r == comp_row:
+                ch = "┄"
+            else:
+                ch = " "
+            line.append(ch, style="green" if x >= eager else "yellow" if ch in BLOCKS[1:] else "dim")
+        labels = []
+        if r == eager_row:
+            labels.append(f"─ eager {eager:.2f}x")
+        if r == comp_row:
+            labels.append(f"┄ compile {compiled:.2f}x")
+        if labels:
+            line.append(" " + " ".join(labels), style="dim")
+        rows.append(line)
+    return Text("\n").join(rows)
+
+
+def trial_line(timings: list[float], stage: str) -> Text:
+    t = Text(no_wrap=True)
+    t.append(f"{stage or 'idle'} ", style="bold")
+    if timings:
+        ordered = sorted(timings)
+        t.append(f"{len(timings)} trials  median {ordered[len(ordered) // 2]:.4g} ms  min {ordered[0]:.4g} ms")
+    return t
+
+
+def unified_diff(old: str | None, new: str) -> str:
+    if old is None:
+        return "(no previous best to compare against)"
+    diff = difflib.unified_diff(old.splitlines(), new.splitlines(), "previous best", "candidate", lineterm="")
+    text = "\n".join(diff)
+    return text or "(identical to the previous best)"
+
+
+def kernel_sources(code: str) -> list[tuple[int, str]]:
+    """The C++/CUDA sources embedded in a candidate module (load_inline strings) with the
+    module line each starts on. Triton or unparsable modules give []."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return []
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            s = node.value
+            if "#include" in s or "__global__" in s or "torch::Tensor" in s or "at::Tensor" in s:
+                found.append((node.lineno, s))
+    return sorted(found)

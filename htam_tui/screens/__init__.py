@@ -1,0 +1,1 @@
+"""Screens and modal prompts of the app."""
