@@ -115,7 +115,7 @@ class ModelProposer:
                 async with asyncio.timeout(self.settings.timeout_s):
                     text, usage, finish = await self._attempt(messages, max_tokens, seed, on_token, got)
             except Exception as exc:  # noqa: BLE001 - every fault is classified, none escapes
-                fault = classify(exc)
+                fault = classify(exc, mid_stream=bool(got))
                 if fault.kind == "client" and fault.status == 400 and self._stream_options and "stream_options" in fault.message:
                     self._stream_options = False  # an older server; usage gets estimated instead
                     fault.retryable = True

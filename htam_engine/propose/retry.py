@@ -58,14 +58,17 @@ class StreamStalled(Exception):
     """No data arrived for longer than the stall timeout."""
 
 
-def classify(exc: BaseException) -> Fault:
-    """What kind of fault `exc` is; messages are redacted and kept to one line."""
+def classify(exc: BaseException, mid_stream: bool = False) -> Fault:
+    """What kind of fault `exc` is; messages are redacted and kept to one line.
+    `mid_stream`: part of the reply had already arrived (a connection lost then is a cut stream)."""
     msg = _one_line(exc)
     if isinstance(exc, (StreamStalled, TimeoutError, openai.APITimeoutError)):
         return Fault("timeout", f"timed out: {msg}" if msg else "timed out", True)
     if isinstance(exc, StreamCut):
         return Fault("stream_cut", f"stream cut off: {msg}", True)
     if isinstance(exc, openai.APIConnectionError):
+        if mid_stream:
+            return Fault("stream_cut", f"stream cut off: {msg}", True)
         return Fault("connection", f"connection error: {msg}", True)
     if isinstance(exc, openai.APIStatusError):
         status = exc.status_code

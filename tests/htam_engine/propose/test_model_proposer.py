@@ -1,0 +1,174 @@
+"""The model proposer against a real HTTP server speaking the OpenAI protocol, with the real client."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from htam_engine.evaluate.result import EvalResult, Status
+from htam_engine.propose import make_proposer
+from htam_engine.propose.model import ModelProposer
+from tests.support.loopback_server import Reply
+
+
+async def test_correct_candidate_streams_tokens_and_records_usage(loopback, model_config, kit):
+    loopback.add(Reply(kit.fenced(kit.GOOD_CODE), prompt_tokens=1200, completion_tokens=300))
+    model_config.model.model = "gpt-4o"  # a priced model: 1200 in, 300 out
+    proposer = make_proposer("model", model_config)
+    tokens: list[str] = []
+    proposal = await proposer.propose(kit.make_request(), tokens.append)
+    assert proposal.code == kit.GOOD_CODE
+    assert proposal.failure == ""
+    assert len(tokens) > 5 and "".join(tokens) == proposal.raw_output
+    assert (proposal.usage.prompt_tokens, proposal.usage.completion_tokens) == (1200, 300)
+    assert proposal.usage.cost_usd == pytest.approx((1200 * 2.5 + 300 * 10.0) / 1e6)
+    assert proposal.model == "gpt-4o"
+    sent = loopback.chat_requests()[0].body
+    assert sent["stream"] is True and sent["stream_options"] == {"include_usage": True}
+    assert "class Model(nn.Module)" in sent["messages"][1]["content"]
+    assert proposal.prompt.endswith(sent["messages"][1]["content"])
+
+
+async def test_async_token_sink_and_slow_stream(loopback, model_config, kit):
+    loopback.add(Reply(kit.fenced(kit.GOOD_CODE), chunk_chars=40, chunk_delay_s=0.02))
+    got: list[str] = []
+
+    async def sink(piece: str) -> None:
+        got.append(piece)
+
+    proposal = await ModelProposer(model_config.model).propose(kit.make_request(), sink)
+    assert proposal.code == kit.GOOD_CODE and len(got) >= 5
+
+
+async def test_broken_candidate_is_a_step_failure_with_a_reason(loopback, model_config, kit):
+    loopback.add(Reply("I would use a faster kernel, but here is only an idea.\n```cpp\n__global__ void k() {}\n```\n"))
+    proposal = await ModelProposer(model_config.model).propose(kit.make_request())
+    assert proposal.code is None
+    assert "ModelNew" in proposal.failure and "cpp" in proposal.failure
+    assert proposal.raw_output.startswith("I would use")
+
+
+async def test_reply_cut_by_the_token_limit_says_so(loopback, model_config, kit):
+    loopback.add(Reply("```python\nimport torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return (x", finish_reason="length"))
+    proposal = await ModelProposer(model_config.model).propose(kit.make_request())
+    assert proposal.code is None
+    assert "cut off" in proposal.failure and "token limit" in proposal.failure
+
+
+@pytest.mark.parametrize(
+    "fault, kind",
+    [
+        (Reply(status=500), "server"),
+        (Reply(status=503), "server"),
+        (Reply(status=429, retry_after=0.05), "rate_limit"),
+        (Reply("```python\nimport torch\n" * 20, cut_after=60), "stream_cut"),
+        (Reply("```python\nimport torch\n" * 20, malformed=True), "malformed"),
+        (Reply("```python\nimport torch\n" * 20, stall_after=30, stall_s=5), "timeout"),
+        (Reply("late", delay_s=5), "timeout"),
+    ],
+    ids=["500", "503", "429", "cut", "malformed", "stall-mid-stream", "slow-first-byte"],
+)
+async def test_each_fault_is_retried_then_the_candidate_arrives(loopback, model_config, kit, fault, kind):
+    loopback.add(fault, Reply(kit.fenced(kit.GOOD_CODE)))
+    proposer = ModelProposer(model_config.model)
+    if kind == "timeout":
+        model_config.model.timeout_s = 1.0  # the slow first byte hits the whole-request timeout
+    reply = await proposer.complete(proposer_prompt(kit), None, 500)
+    assert reply.failure == "" and reply.attempts == 2
+    assert [f.kind for f in reply.faults] == [kind]
+    assert "```python" in reply.text and len(loopback.chat_requests()) == 2
+
+
+async def test_malformed_non_streaming_body_is_retried(loopback, model_config, kit):
+    model_config.model.stream = False
+    loopback.add(Reply("x", malformed=True), Reply(kit.fenced(kit.GOOD_CODE), prompt_tokens=10, completion_tokens=20))
+    proposal = await ModelProposer(model_config.model).propose(kit.make_request())
+    assert proposal.code == kit.GOOD_CODE
+    assert "stream" not in loopback.chat_requests()[1].body
+    assert (proposal.usage.prompt_tokens, proposal.usage.completion_tokens) == (10, 20)
+
+
+async def test_retry_after_is_honoured(loopback, model_config, kit):
+    loopback.add(Reply(status=429, retry_after=0.6), Reply(kit.fenced(kit.GOOD_CODE)))
+    proposal = await ModelProposer(model_config.model).propose(kit.make_request())
+    first, second = loopback.chat_requests()
+    waited = second.at - first.at
+    assert proposal.code is not None
+    assert 0.6 <= waited < 0.6 + 0.5  # never earlier than asked, not much later (base backoff is 0.02 s)
+
+
+async def test_retry_budget_exhausted_fails_cleanly(loopback, model_config, kit):
+    loopback.add(*[Reply(status=503)] * 4)  # retries=3: four attempts
+    proposal = await ModelProposer(model_config.model).propose(kit.make_request())
+    assert proposal.code is None
+    assert proposal.failure.startswith("model endpoint failed after 4 attempts (server)")
+    assert "503" in proposal.failure and len(loopback.chat_requests()) == 4
+    assert proposal.usage.prompt_tokens == 0  # nothing was generated: nothing is charged
+
+
+async def test_client_errors_are_not_retried(loopback, model_config, kit):
+    loopback.add(Reply(status=401), Reply(kit.fenced(kit.GOOD_CODE)))
+    proposal = await ModelProposer(model_config.model).propose(kit.make_request())
+    assert proposal.code is None and "refused the request" in proposal.failure and "401" in proposal.failure
+    assert len(loopback.chat_requests()) == 1
+
+
+async def test_refused_connection_fails_cleanly(loopback, model_config, kit):
+    loopback.stop()
+    started = time.monotonic()
+    proposal = await ModelProposer(model_config.model).propose(kit.make_request())
+    assert proposal.code is None
+    assert "after 4 attempts (connection)" in proposal.failure
+    assert time.monotonic() - started < 5
+
+
+async def test_cancellation_mid_stream_closes_the_connection(loopback, model_config, kit):
+    loopback.add(Reply(kit.fenced(kit.GOOD_CODE) * 20, chunk_chars=8, chunk_delay_s=0.02))
+    first_token = asyncio.Event()
+    task = asyncio.create_task(ModelProposer(model_config.model).propose(kit.make_request(), lambda _t: first_token.set()))
+    await asyncio.wait_for(first_token.wait(), 5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    request = loopback.chat_requests()[0]
+    assert await asyncio.to_thread(loopback.wait_for, lambda: request.disconnected, 5.0)
+    assert not request.finished
+
+
+async def test_usage_is_estimated_when_the_server_reports_none(loopback, model_config, kit):
+    model_config.model.model = "gpt-4o-mini"
+    proposer = ModelProposer(model_config.model)
+    proposer._stream_options = False  # as for a server that rejects stream_options
+    loopback.add(Reply(kit.fenced(kit.GOOD_CODE)))
+    proposal = await proposer.propose(kit.make_request())
+    assert proposal.usage.prompt_tokens == pytest.approx(len(proposal.prompt) / 4, rel=0.1)
+    assert proposal.usage.completion_tokens == pytest.approx(len(proposal.raw_output) / 4, rel=0.1)
+    assert proposal.usage.cost_usd > 0
+
+
+async def test_reflect_turns_a_json_reply_into_a_lesson(loopback, model_config, kit):
+    loopback.add(
+        Reply('```json\n{"direction": "fusion", "title": "Fuse the tail", "description": "Apply the activation in the same loop.", "pitfalls": "keep float32 accumulation"}\n```'),
+        Reply("I have no lesson to share."),
+    )
+    proposer = ModelProposer(model_config.model)
+    result = EvalResult(status=Status.OK, correct=True, runtime_ms=1.0, ref_runtime_ms=2.0, speedup_eager=2.0)
+    lesson = await proposer.reflect(kit.make_request(), kit.GOOD_CODE, result)
+    assert lesson is not None
+    assert (lesson.direction, lesson.title, lesson.pitfalls) == ("fusion", "Fuse the tail", "keep float32 accumulation")
+    assert "speedup vs eager 2x" in loopback.chat_requests()[0].body["messages"][1]["content"]
+    assert await proposer.reflect(kit.make_request(), kit.GOOD_CODE, result) is None
+
+
+async def test_reflect_failure_returns_none(loopback, model_config, kit):
+    loopback.add(*[Reply(status=500)] * 4)
+    result = EvalResult(status=Status.COMPILE_ERROR)
+    assert await ModelProposer(model_config.model).reflect(kit.make_request(), kit.GOOD_CODE, result) is None
+
+
+def proposer_prompt(kit):
+    from htam_engine.propose.prompt import build_prompt
+
+    return build_prompt(kit.make_request())
