@@ -1,0 +1,85 @@
+"""The on-disk cache: compiled extensions per source hash, candidate files, baselines, locks.
+
+Everything lives under `HTAM_CACHE_DIR` (default `~/.cache/htam`), so separate htam
+processes (a batch run and the app) share builds and serialize timing on a device.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator
+
+
+def cache_dir() -> Path:
+    root = Path(os.environ.get("HTAM_CACHE_DIR") or Path.home() / ".cache" / "htam")
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def sha256_text(*parts: str) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part.encode("utf-8", "surrogatepass"))
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def candidate_key(code: str, backend: str, device_kind: str, torch_version: str) -> str:
+    """The compile-cache key: same source, backend, device kind and torch build -> same binary."""
+    return sha256_text(code, backend, device_kind, torch_version)[:20]
+
+
+def build_dir(key: str) -> Path:
+    """The per-candidate folder that load_inline builds into."""
+    path = cache_dir() / "build" / key
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def built_marker(key: str) -> Path:
+    """Written after a candidate imported successfully: its next import is a cache hit."""
+    return build_dir(key) / ".htam-built"
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def file_lock(name: str) -> Iterator[None]:
+    """An exclusive lock shared by every process using this cache dir.
+
+    fcntl locks die with their holder, so a worker killed mid-compile or mid-timing
+    never leaves a stale lock behind.
+    """
+    path = cache_dir() / "locks" / f"{name}.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}

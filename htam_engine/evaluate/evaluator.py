@@ -1,0 +1,201 @@
+"""Evaluating a candidate from the engine's side: static checks, then a worker does the rest.
+
+`Evaluator` owns one worker slot: it starts a worker on first use, reuses it while the
+worker reports itself healthy, and replaces it after a crash, a timeout, runaway memory
+or a candidate that may have left the process in a doubtful state. `evaluate()` is the
+synchronous convenience over a process-wide Evaluator.
+"""
+
+from __future__ import annotations
+
+import atexit
+import threading
+import time
+from importlib import metadata
+from typing import Any, Callable
+
+from htam_engine.evaluate.backend import resolve_backend
+from htam_engine.evaluate.cache import candidate_key
+from htam_engine.evaluate.config import EvalConfig
+from htam_engine.evaluate.process import (
+    WorkerCrash,
+    WorkerMemory,
+    WorkerProcess,
+    WorkerStartError,
+    WorkerTimeout,
+    default_memory_limit_mb,
+)
+from htam_engine.evaluate.protocol import ProtocolError
+from htam_engine.evaluate.result import EvalResult, Status
+
+Progress = Callable[[str, list[float]], None]
+
+
+def _torch_version() -> str:
+    try:
+        return metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _as_problem(problem: Any, config: EvalConfig) -> Any:
+    if isinstance(problem, str):
+        from htam_engine.problems import load_problem
+
+        return load_problem(problem, dict(config.overrides) or None, device=config.device)
+    return problem
+
+
+def _with_output(result: EvalResult, output: str) -> EvalResult:
+    output = output.strip()
+    if output:
+        sep = "\n\n--- worker output ---\n" if result.diagnostics.log else ""
+        result.diagnostics.log = f"{result.diagnostics.log}{sep}{output}"
+    return result
+
+
+class Evaluator:
+    """One worker slot. Not thread-safe: one evaluation at a time (the pool runs several slots)."""
+
+    def __init__(self, device: str | None = None):
+        self.device = device  # None: each evaluation uses config.device
+        self._worker: WorkerProcess | None = None
+        self._lock = threading.Lock()
+        self.workers_started = 0
+
+    @property
+    def worker_pid(self) -> int | None:
+        return self._worker.pid if self._worker and self._worker.alive() else None
+
+    def _ensure_worker(self, device: str, as_limit_mb: int | None) -> WorkerProcess:
+        w = self._worker
+        if w is not None and (not w.alive() or w.device != device or w.as_limit_mb != as_limit_mb):
+            w.kill()
+            w = self._worker = None
+        if w is None:
+            w = WorkerProcess(device, as_limit_mb=as_limit_mb)
+            self._worker = w
+            self.workers_started += 1
+            try:
+                w.start()
+            except WorkerStartError:
+                self._worker = None
+                raise
+        return w
+
+    def discard_worker(self) -> None:
+        """Kill the current worker (a cancelled evaluation, or close)."""
+        w, self._worker = self._worker, None
+        if w is not None:
+            w.kill()
+
+    def close(self) -> None:
+        w, self._worker = self._worker, None
+        if w is not None:
+            w.close()
+
+    def evaluate(self, problem: Any, code: str, config: EvalConfig | None = None,
+                 on_progress: Progress | None = None) -> EvalResult:
+        with self._lock:
+            return self._evaluate(problem, code, config or EvalConfig(), on_progress)
+
+    def _evaluate(self, problem: Any, code: str, config: EvalConfig, on_progress: Progress | None) -> EvalResult:
+        started = time.perf_counter()
+        device = self.device or config.device
+        problem = _as_problem(problem, config)
+        backend = resolve_backend(code, config.backend, device)
+
+        def progress(stage: str, timings: list[float] | None = None) -> None:
+            if on_progress:
+                on_progress(stage, list(timings or []))
+
+        # ---- static checks, here in the engine: nothing of the candidate runs yet
+        progress("static")
+        from htam_engine.evaluate.checks import static_findings
+
+        static = list(static_findings(code, backend))
+        static_s = time.perf_counter() - started
+        rejects = [f for f in static if f.severity == "reject"]
+        if rejects:
+            result = EvalResult.failure(Status.REJECTED, rejects[0].message, integrity=static,
+                                        device=device, backend=backend)
+            return self._finish(result, started, static_s, progress)
+
+        as_limit = config.memory_limit_mb if (config.memory_limit_mb and not device.startswith("cuda")) else None
+        memory_cap = float(config.memory_limit_mb or default_memory_limit_mb())
+        key = candidate_key(code, backend, device.split(":")[0], _torch_version())
+        timings: list[float] = []
+
+        def on_message(msg: dict[str, Any]) -> None:
+            kind = msg.get("t")
+            if kind == "stage" and isinstance(msg.get("stage"), str):
+                progress(msg["stage"], timings)
+            elif kind == "trials" and isinstance(msg.get("ms"), list):
+                timings.extend(float(x) for x in msg["ms"] if isinstance(x, (int, float)))
+                progress("time", timings)
+
+        request = {"op": "eval", "problem": problem, "code": code, "config": config, "backend": backend, "key": key}
+        worker: WorkerProcess | None = None
+        try:
+            worker = self._ensure_worker(device, as_limit)
+            exchange = worker.request(request, timeout_s=config.timeout_s, memory_limit_mb=memory_cap,
+                                      on_message=on_message)
+            result = EvalResult.from_dict(exchange.reply["result"])
+            healthy = exchange.reply.get("healthy") is True
+        except WorkerStartError as exc:
+            result = EvalResult.failure(Status.RUNTIME_ERROR, str(exc), device=device, backend=backend)
+            result.diagnostics.log = exc.log
+            healthy = False
+        except WorkerTimeout as exc:
+            result = EvalResult.failure(Status.TIMEOUT, f"candidate {exc}", device=device, backend=backend)
+            healthy = False
+        except (WorkerCrash, WorkerMemory) as exc:
+            result = EvalResult.failure(Status.RUNTIME_ERROR, str(exc), device=device, backend=backend)
+            healthy = False
+        except (ProtocolError, KeyError, TypeError, ValueError) as exc:
+            # A reply that is not a well-formed result: the candidate tampered with the channel.
+            result = EvalResult.failure(Status.RUNTIME_ERROR, f"worker sent a malformed result ({exc})",
+                                        device=device, backend=backend)
+            healthy = False
+        if worker is not None:
+            _with_output(result, worker.log.text())
+        if not result.timings and timings and result.status is not Status.OK:
+            result.timings = timings
+        result.integrity = [*static, *(f for f in result.integrity if f not in static)]
+        result.device, result.backend = device, backend
+        if not healthy:
+            self.discard_worker()
+        return self._finish(result, started, static_s, progress)
+
+    @staticmethod
+    def _finish(result: EvalResult, started: float, static_s: float, progress: Callable[..., None]) -> EvalResult:
+        result.stages.static_s = static_s
+        result.stages.total_s = time.perf_counter() - started
+        progress("done", result.timings)
+        return result
+
+
+_shared: dict[str, Evaluator] = {}
+_shared_lock = threading.Lock()
+
+
+def evaluate(problem: Any, code: str, config: EvalConfig | None = None, on_progress: Progress | None = None) -> EvalResult:
+    """Evaluate one candidate synchronously, reusing a process-wide worker per device.
+
+    `problem` is a Problem or a problem reference (path or built-in name, loaded under
+    config.overrides). Never raises for anything the candidate does; bad arguments
+    (an unknown backend, an unloadable problem) raise ValueError or ProblemError.
+    """
+    config = config or EvalConfig()
+    with _shared_lock:
+        ev = _shared.setdefault(config.device, Evaluator(config.device))
+    return ev.evaluate(problem, code, config, on_progress)
+
+
+@atexit.register
+def close_shared() -> None:
+    """Stop the process-wide workers (also run at interpreter exit: no orphans)."""
+    with _shared_lock:
+        for ev in _shared.values():
+            ev.close()
+        _shared.clear()

@@ -1,0 +1,102 @@
+"""An asyncio pool of evaluation workers.
+
+Each slot is an `Evaluator` (one worker process, reused while healthy) driven from a
+thread so the event loop never blocks. Compiles and checks run in parallel across
+slots; timing is serialized per device by a lock file every worker takes around its
+timing stage (see runner.py), which also serializes separate htam processes. With
+several visible GPUs, slot i is pinned to GPU i mod n.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Callable
+
+from htam_engine.evaluate.config import EvalConfig
+from htam_engine.evaluate.evaluator import Evaluator, Progress
+from htam_engine.evaluate.result import EvalResult
+
+
+def visible_gpus() -> int:
+    try:
+        import torch
+
+        return torch.cuda.device_count() if torch.cuda.is_available() else 0
+    except Exception:  # noqa: BLE001 - no usable torch CUDA: no GPUs
+        return 0
+
+
+def slot_devices(size: int, device: str) -> list[str]:
+    """The device each slot uses: an explicit `cuda:N` pins all; bare `cuda` spreads over GPUs."""
+    if device != "cuda":
+        return [device] * size
+    n = visible_gpus()
+    if n <= 1:
+        return ["cuda"] * size
+    return [f"cuda:{i % n}" for i in range(size)]
+
+
+class WorkerPool:
+    """`await pool.evaluate(problem, code, config)`; `await pool.close()` (or `async with`).
+
+    The slot's device wins over `config.device` (the pool was built for a device).
+    """
+
+    def __init__(self, size: int = 1, device: str = "cpu"):
+        if size < 1:
+            raise ValueError("a worker pool needs at least one worker")
+        self.device = device
+        self._slots = [Evaluator(d) for d in slot_devices(size, device)]
+        self._idle: asyncio.Queue[Evaluator] | None = None
+        self._closed = False
+
+    @property
+    def size(self) -> int:
+        return len(self._slots)
+
+    def _queue(self) -> asyncio.Queue[Evaluator]:
+        if self._idle is None:
+            self._idle = asyncio.Queue()
+            for slot in self._slots:
+                self._idle.put_nowait(slot)
+        return self._idle
+
+    async def evaluate(self, problem: Any, code: str, config: EvalConfig | None = None,
+                       on_progress: Progress | None = None) -> EvalResult:
+        if self._closed:
+            raise RuntimeError("worker pool is closed")
+        loop = asyncio.get_running_loop()
+        idle = self._queue()
+        slot = await idle.get()
+        relay: Callable[[str, list[float]], None] | None = None
+        if on_progress is not None:
+            cb = on_progress
+
+            def relay(stage: str, timings: list[float]) -> None:
+                # Progress arrives on the slot's thread; hand it to the loop's thread.
+                loop.call_soon_threadsafe(cb, stage, timings)
+
+        try:
+            return await asyncio.to_thread(slot.evaluate, problem, code, config, relay)
+        except asyncio.CancelledError:
+            # The thread is still waiting on the worker: killing the worker ends it promptly.
+            slot.discard_worker()
+            raise
+        finally:
+            idle.put_nowait(slot)
+
+    async def close(self) -> None:
+        self._closed = True
+        await asyncio.gather(*(asyncio.to_thread(s.close) for s in self._slots))
+
+    def kill(self) -> None:
+        """Synchronous hard stop of every worker (shutdown paths without a running loop)."""
+        self._closed = True
+        for s in self._slots:
+            s.discard_worker()
+
+    async def __aenter__(self) -> "WorkerPool":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()

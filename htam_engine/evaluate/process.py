@@ -1,0 +1,284 @@
+"""The engine's side of one worker process: start it, talk to it, watch it, kill it.
+
+A worker starts in its own session (so killing its process group takes compilers and
+anything it spawned along), with a scrubbed environment (no keys, tokens or secrets),
+and with its stdout and stderr drained into a bounded log. While a request runs the
+engine enforces the timeout (not counting the wait for the device's timing lock or the
+reference baseline, which are harness work) and a memory ceiling on the whole tree.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import psutil
+
+from htam_engine.evaluate.cache import cache_dir
+from htam_engine.evaluate.diagnostics import BoundedLog
+from htam_engine.evaluate.protocol import ProtocolError, ReplyReader, send_request
+
+# Environment variables never handed to candidate code.
+_SECRET = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH", re.I)
+START_TIMEOUT_S = 180.0
+# Stages that are harness work, not the candidate's: they do not count against its timeout.
+PAUSED_STAGES = {"wait_lock": 3600.0, "baseline": 1800.0}
+POLL_S = 0.2
+KILL_MARGIN_S = 5.0
+
+
+class WorkerStartError(Exception):
+    """The worker process could not be brought up; `log` holds its output."""
+
+    def __init__(self, message: str, log: str = ""):
+        super().__init__(message)
+        self.log = log
+
+
+class WorkerTimeout(Exception):
+    def __init__(self, stage: str, seconds: float):
+        super().__init__(f"timed out after {seconds:g} s during {stage}")
+        self.stage = stage
+
+
+class WorkerCrash(Exception):
+    def __init__(self, stage: str, detail: str):
+        super().__init__(f"worker died during {stage}: {detail}")
+        self.stage = stage
+
+
+class WorkerMemory(Exception):
+    def __init__(self, stage: str, used_mb: float, limit_mb: float):
+        super().__init__(f"memory limit exceeded during {stage}: {used_mb:.0f} MB > {limit_mb:.0f} MB")
+        self.stage = stage
+
+
+def worker_env(device: str, as_limit_mb: int | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not _SECRET.search(k)}
+    root = str(Path(__file__).resolve().parents[2])  # the folder holding htam_engine/
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+    env["PYTHONUNBUFFERED"] = "1"
+    env["HTAM_WORKER_DEVICE"] = device
+    env["HTAM_CACHE_DIR"] = str(cache_dir())
+    env.setdefault("TRITON_CACHE_DIR", str(cache_dir() / "triton"))
+    if device == "cpu":
+        env.setdefault("TRITON_INTERPRET", "1")  # the only way Triton kernels run on a CPU
+    if as_limit_mb:
+        env["HTAM_WORKER_AS_MB"] = str(int(as_limit_mb))
+    else:
+        env.pop("HTAM_WORKER_AS_MB", None)
+    return env
+
+
+def default_memory_limit_mb() -> float:
+    """Without a configured limit, a worker tree may use 80 % of the machine's memory."""
+    return psutil.virtual_memory().total * 0.8 / (1024 * 1024)
+
+
+def _signal_name(code: int | None) -> str:
+    if code is None:
+        return "still running"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exited with status {code}"
+
+
+@dataclass(slots=True)
+class Exchange:
+    """What came back for one request."""
+
+    reply: dict[str, Any]
+    stage: str
+
+
+class WorkerProcess:
+    def __init__(self, device: str, *, as_limit_mb: int | None = None):
+        self.device = device
+        self.as_limit_mb = as_limit_mb
+        self.log = BoundedLog()
+        self.proc: subprocess.Popen | None = None
+        self._to_worker = -1
+        self._reader: ReplyReader | None = None
+        self._drain: threading.Thread | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def start(self, timeout_s: float = START_TIMEOUT_S) -> None:
+        req_r, req_w = os.pipe()
+        rep_r, rep_w = os.pipe()
+        out_r, out_w = os.pipe()
+        env = worker_env(self.device, self.as_limit_mb)
+        env["HTAM_WORKER_FDS"] = f"{req_r},{rep_w}"
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "htam_engine.evaluate.worker"],
+                stdin=subprocess.DEVNULL, stdout=out_w, stderr=out_w,
+                pass_fds=(req_r, rep_w), env=env, start_new_session=True, close_fds=True,
+            )
+        finally:
+            for fd in (req_r, rep_w, out_w):
+                os.close(fd)
+        self._to_worker = req_w
+        self._reader = ReplyReader(rep_r)
+        self._drain = threading.Thread(target=self._drain_output, args=(out_r,), name="htam-worker-output", daemon=True)
+        self._drain.start()
+        try:
+            msg = self._reader.poll(timeout_s)
+        except ProtocolError:
+            msg = None
+        if not msg or msg.get("t") != "ready":
+            self.kill()
+            tail = self.log.text().strip().splitlines()
+            why = tail[-1] if tail else "no output"
+            raise WorkerStartError(f"evaluation worker failed to start ({why})", self.log.text())
+
+    def _drain_output(self, fd: int) -> None:
+        try:
+            while True:
+                data = os.read(fd, 65536)
+                if not data:
+                    break
+                self.log.write(data)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+    def kill(self) -> None:
+        """Kill the worker and everything it started, including children that left its group."""
+        proc = self.proc
+        if proc is None:
+            return
+        try:
+            family = psutil.Process(proc.pid).children(recursive=True)
+        except psutil.Error:
+            family = []
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        for child in family:
+            try:
+                child.kill()
+            except psutil.Error:
+                pass
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        psutil.wait_procs(family, timeout=2)
+        self._close_pipes()
+
+    def _close_request_pipe(self) -> None:
+        fd, self._to_worker = self._to_worker, -1
+        if fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def _close_pipes(self) -> None:
+        self._close_request_pipe()
+        if self._reader is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._reader.fd)
+            self._reader = None
+        if self._drain is not None:
+            self._drain.join(timeout=2)
+
+    def close(self) -> None:
+        """Ask politely (closing the request pipe ends the worker's loop), then make sure."""
+        if self.proc is None:
+            return
+        self._close_request_pipe()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=3)
+        self.kill()
+
+    # ------------------------------------------------------------------ one request
+    def _tree_rss_mb(self) -> float:
+        try:
+            root = psutil.Process(self.proc.pid)  # type: ignore[union-attr]
+            procs = [root, *root.children(recursive=True)]
+        except psutil.Error:
+            return 0.0
+        total = 0
+        for p in procs:
+            try:
+                total += p.memory_info().rss
+            except psutil.Error:
+                pass
+        return total / (1024 * 1024)
+
+    def request(self, msg: dict[str, Any], *, timeout_s: float, memory_limit_mb: float,
+                on_message: Callable[[dict[str, Any]], None] | None = None) -> Exchange:
+        """Send one request and wait for its final reply ("t": "result").
+
+        Intermediate replies (stages, live trial times) go to `on_message`. Raises
+        WorkerTimeout, WorkerCrash or WorkerMemory; the worker is dead after any of them.
+        """
+        assert self._reader is not None and self.proc is not None
+        self.log.clear()
+        stage = "start"
+        try:
+            send_request(self._to_worker, msg)
+        except OSError as exc:
+            self.kill()
+            raise WorkerCrash(stage, f"request pipe failed ({exc.strerror or exc})") from None
+        budget = float(timeout_s)
+        paused: dict[str, float] = dict(PAUSED_STAGES)
+        last = time.monotonic()
+        while True:
+            try:
+                reply = self._reader.poll(POLL_S)
+            except (ProtocolError, OSError, ValueError) as exc:  # EOF, or pipes closed by a kill
+                code = self._reap()
+                self.kill()
+                detail = _signal_name(code) if code is not None else str(exc)
+                raise WorkerCrash(stage, detail) from None
+            now = time.monotonic()
+            spent, last = now - last, now
+            if stage in paused and paused[stage] > 0:
+                paused[stage] -= spent
+            else:
+                budget -= spent
+            if reply is not None:
+                kind = reply.get("t")
+                if kind == "result":
+                    return Exchange(reply, stage)
+                if kind == "stage" and isinstance(reply.get("stage"), str):
+                    stage = reply["stage"]
+                if on_message:
+                    on_message(reply)
+                continue
+            if budget <= 0:
+                self.kill()
+                raise WorkerTimeout(stage, timeout_s)
+            used = self._tree_rss_mb()
+            if used > memory_limit_mb:
+                self.kill()
+                raise WorkerMemory(stage, used, memory_limit_mb)
+
+    def _reap(self) -> int | None:
+        """The worker's exit status once its reply pipe closed (it may take a moment to exit)."""
+        assert self.proc is not None
+        try:
+            return self.proc.wait(timeout=KILL_MARGIN_S)
+        except subprocess.TimeoutExpired:
+            return None

@@ -1,0 +1,100 @@
+"""Framing between the engine and a worker: a 4-byte length, then the payload.
+
+Requests (engine -> worker) are pickled: they come from trusted code and carry
+Python values such as tuple-valued overrides. Replies (worker -> engine) are
+msgpack: the worker runs untrusted candidate code, so the engine only ever decodes
+plain data from it and never unpickles what a worker sends.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import select
+import struct
+import time
+from typing import Any
+
+import msgpack
+
+_HEADER = struct.Struct(">I")
+MAX_REPLY_BYTES = 8 * 1024 * 1024  # a reply larger than this is a misbehaving worker
+
+
+class ProtocolError(Exception):
+    """The other side closed the pipe or sent something that is not a message."""
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def _read_exact(fd: int, n: int) -> bytes:
+    chunks = bytearray()
+    while len(chunks) < n:
+        part = os.read(fd, n - len(chunks))
+        if not part:
+            raise ProtocolError("pipe closed")
+        chunks += part
+    return bytes(chunks)
+
+
+def send_request(fd: int, msg: dict[str, Any]) -> None:
+    payload = pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
+    _write_all(fd, _HEADER.pack(len(payload)) + payload)
+
+
+def recv_request(fd: int) -> dict[str, Any]:
+    (size,) = _HEADER.unpack(_read_exact(fd, _HEADER.size))
+    return pickle.loads(_read_exact(fd, size))
+
+
+def send_reply(fd: int, msg: dict[str, Any]) -> None:
+    payload = msgpack.packb(msg, use_bin_type=True, default=str)
+    _write_all(fd, _HEADER.pack(len(payload)) + payload)
+
+
+class ReplyReader:
+    """Reads msgpack replies from a worker with a deadline, never blocking past it."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self._buf = bytearray()
+
+    def _fill(self, want: int, deadline: float) -> bool:
+        while len(self._buf) < want:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            ready, _, _ = select.select([self.fd], [], [], left)
+            if not ready:
+                return False
+            part = os.read(self.fd, max(65536, want - len(self._buf)))
+            if not part:
+                raise ProtocolError("worker closed its reply pipe")
+            self._buf += part
+        return True
+
+    def poll(self, timeout: float) -> dict[str, Any] | None:
+        """The next reply, or None when none arrived within `timeout` seconds."""
+        deadline = time.monotonic() + max(0.0, timeout)
+        if not self._fill(_HEADER.size, deadline):
+            return None
+        (size,) = _HEADER.unpack(self._buf[: _HEADER.size])
+        if size > MAX_REPLY_BYTES:
+            raise ProtocolError(f"worker sent an oversized reply ({size} bytes)")
+        # Once a header arrived, the body follows promptly from honest code; allow a short grace.
+        if not self._fill(_HEADER.size + size, max(deadline, time.monotonic() + 5.0)):
+            raise ProtocolError("worker sent a truncated reply")
+        body = bytes(self._buf[_HEADER.size: _HEADER.size + size])
+        del self._buf[: _HEADER.size + size]
+        try:
+            msg = msgpack.unpackb(body, raw=False, strict_map_key=False)
+        except Exception as exc:  # noqa: BLE001 - any decode fault is the worker's
+            raise ProtocolError(f"worker sent an undecodable reply: {exc}") from None
+        if not isinstance(msg, dict):
+            raise ProtocolError("worker sent a reply that is not a map")
+        return msg

@@ -1,0 +1,254 @@
+"""Inside the worker: build/load → correctness and integrity → timing, for one candidate.
+
+The Runner is created once per worker process. It patches the extension loader for the
+compile cache, then installs the integrity guards (which wrap the patched loader), and
+only then imports candidates. Each stage is announced to the engine so it can show
+progress and apply the timeout to the right part.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import importlib.util
+import inspect
+import os
+import sys
+import time
+import traceback
+import types
+from typing import Any, Callable
+
+from htam_engine.evaluate import baselines
+from htam_engine.evaluate.cache import atomic_write_text, build_dir, built_marker, cache_dir, file_lock
+from htam_engine.evaluate.config import EvalConfig
+from htam_engine.evaluate.diagnostics import exception_messages, one_line, trim_log
+from htam_engine.evaluate.result import EvalResult, Status
+from htam_engine.evaluate.timing import time_forward
+
+Send = Callable[[dict[str, Any]], None]
+
+# Statuses after which the worker process is still trustworthy for the next candidate.
+_REUSABLE = {Status.OK, Status.INCORRECT, Status.COMPILE_ERROR}
+
+
+class _CompileCache:
+    """Routes every load_inline/load of the current candidate into its own per-hash build folder.
+
+    The extension name gets the source hash appended, so two candidates that both call
+    their extension "fused" never collide (in torch's per-process version table or on
+    disk), and the same source maps to the same folder in every process: ninja finds the
+    library up to date and nothing recompiles.
+    """
+
+    def __init__(self) -> None:
+        self.key: str | None = None
+        import torch.utils.cpp_extension as ce
+
+        for fn_name in ("load_inline", "load"):
+            original = getattr(ce, fn_name)
+            setattr(ce, fn_name, self._wrap(original))
+
+    def _wrap(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        sig = inspect.signature(original)
+
+        @functools.wraps(original)
+        def routed(*args: Any, **kwargs: Any) -> Any:
+            key = self.key
+            if key is None:
+                return original(*args, **kwargs)
+            bound = sig.bind(*args, **kwargs)
+            name = f"{bound.arguments['name']}_{key}"
+            folder = build_dir(key) / name
+            folder.mkdir(parents=True, exist_ok=True)
+            bound.arguments["name"] = name
+            bound.arguments["build_directory"] = str(folder)
+            return original(*bound.args, **bound.kwargs)
+
+        return routed
+
+
+def _clear_stale_batons(folder: os.PathLike) -> None:
+    """torch's build lock files left by a killed compile would make the next one wait forever.
+
+    Called while holding this key's fcntl lock, so no live htam process owns them.
+    """
+    for root, _dirs, files in os.walk(folder):
+        if "lock" in files:
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(root, "lock"))
+
+
+class Runner:
+    def __init__(self, device: str, send: Send):
+        self.device = device
+        self.send = send
+        self.compile_cache = _CompileCache()
+        from htam_engine.evaluate.checks import install_guards
+
+        self.guards = install_guards(device)
+        if hasattr(self.guards, "trust_current_threads"):
+            self.guards.trust_current_threads()
+
+    # ------------------------------------------------------------------ helpers
+    def _stage(self, name: str) -> None:
+        self.send({"t": "stage", "stage": name})
+
+    def _import_candidate(self, code: str, key: str) -> tuple[types.ModuleType, str]:
+        path = cache_dir() / "candidates" / f"candidate_{key}.py"
+        if not path.exists() or path.read_text() != code:
+            atomic_write_text(path, code)
+        mod_name = f"htam_candidate_{key}"
+        spec = importlib.util.spec_from_file_location(mod_name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[mod_name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            sys.modules.pop(mod_name, None)
+            raise
+        return module, str(path)
+
+    # ------------------------------------------------------------------ pipeline
+    def evaluate(self, problem: Any, code: str, config: EvalConfig, backend: str, key: str) -> tuple[EvalResult, bool]:
+        """One candidate, start to finish. Returns the result and whether this process may be reused."""
+        result = EvalResult(status=Status.OK, device=self.device, backend=backend)
+        started = time.perf_counter()
+        try:
+            self._run(problem, code, config, key, result)
+        except Exception as exc:  # noqa: BLE001 - the candidate's fault becomes a status, never a crash
+            result.status = Status.RUNTIME_ERROR
+            result.correct = False
+            result.diagnostics.message = one_line(exc)
+            result.diagnostics.log = trim_log(traceback.format_exc())
+        finally:
+            self.compile_cache.key = None
+            sys.modules.pop(f"htam_candidate_{key}", None)
+        late = self._verify_guards()
+        if late:
+            result.integrity.extend(f for f in late if f not in result.integrity)
+            if any(f.severity == "reject" for f in late) and result.status in (Status.OK, Status.INCORRECT):
+                result.status = Status.REJECTED
+                result.correct = False
+                result.diagnostics.message = late[0].message
+        result.stages.total_s = time.perf_counter() - started
+        healthy = result.status in _REUSABLE and not any(f.severity == "reject" for f in late)
+        if self.device.startswith("cuda") and result.status is Status.RUNTIME_ERROR:
+            healthy = False  # an illegal access poisons the CUDA context
+        return result, healthy
+
+    def _verify_guards(self) -> list:
+        try:
+            return list(self.guards.verify())
+        except Exception as exc:  # noqa: BLE001 - a guard that cannot verify is itself a finding
+            from htam_engine.evaluate.result import Finding
+
+            return [Finding(rule="guards", message=f"integrity guards could not verify: {one_line(exc)}")]
+
+    def _run(self, problem: Any, code: str, config: EvalConfig, key: str, result: EvalResult) -> None:
+        from htam_engine.evaluate.checks import CheckContext, check_candidate
+        from htam_engine.problems import instantiate, unseen_shape_overrides, with_overrides
+
+        device = self.device
+        # ---- build / load
+        self._stage("compile")
+        t0 = time.perf_counter()
+        marker = built_marker(key)
+        result.stages.compile_cached = marker.exists()
+        instance = instantiate(problem, device)
+        self.compile_cache.key = key
+        try:
+            with file_lock(f"build-{key}"):
+                _clear_stale_batons(build_dir(key))
+                module, path = self._import_candidate(code, key)
+        except Exception as exc:  # noqa: BLE001 - anything raised while importing is a compile error
+            result.stages.compile_s = time.perf_counter() - t0
+            self._fail(result, Status.COMPILE_ERROR, f"candidate failed to build or import: {one_line(exc)}")
+            result.diagnostics.compiler = exception_messages(exc, str(cache_dir() / "candidates" / f"candidate_{key}.py"))
+            result.diagnostics.log = trim_log(f"{exc}\n\n{traceback.format_exc(limit=-6)}")
+            return
+        model_new = getattr(module, "ModelNew", None)
+        result.stages.compile_s = time.perf_counter() - t0
+        if not isinstance(model_new, type):
+            self._fail(result, Status.COMPILE_ERROR, "candidate module defines no class ModelNew")
+            return
+        if not marker.exists():
+            atomic_write_text(marker, path + "\n")
+
+        # ---- correctness and integrity
+        self._stage("check")
+        t0 = time.perf_counter()
+        unseen = None
+        if config.check_unseen_shape:
+            try:
+                unseen = unseen_shape_overrides(problem)
+            except Exception:  # noqa: BLE001 - no unseen shape for this problem; checks note its absence
+                unseen = None
+        ctx = CheckContext(
+            instance=instance,
+            model_new_cls=model_new,
+            device=device,
+            config=config,
+            guards=self.guards,
+            make_variant=lambda ov: instantiate(with_overrides(problem, ov), device),
+            unseen_overrides=unseen,
+        )
+        report = check_candidate(ctx)
+        result.stages.check_s = time.perf_counter() - t0
+        result.integrity = list(report.findings)
+        result.diagnostics.mismatch = report.mismatch
+        if report.status is not Status.OK:
+            self._fail(result, report.status, report.message or report.status.value)
+            return
+        result.correct = True
+
+        # ---- timing (one evaluation at a time per device, across processes)
+        self._stage("wait_lock")
+        with file_lock(f"time-{baselines.device_label(device).replace('/', '_').replace(' ', '_')}"):
+            t0 = time.perf_counter()
+            self._stage("baseline")
+            base = self._baseline(problem, config, report)
+            self._stage("time")
+            batch: list[float] = []
+            last = [time.monotonic()]
+
+            def on_trial(ms: float) -> None:
+                batch.append(ms)
+                if time.monotonic() - last[0] > 0.25:
+                    self.send({"t": "trials", "ms": list(batch)})
+                    batch.clear()
+                    last[0] = time.monotonic()
+
+            times = time_forward(report.new_model, report.timing_inputs, device,
+                                 warmup=config.warmup, trials=config.trials, on_trial=on_trial)
+            if batch:
+                self.send({"t": "trials", "ms": list(batch)})
+            result.stages.time_s = time.perf_counter() - t0
+        result.timings = [round(x, 6) for x in times.ms]
+        result.runtime_ms = times.median
+        result.ref_runtime_ms = base.eager_ms
+        result.compile_ref_runtime_ms = base.compile_ms
+        if result.runtime_ms and result.runtime_ms > 0:
+            if base.eager_ms:
+                result.speedup_eager = base.eager_ms / result.runtime_ms
+            if base.compile_ms:
+                result.speedup_compile = base.compile_ms / result.runtime_ms
+
+    def _baseline(self, problem: Any, config: EvalConfig, report: Any) -> baselines.Baseline:
+        key = baselines.baseline_key(problem.source, dict(problem.overrides), self.device, config.warmup, config.trials)
+        cached = baselines.lookup(key)
+        want_compile = config.time_compile_baseline
+        if cached and (not want_compile or cached.compile_note != "not measured"):
+            return cached
+        fresh = baselines.measure(report.ref_model, report.timing_inputs, self.device,
+                                  warmup=config.warmup, trials=config.trials, with_compile=want_compile)
+        baselines.store(key, fresh, problem_id=getattr(problem, "id", ""))
+        return fresh
+
+    @staticmethod
+    def _fail(result: EvalResult, status: Status, message: str) -> None:
+        result.status = status
+        result.correct = False
+        result.diagnostics.message = message
+

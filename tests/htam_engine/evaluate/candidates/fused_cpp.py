@@ -1,0 +1,42 @@
+"""Honest C++ candidate: one fused pass over the input instead of four eager kernels."""
+
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+CPP_SOURCE = r"""
+#include <torch/extension.h>
+
+torch::Tensor scale_shift_relu(torch::Tensor x, double scale) {
+    TORCH_CHECK(x.device().is_cpu(), "expects a CPU tensor");
+    TORCH_CHECK(x.scalar_type() == torch::kFloat32, "expects float32");
+    auto xc = x.contiguous();
+    auto y = torch::empty_like(xc);
+    const float* in = xc.data_ptr<float>();
+    float* out = y.data_ptr<float>();
+    const float s = static_cast<float>(scale);
+    const int64_t n = xc.numel();
+    for (int64_t i = 0; i < n; ++i) {
+        const float v = in[i] * s + 1.0f;
+        out[i] = (v > 0.0f ? v : 0.0f) * 0.5f;
+    }
+    return y;
+}
+"""
+
+_ext = load_inline(
+    name="scale_shift_relu",
+    cpp_sources=CPP_SOURCE,
+    functions=["scale_shift_relu"],
+    extra_cflags=["-O3"],
+    verbose=False,
+)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, scale: float):
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return _ext.scale_shift_relu(x, self.scale)
