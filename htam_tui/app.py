@@ -327,6 +327,23 @@ class HtamApp(App[int]):
 
         self.push_screen(SessionsScreen(self.sessions_dir))
 
+    async def resume_session(self, path: Path) -> None:
+        """Leave the current run (stopping it) and watch a resumed session instead."""
+        if self.engine_factory is None:
+            self.report("resuming needs the app started by `htam` (no engine factory)")
+            return
+        try:
+            engine = self.engine_factory(Path(path))
+        except Exception as exc:  # noqa: BLE001
+            self.report(f"cannot resume {path}: {exc}")
+            return
+        if self.engine is not None and self.view.engine_state not in ("finished",):
+            await self.command("stop")
+        self.session = None
+        self.attach(engine)
+        self.repaint({"source", "direction", "strategies", "errors", "timings", "status"})
+        self.notify(f"resumed {Path(path).name}")
+
     def action_memory(self) -> None:
         from htam_tui.screens.memory import MemoryScreen
 

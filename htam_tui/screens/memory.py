@@ -1,0 +1,197 @@
+"""Memory browser: directions -> strategies as a lazily filled tree, the transitions table of
+a direction, a strategy's full text and where it was used, and filter-as-you-type.
+
+Stays quick on a bank of 10,000 strategies: only titles are indexed up front, a direction's
+strategies are added when it is expanded, and in chunks (a "more" node loads the next chunk).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Input, Static, Tree
+from textual.widgets.tree import TreeNode
+
+from htam_tui.actions import MEMORY_ACTIONS, bindings
+
+CHUNK = 200  # strategies added to the tree per expansion step
+
+
+@dataclass(slots=True, frozen=True)
+class Node:
+    kind: str  # direction | strategy | more
+    id: str
+    offset: int = 0  # for "more": where the next chunk starts
+
+
+class TitleIndex:
+    """Strategy ids and lower-cased titles per direction, for filtering without touching views."""
+
+    def __init__(self, htg) -> None:
+        self.directions: list[str] = list(htg.directions())
+        self.by_direction: dict[str, list[tuple[str, str]]] = {}
+        for d in self.directions:
+            rows = []
+            for sid in htg.strategy_ids(d):
+                rows.append((sid, str(htg.strategy_attrs(sid).get("title", sid))))
+            self.by_direction[d] = rows
+
+    def matching(self, direction: str, text: str) -> list[tuple[str, str]]:
+        rows = self.by_direction.get(direction, [])
+        if not text:
+            return rows
+        needle = text.lower()
+        return [(sid, title) for sid, title in rows if needle in title.lower() or needle in sid.lower()]
+
+
+def strategy_text(view, attrs: dict) -> Text:
+    t = Text()
+    t.append(view.title + "\n", style="bold")
+    t.append(f"{view.id}  under {view.direction}  [{attrs.get('source', '')}]\n", style="dim")
+    t.append(f"{view.tries} tries, {view.successes} successes, mean gain {view.mean_gain:+.3f}\n")
+    if view.template:
+        t.append(f"offline template: {view.template}\n", style="dim")
+    for label, key in (("applies to families", "families"), ("backends", "backends"), ("states", "states")):
+        if attrs.get(key):
+            t.append(f"{label}: {', '.join(map(str, attrs[key]))}\n", style="dim")
+    t.append("\n" + view.description + "\n")
+    if view.pitfalls:
+        t.append("\npitfalls: ", style="bold yellow")
+        t.append(view.pitfalls + "\n")
+    uses = attrs.get("uses") or []
+    t.append(f"\nused {len(uses)} time(s) recently" + (":\n" if uses else "\n"), style="bold")
+    for use in uses[-10:][::-1]:
+        session, step, reward = (list(use) + [None, None, None])[:3]
+        t.append(f"  {session or '-'} step {step}: reward {float(reward or 0):+.3f}\n")
+    last = attrs.get("last_used") or 0
+    if last:
+        t.append(f"last used {time.strftime('%Y-%m-%d %H:%M', time.gmtime(last))} UTC\n", style="dim")
+    return t
+
+
+class MemoryScreen(Screen[None]):
+    BINDINGS = bindings(MEMORY_ACTIONS)
+
+    def __init__(self, htg, session=None) -> None:
+        super().__init__()
+        self.htg = htg
+        self.session = session
+        self.index: TitleIndex | None = None
+        self.filter_text = ""
+
+    def compose(self) -> ComposeResult:
+        yield Input(placeholder="filter: type to narrow directions and strategies (/ to focus)", id="memory-filter")
+        with Horizontal(id="memory-body"):
+            yield Tree("memory", id="memory-tree")
+            with Vertical(id="memory-side"):
+                with VerticalScroll(id="memory-detail-box"):
+                    yield Static(id="memory-detail")
+                yield DataTable(id="memory-transitions", cursor_type="row", zebra_stripes=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        tree = self.query_one(Tree)
+        tree.show_root = False
+        table = self.query_one(DataTable)
+        table.add_columns("from", "to", "count", "ok", "mean reward", "prior", "notes")
+        if self.htg is None:
+            self.query_one("#memory-detail", Static).update(Text("no memory loaded", style="dim"))
+            return
+        self.index = TitleIndex(self.htg)
+        self.rebuild()
+        tree.focus()
+
+    # ---- tree ---------------------------------------------------------------------------
+    def rebuild(self) -> None:
+        tree = self.query_one(Tree)
+        tree.clear()
+        assert self.index is not None
+        for d in self.index.directions:
+            n = len(self.index.matching(d, self.filter_text))
+            if self.filter_text and n == 0:
+                continue
+            tree.root.add(f"{d} ({n})", data=Node("direction", d), allow_expand=n > 0)
+        if tree.root.children:
+            tree.move_cursor(tree.root.children[0])
+
+    def _fill(self, node: TreeNode, direction: str, offset: int) -> None:
+        assert self.index is not None
+        rows = self.index.matching(direction, self.filter_text)
+        for sid, title in rows[offset:offset + CHUNK]:
+            node.add_leaf(title, data=Node("strategy", sid))
+        rest = len(rows) - (offset + CHUNK)
+        if rest > 0:
+            node.add_leaf(Text(f"… {rest} more (enter to load, or filter)", style="dim"),
+                          data=Node("more", direction, offset + CHUNK))
+
+    def on_tree_node_expanded(self, event: Tree.NodeExpanded) -> None:
+        data = event.node.data
+        if isinstance(data, Node) and data.kind == "direction" and not event.node.children:
+            self._fill(event.node, data.id, 0)
+
+    def on_tree_node_selected(self, event: Tree.NodeSelected) -> None:
+        data = event.node.data
+        if isinstance(data, Node) and data.kind == "more":
+            parent = event.node.parent
+            event.node.remove()
+            if parent is not None:
+                self._fill(parent, data.id, data.offset)
+
+    def on_tree_node_highlighted(self, event: Tree.NodeHighlighted) -> None:
+        data = event.node.data
+        if not isinstance(data, Node):
+            return
+        if data.kind == "direction":
+            self.show_direction(data.id)
+        elif data.kind == "strategy":
+            self.show_strategy(data.id)
+
+    # ---- detail -------------------------------------------------------------------------
+    def show_direction(self, direction: str) -> None:
+        info = self.htg.direction_info(direction) if hasattr(self.htg, "direction_info") else {}
+        t = Text()
+        t.append(f"{direction}\n", style="bold cyan")
+        if info.get("title"):
+            t.append(f"{info['title']}\n", style="bold")
+        if info.get("description"):
+            t.append(f"{info['description']}\n")
+        assert self.index is not None
+        t.append(f"{len(self.index.by_direction.get(direction, []))} strategies; transitions below (t)", style="dim")
+        self.query_one("#memory-detail", Static).update(t)
+        table = self.query_one(DataTable)
+        table.clear()
+        for row in self.htg.transitions(direction):
+            notes = "; ".join(filter(None, (n.why or n.risk or n.when for n in row.notes)))
+            table.add_row(row.from_direction, row.to_direction, str(row.count), str(row.successes),
+                          f"{row.mean_reward:+.3f}", f"{row.prior_value:+.2f}", notes or "-")
+
+    def show_strategy(self, sid: str) -> None:
+        view = self.htg.strategy(sid)
+        attrs = self.htg.strategy_attrs(sid) if hasattr(self.htg, "strategy_attrs") else {}
+        self.query_one("#memory-detail", Static).update(strategy_text(view, attrs))
+
+    # ---- filter -------------------------------------------------------------------------
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self.filter_text = event.value.strip()
+        if self.index is not None:
+            self.rebuild()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.query_one(Tree).focus()
+
+    def action_filter(self) -> None:
+        self.query_one(Input).focus()
+
+    def action_focus_transitions(self) -> None:
+        self.query_one(DataTable).focus()
+
+    def action_focus_tree(self) -> None:
+        self.query_one(Tree).focus()
+
+    def action_back(self) -> None:
+        self.dismiss(None)
