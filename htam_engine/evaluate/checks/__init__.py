@@ -27,7 +27,9 @@ Interface used by the evaluation worker (harness-core):
         models to time and a fresh input set for timing.
 """
 
+from htam_engine.evaluate.checks.candidate import check_candidate
 from htam_engine.evaluate.checks.context import CheckContext, CheckReport
+from htam_engine.evaluate.checks.guards import Guards, install_guards
 from htam_engine.evaluate.checks.static import static_findings
 
-__all__ = ["CheckContext", "CheckReport", "static_findings"]
+__all__ = ["CheckContext", "CheckReport", "Guards", "check_candidate", "install_guards", "static_findings"]

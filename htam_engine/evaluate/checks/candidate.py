@@ -1,0 +1,390 @@
+"""check_candidate: correctness on several input sets plus the runtime integrity rules.
+
+Order of calls (one ModelNew instance throughout, the candidate always before the
+reference on each set, freed memory poisoned before each candidate call):
+
+  get_inputs#0..N-1      fresh draws; #0 also against a float64 reference (precision)
+  get_inputs#0 again     same values, different garbage in freed memory (uninitialized reads)
+  get_inputs#K repeated  the same buffers again, then a fresh copy of the same content:
+                         fewer kernel launches or the same output storage means a cache
+  get_inputs#0 refilled  new values written into the same buffers (address-keyed caches)
+  signed-normal          another distribution, where the reference stays finite
+  heavy-tailed           for tiny outputs (losses, scalar reductions)
+  unseen-shape           sizes the candidate was never shown
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import torch
+
+from htam_engine.evaluate.checks.compare import compare_outputs, flatten, noise_norm, relative_error, tensors
+from htam_engine.evaluate.checks.context import CheckContext, CheckReport
+from htam_engine.evaluate.checks.exact import Float64Reference
+from htam_engine.evaluate.checks.inputs import (CHECK_SEED_OFFSET, TIMING_SEED_OFFSET, draw, has_floats,
+                                                heavy_tailed, refill_in_place, signed_normal)
+from htam_engine.evaluate.checks.memory import (NAN, SENTINEL, aliased_outputs, changed_inputs, clone_inputs,
+                                                overlaps, poison, same_values, sizes_of)
+from htam_engine.evaluate.result import Finding, Mismatch, Status
+from htam_engine.evaluate.seeding import build_models, construct
+
+# Precision: the candidate's distance to float64 may be this many times the reference's
+# own, and never less than this many ulps of the output dtype (fast-math exp/rsqrt stay in).
+PRECISION_RATIO = 32.0
+PRECISION_FLOOR_ULPS = 64.0
+# Outputs this small (elements) are losses / scalar reductions: add a heavy-tailed set.
+TINY_OUTPUT = 16
+
+
+class CandidateFailed(Exception):
+    """ModelNew raised; str() is one line naming the input set."""
+
+    def __init__(self, message: str, status: Status = Status.RUNTIME_ERROR):
+        super().__init__(message)
+        self.status = status
+
+
+class ReferenceFailed(Exception):
+    pass
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:300]}" if text else type(exc).__name__
+
+
+def _status_of(exc: BaseException) -> Status:
+    """Build failures surfacing at construction or first launch are compile errors."""
+    text = f"{type(exc).__name__} {exc}"
+    if "Error building extension" in text or "CompilationError" in text or "CompileTimeAssertionFailure" in text:
+        return Status.COMPILE_ERROR
+    return Status.RUNTIME_ERROR
+
+
+def _nonfinite(out: Any) -> bool:
+    return any(t.is_floating_point() and not bool(torch.isfinite(t).all()) for t in tensors(out))
+
+
+def _numel(out: Any) -> int:
+    return sum(t.numel() for t in tensors(out)) + sum(1 for leaf in flatten(out) if isinstance(leaf.value, (int, float)))
+
+
+def _same_init(a: list[Any], b: list[Any]) -> bool:
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if isinstance(x, torch.Tensor) or isinstance(y, torch.Tensor):
+            if not (isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) and same_values(x, y)):
+                return False
+        elif x != y:
+            return False
+    return True
+
+
+class _Checker:
+    def __init__(self, ctx: CheckContext):
+        self.ctx = ctx
+        self.device = ctx.device
+        self.cfg = ctx.config
+        self.guards = ctx.guards
+        self.findings: list[Finding] = []
+        self.mismatch: Mismatch | None = None
+        self.sizes: set[int] = set()
+        self.live: list[tuple[str, Any, list[torch.Tensor]]] = []  # outputs handed out so far
+        self.exact: Float64Reference | None = None
+        self._exact_cache: dict[str, Any] = {}
+
+    # -- bookkeeping -------------------------------------------------------------------------------
+    def find(self, rule: str, message: str, severity: str = "reject") -> None:
+        if not any(f.rule == rule and f.message == message for f in self.findings):
+            self.findings.append(Finding(rule=rule, message=message, severity=severity))
+
+    def note_mismatch(self, m: Mismatch | None) -> None:
+        if m is not None and self.mismatch is None:
+            self.mismatch = m
+
+    def sync(self) -> None:
+        if self.device.startswith("cuda"):
+            torch.cuda.synchronize()
+
+    # -- calls ----------------------------------------------------------------------------------------
+    def call_candidate(self, model: Any, inputs: list[Any], label: str, marker: float = NAN) -> tuple[Any, int]:
+        """Run ModelNew on `inputs` with freed memory poisoned; record per-call findings."""
+        self.sizes |= sizes_of(inputs)
+        poison(self.device, self.sizes, marker)
+        threads_before = {t.ident for t in threading.enumerate()}
+        k0 = self.guards.kernel_calls
+        try:
+            with torch.no_grad():
+                out = model(*inputs)
+        except Exception as e:
+            raise CandidateFailed(f"ModelNew.forward raised on {label}: {_one_line(e)}", _status_of(e)) from e
+        launched = self.guards.kernel_calls - k0
+        self._check_async(out, label)
+        new_threads = [t for t in threading.enumerate() if t.ident not in threads_before and t.is_alive()]
+        if new_threads:
+            self.find("background_thread", f"forward on {label} left {len(new_threads)} thread(s) running "
+                                           f"({', '.join(t.name for t in new_threads[:3])})")
+        if launched == 0:
+            self.find("no_kernel", f"no custom kernel ran during forward on {label} "
+                                   "(pure PyTorch, or a fallback around the kernel)")
+        for t in tensors(out):
+            if type(t) is not torch.Tensor:
+                self.find("lazy_output", f"forward on {label} returned a {type(t).__name__}, "
+                                         "a torch.Tensor subclass (lazy or deferred values are not accepted)")
+        self._check_reuse(out, label)
+        self.sizes |= sizes_of(out)
+        return out, launched
+
+    def call_reference(self, model: Any, inputs: list[Any], label: str) -> Any:
+        try:
+            with torch.no_grad():
+                out = model(*inputs)
+        except Exception as e:
+            raise ReferenceFailed(f"the reference Model raised on {label}: {_one_line(e)}") from e
+        self.sync()
+        return out
+
+    def _check_async(self, out: Any, label: str) -> None:
+        """On CUDA: nothing may still be running when forward returns."""
+        if not self.device.startswith("cuda"):
+            return
+        if self.guards.busy_streams():
+            self.find("side_stream", f"forward on {label} returned while a CUDA stream it created still had work")
+        for f in self.guards.current_stream_findings():
+            self.find(f.rule, f.message)
+        early = [t.clone() for t in tensors(out)]  # ordered on the current stream only
+        torch.cuda.synchronize()
+        if any(not same_values(a, b) for a, b in zip(early, tensors(out))):
+            self.find("side_stream", f"output of forward on {label} changed after torch.cuda.synchronize(): "
+                                     "work was still running on another stream")
+
+    def _check_reuse(self, out: Any, label: str) -> None:
+        for prev_label, prev, _ in self.live:
+            if any(overlaps(t, p) for t in tensors(out) for p in tensors(prev)):
+                self.find("caching", f"forward on {label} returned the same memory as its output for {prev_label} "
+                                     "(a cached result or one reused output buffer)")
+                break
+        self.live.append((label, out, [t.clone() for t in tensors(out)]))
+
+    # -- the float64 yardstick ---------------------------------------------------------------------------
+    def exact_outputs(self, label: str, pristine: list[Any]) -> Any | None:
+        if label not in self._exact_cache and self.exact is not None:
+            self._exact_cache[label] = self.exact.outputs(clone_inputs(pristine))
+        return self._exact_cache.get(label)
+
+    def noise_for(self, label: str, pristine: list[Any], ref_out: Any):
+        def noise(path: str) -> float | None:
+            exact = self.exact_outputs(label, pristine)
+            if exact is None:
+                return None
+            e = {leaf.path: leaf.value for leaf in flatten(exact)}.get(path)
+            r = {leaf.path: leaf.value for leaf in flatten(ref_out)}.get(path)
+            return noise_norm(r, e) if e is not None else None
+
+        return noise
+
+    # -- one input set -------------------------------------------------------------------------------------
+    def run_set(self, ref_model: Any, new_model: Any, pristine: list[Any], label: str,
+                only_if_reference_finite: bool = False, marker: float = NAN) -> tuple[list[Any], Any, Any] | None:
+        """Candidate, then reference, on copies of `pristine`; record findings and the mismatch.
+
+        Returns (candidate's input buffers, candidate output, reference output), or None
+        when only_if_reference_finite and the reference does not accept these inputs.
+        """
+        cand_in, ref_in = clone_inputs(pristine), clone_inputs(pristine)
+        out, _ = self.call_candidate(new_model, cand_in, label, marker)
+        mutated = set(changed_inputs(cand_in, pristine))
+        ref_out = self.call_reference(ref_model, ref_in, label)
+        if only_if_reference_finite and _nonfinite(ref_out):
+            return None
+        ref_mutated = set(changed_inputs(ref_in, pristine))
+        if mutated - ref_mutated:
+            which = ", ".join(f"#{i}" for i in sorted(mutated - ref_mutated))
+            self.find("input_mutation", f"forward modified input {which} in place on {label} (the reference does not)")
+        aliases = set(aliased_outputs(out, cand_in)) - set(aliased_outputs(ref_out, ref_in))
+        if aliases:
+            o, i = sorted(aliases)[0]
+            self.find("input_alias", f"output #{o} shares memory with input #{i} on {label} (the reference's does not)")
+        m = compare_outputs(out, ref_out, self.cfg.tolerances, label, self.noise_for(label, pristine, ref_out))
+        self.note_mismatch(m)
+        return cand_in, out, ref_out
+
+    # -- the sequence -------------------------------------------------------------------------------------
+    def run(self) -> CheckReport:
+        inst, cfg = self.ctx.instance, self.cfg
+        init = list(inst.get_init_inputs())
+        try:
+            ref_model = construct(inst.Model, init, cfg.seed, self.device)
+        except Exception as e:
+            raise ReferenceFailed(f"the reference Model could not be constructed: {_one_line(e)}") from e
+        try:
+            new_model = construct(self.ctx.model_new_cls, init, cfg.seed, self.device)
+        except Exception as e:
+            raise CandidateFailed(f"ModelNew(*get_init_inputs()) raised: {_one_line(e)}", _status_of(e)) from e
+        report = CheckReport(status=Status.OK, correct=False, ref_model=ref_model, new_model=new_model)
+        self.exact = Float64Reference(ref_model)
+
+        trials = max(2, int(cfg.correctness_trials))
+        seed0 = cfg.seed + CHECK_SEED_OFFSET
+        sets = [(f"get_inputs#{k}", draw(inst.get_inputs, seed0 + k)) for k in range(trials)]
+        results = []
+        launches: list[int] = []
+        for label, pristine in sets:
+            k0 = self.guards.kernel_calls
+            results.append(self.run_set(ref_model, new_model, pristine, label))
+            launches.append(self.guards.kernel_calls - k0)
+        label0, pristine0 = sets[0]
+        _, out0, ref0 = results[0]
+        self.check_precision(label0, pristine0, out0, ref0)
+        self.check_uninitialized(new_model, label0, pristine0, out0)
+        self.check_caching(ref_model, new_model, sets, results, min(launches[1:]))
+        self.check_other_distributions(ref_model, new_model, pristine0, ref0, seed0)
+        self.check_unseen_shape(ref_model, new_model, init, seed0)
+        for label, out, clones in self.live:
+            if any(not same_values(a, b) for a, b in zip(tensors(out), clones)):
+                self.find("output_reuse", f"the output returned for {label} changed during later calls "
+                                          "(one output buffer reused across calls)")
+                break
+        for f in self.guards.verify():
+            self.find(f.rule, f.message, f.severity)
+        report.timing_inputs = draw(inst.get_inputs, cfg.seed + TIMING_SEED_OFFSET)
+        return report
+
+    def check_precision(self, label: str, pristine: list[Any], out: Any, ref_out: Any) -> None:
+        exact = self.exact_outputs(label, pristine)
+        if exact is None:
+            return
+        exact_leaves = {leaf.path: leaf.value for leaf in flatten(exact)}
+        ref_leaves = {leaf.path: leaf.value for leaf in flatten(ref_out)}
+        for leaf in flatten(out):
+            e, r, n = exact_leaves.get(leaf.path), ref_leaves.get(leaf.path), leaf.value
+            if not (isinstance(r, torch.Tensor) and isinstance(n, torch.Tensor) and r.dtype in
+                    (torch.float32, torch.float16, torch.bfloat16) and n.dtype == r.dtype):
+                continue
+            e_new, e_ref = relative_error(n, e), relative_error(r, e)
+            if e_new is None or e_ref is None:
+                continue
+            bound = max(PRECISION_RATIO * e_ref, PRECISION_FLOOR_ULPS * torch.finfo(r.dtype).eps)
+            if e_new > bound:
+                where = f"output{leaf.path}" if leaf.path else "output"
+                self.find("lower_precision", f"{where} on {label}: relative error {e_new:.2e} against a float64 "
+                                             f"reference, {e_new / max(e_ref, 1e-300):.0f}x the reference's own "
+                                             f"{e_ref:.2e} (computing in lower precision than {r.dtype})",
+                          "incorrect")
+
+    def check_uninitialized(self, new_model: Any, label: str, pristine: list[Any], first_out: Any) -> None:
+        """Same inputs, different garbage in freed memory: outputs must not change."""
+        again, _ = self.call_candidate(new_model, clone_inputs(pristine), f"{label} (rerun)", SENTINEL)
+        strict = {k: v * 1e-2 for k, v in self.cfg.tolerances.items()}
+        m = compare_outputs(again, first_out, strict, f"{label} (rerun)")
+        if m is not None:
+            self.find("uninitialized_memory", f"two runs on the same {label} inputs differ ({m.note}) when freed "
+                                              "memory holds different values: the output reads uninitialized memory")
+
+    def check_caching(self, ref_model: Any, new_model: Any, sets: list, results: list, baseline: int) -> None:
+        label_k, pristine_k = sets[-1]
+        bufs_k, out_k, ref_k = results[-1]
+        ok_before = self.mismatch is None
+
+        def repeat(inputs: list[Any], label: str) -> None:
+            out, launched = self.call_candidate(new_model, inputs, label)
+            if launched < baseline:
+                self.find("caching", f"forward on {label} ran {launched} kernel call(s) instead of {baseline}: "
+                                     "the result came from a cache")
+            self.note_mismatch(compare_outputs(out, ref_k, self.cfg.tolerances, label))
+
+        if not changed_inputs(bufs_k, pristine_k):
+            repeat(bufs_k, f"{label_k} repeated in the same buffers")
+        repeat(clone_inputs(pristine_k), f"a fresh copy of {label_k}")
+
+        label0 = sets[0][0]
+        bufs0 = results[0][0]
+        fresh = refill_in_place(bufs0, self.cfg.seed + CHECK_SEED_OFFSET + 500)
+        label = f"{label0} refilled in place"
+        out, _ = self.call_candidate(new_model, bufs0, label)
+        ref_out = self.call_reference(ref_model, clone_inputs(fresh), label)
+        m = compare_outputs(out, ref_out, self.cfg.tolerances, label, self.noise_for(label, fresh, ref_out))
+        if m is not None and ok_before:
+            self.find("caching", f"after new values were written into {label0}'s input buffers the output no longer "
+                                 f"matches ({m.note}): results are cached by input address")
+        self.note_mismatch(m)
+
+    def check_other_distributions(self, ref_model: Any, new_model: Any, pristine: list[Any], ref0: Any,
+                                  seed: int) -> None:
+        if not self.cfg.check_other_distribution or not has_floats(pristine):
+            return
+        ref_nonfinite = _nonfinite(ref0)
+        self.run_set(ref_model, new_model, signed_normal(pristine, seed + 100), "signed-normal",
+                     only_if_reference_finite=not ref_nonfinite)
+        if _numel(ref0) <= TINY_OUTPUT:
+            for positive in (False, True):
+                label = "heavy-tailed" + (" (positive)" if positive else "")
+                got = self.run_set(ref_model, new_model, heavy_tailed(pristine, seed + 200, positive), label,
+                                   only_if_reference_finite=not ref_nonfinite)
+                if got is not None:
+                    break
+
+    def check_unseen_shape(self, ref_model: Any, new_model: Any, init: list[Any], seed: int) -> None:
+        ctx = self.ctx
+        if not (self.cfg.check_unseen_shape and ctx.make_variant and ctx.unseen_overrides):
+            return
+        try:
+            variant = ctx.make_variant(dict(ctx.unseen_overrides))
+            v_init = list(variant.get_init_inputs())
+            pristine = draw(variant.get_inputs, seed + 300)
+        except Exception as e:
+            self.find("unseen_shape_skipped", f"no unseen-shape set: the problem failed under "
+                                              f"{ctx.unseen_overrides}: {_one_line(e)}", "warn")
+            return
+        if not _same_init(v_init, init):  # the overrides touched construction too: build a new pair
+            ref_model, new_model = build_models(variant.Model, ctx.model_new_cls, v_init, self.cfg.seed, self.device)
+        shapes = [list(x.shape) for x in pristine if isinstance(x, torch.Tensor)]
+        label = "unseen-shape"
+        try:
+            self.run_set(ref_model, new_model, pristine, label)
+        except CandidateFailed as e:
+            self.find("shape_specialized", f"fails on input shapes it was not shown {shapes} "
+                                           f"({ctx.unseen_overrides}): {e}", "incorrect")
+            return
+        except ReferenceFailed as e:
+            self.find("unseen_shape_skipped", f"no unseen-shape set: {e}", "warn")
+            return
+        if self.mismatch is not None and self.mismatch.input_set == label:
+            self.find("shape_specialized", f"wrong on input shapes it was not shown {shapes} "
+                                           f"({ctx.unseen_overrides})", "incorrect")
+
+
+def _verdict(findings: list[Finding], mismatch: Mismatch | None) -> tuple[Status, str]:
+    rejects = [f for f in findings if f.severity == "reject"]
+    if rejects:
+        return Status.REJECTED, rejects[0].message
+    incorrect = [f for f in findings if f.severity == "incorrect"]
+    if mismatch is not None:
+        where = f" at {mismatch.where}" if mismatch.where else ""
+        return Status.INCORRECT, (f"output mismatch on {mismatch.input_set}: {mismatch.note} "
+                                  f"(max abs error {mismatch.max_abs_error:.3g}{where})")
+    if incorrect:
+        return Status.INCORRECT, incorrect[0].message
+    return Status.OK, ""
+
+
+def check_candidate(ctx: CheckContext) -> CheckReport:
+    """Correctness and runtime integrity of one candidate (see the module docstring)."""
+    checker = _Checker(ctx)
+    try:
+        report = checker.run()
+    except CandidateFailed as e:
+        status = e.status
+        if any(f.severity == "reject" for f in checker.findings):
+            status = Status.REJECTED
+        return CheckReport(status=status, correct=False, mismatch=checker.mismatch,
+                           findings=checker.findings, message=str(e))
+    except ReferenceFailed as e:
+        return CheckReport(status=Status.RUNTIME_ERROR, correct=False, findings=checker.findings, message=str(e))
+    status, message = _verdict(checker.findings, checker.mismatch)
+    report.status, report.correct, report.message = status, status is Status.OK, message
+    report.findings, report.mismatch = checker.findings, checker.mismatch
+    return report

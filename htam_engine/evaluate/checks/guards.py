@@ -1,0 +1,353 @@
+"""Process-wide guards, installed in the worker before any candidate code is imported.
+
+Two jobs:
+- count custom-kernel calls: functions of modules built by torch.utils.cpp_extension
+  (load_inline / load) and Triton launches, so a forward that never reaches a kernel
+  (pure PyTorch, or a try/except fallback) shows zero;
+- remember what the harness relies on (timers, CUDA sync and events, torch's global
+  settings, the harness's own functions, which threads exist) so that any change the
+  candidate makes is reported by verify().
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import threading
+import types
+import warnings
+import weakref
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from htam_engine.evaluate.result import Finding
+
+# Namespaces whose callables must keep their identity: rule name for each.
+_NAMESPACES: list[tuple[str, str]] = [
+    ("time", "timer_tamper"),
+    ("torch.cuda", "sync_tamper"),
+    ("torch.cuda.Event", "sync_tamper"),
+    ("torch.cuda.streams", "sync_tamper"),
+    ("torch", "torch_tamper"),
+    ("torch.Tensor", "torch_tamper"),
+    ("torch._C.TensorBase", "torch_tamper"),
+    ("torch.nn.Module", "torch_tamper"),
+    ("torch.nn.functional", "torch_tamper"),
+    ("torch.testing", "torch_tamper"),
+    ("torch.random", "torch_tamper"),
+    ("torch.utils.cpp_extension", "kernel_counting_tamper"),
+    ("triton.runtime.jit.JITFunction", "kernel_counting_tamper"),
+    ("triton.runtime.interpreter.InterpretedFunction", "kernel_counting_tamper"),
+    ("triton.testing", "timer_tamper"),
+    ("gc", "harness_tamper"),
+    ("copy", "harness_tamper"),
+]
+
+
+@dataclass
+class _Counter:
+    extension_calls: int = 0
+    triton_launches: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.extension_calls + self.triton_launches
+
+
+def _resolve(dotted: str) -> Any | None:
+    """The object at a dotted path (module, then attributes), or None if absent."""
+    parts = dotted.split(".")
+    for i in range(len(parts), 0, -1):
+        mod = sys.modules.get(".".join(parts[:i]))
+        if mod is None:
+            continue
+        obj: Any = mod
+        for attr in parts[i:]:
+            obj = getattr(obj, attr, None)
+            if obj is None:
+                return None
+        return obj
+    return None
+
+
+def _callables(ns: Any) -> dict[str, Any]:
+    """Every callable attribute in a module's or class's own dict (held, so ids stay unique)."""
+    try:
+        items = list(vars(ns).items())
+    except TypeError:
+        return {}
+    return {k: v for k, v in items if callable(v) or isinstance(v, (staticmethod, classmethod, property))}
+
+
+def _framework_wrapper(current: Any, original: Any) -> bool:
+    """True when torch itself wrapped `original` (torch._dynamo wraps torch.manual_seed and
+    nn.Module methods when first imported): the wrapper's code lives in torch's package and
+    its __wrapped__ chain reaches the original, so behaviour is unchanged."""
+    import torch
+
+    root = torch.__file__.rsplit("/", 1)[0] + "/"
+    fn, seen = current, 0
+    while fn is not None and seen < 8:
+        code = getattr(fn, "__code__", None)
+        if code is None or not code.co_filename.startswith(root):
+            return False
+        fn = getattr(fn, "__wrapped__", None)
+        if fn is original:
+            return True
+        seen += 1
+    return False
+
+
+def _settings() -> dict[str, Any]:
+    """torch's process-wide numerics and threading settings (the reference runs under them too)."""
+    import torch
+
+    getters: dict[str, Callable[[], Any]] = {
+        "torch.get_num_threads()": torch.get_num_threads,
+        "torch.get_default_dtype()": torch.get_default_dtype,
+        "torch.get_float32_matmul_precision()": torch.get_float32_matmul_precision,
+        "torch.are_deterministic_algorithms_enabled()": torch.are_deterministic_algorithms_enabled,
+        "torch.backends.cuda.matmul.allow_tf32": lambda: torch.backends.cuda.matmul.allow_tf32,
+        "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction": lambda: torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
+        "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction": lambda: torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
+        "torch.backends.cudnn.allow_tf32": lambda: torch.backends.cudnn.allow_tf32,
+        "torch.backends.cudnn.enabled": lambda: torch.backends.cudnn.enabled,
+        "torch.backends.cudnn.benchmark": lambda: torch.backends.cudnn.benchmark,
+        "torch.backends.cudnn.deterministic": lambda: torch.backends.cudnn.deterministic,
+    }
+    out: dict[str, Any] = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name, get in getters.items():
+            try:
+                out[name] = get()
+            except Exception:  # a setting this torch build lacks
+                continue
+    return out
+
+
+def _instrument_module(module: types.ModuleType, counter: _Counter) -> None:
+    """Replace each function of an extension module by a counting wrapper, in place."""
+    for name in dir(module):
+        if name.startswith("__"):
+            continue
+        fn = getattr(module, name, None)
+        if not callable(fn) or isinstance(fn, type):
+            continue
+
+        def counted(*args: Any, __fn: Callable = fn, **kwargs: Any) -> Any:
+            out = __fn(*args, **kwargs)
+            counter.extension_calls += 1  # only calls that returned: a failed try does not count
+            return out
+
+        functools.update_wrapper(counted, fn)
+        counted.__htam_counted__ = True  # type: ignore[attr-defined]
+        try:
+            setattr(module, name, counted)
+        except (AttributeError, TypeError):
+            continue
+
+
+class Guards:
+    """Snapshot + instrumentation. Use install_guards() rather than constructing one."""
+
+    def __init__(self, device: str):
+        self.device = device
+        self._counter = _Counter()
+        self._restore: list[Callable[[], None]] = []
+        self._identities: dict[tuple[str, str], tuple[str, Any]] = {}
+        self._settings: dict[str, Any] = {}
+        self._trusted_threads: set[int] = set()
+        self._trace = (sys.gettrace(), sys.getprofile())
+        self._streams: "weakref.WeakSet[Any]" = weakref.WeakSet()
+        self.installed = False
+
+    # -- counting ---------------------------------------------------------------------------
+    @property
+    def kernel_calls(self) -> int:
+        """Custom-kernel calls (extension functions + Triton launches) that returned, so far."""
+        return self._counter.total
+
+    @property
+    def extension_calls(self) -> int:
+        return self._counter.extension_calls
+
+    @property
+    def triton_launches(self) -> int:
+        return self._counter.triton_launches
+
+    def _patch(self, owner: Any, name: str, new: Any) -> None:
+        old = owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)
+        setattr(owner, name, new)
+        self._restore.append(lambda: setattr(owner, name, old))
+
+    def _wrap_extension_loader(self) -> None:
+        import torch.utils.cpp_extension as ce
+
+        original = ce._import_module_from_library
+        counter = self._counter
+
+        def _import_module_from_library(*args: Any, **kwargs: Any) -> Any:
+            module = original(*args, **kwargs)
+            if isinstance(module, types.ModuleType):
+                _instrument_module(module, counter)
+            return module
+
+        functools.update_wrapper(_import_module_from_library, original)
+        self._patch(ce, "_import_module_from_library", _import_module_from_library)
+
+    def _wrap_triton(self) -> None:
+        try:
+            import triton.runtime.jit as jit
+        except Exception:  # no triton on this machine: nothing to count
+            return
+        classes: list[type] = [jit.JITFunction]
+        try:
+            from triton.runtime.interpreter import InterpretedFunction
+
+            classes.append(InterpretedFunction)
+        except Exception:
+            pass
+        counter = self._counter
+        for cls in classes:
+            original = cls.__dict__.get("run")
+            if original is None:
+                continue
+
+            def run(self_: Any, *args: Any, __orig: Callable = original, **kwargs: Any) -> Any:
+                out = __orig(self_, *args, **kwargs)
+                if not kwargs.get("warmup", False):
+                    counter.triton_launches += 1
+                return out
+
+            functools.update_wrapper(run, original)
+            self._patch(cls, "run", run)
+
+    def _track_cuda_streams(self) -> None:
+        import torch
+
+        if not self.device.startswith("cuda") or not torch.cuda.is_available():
+            return
+        base = torch.cuda.Stream
+        registry = self._streams
+
+        class Stream(base):  # type: ignore[misc, valid-type]
+            """torch.cuda.Stream that the harness can query after forward returns."""
+
+            def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+                s = super().__new__(cls, *args, **kwargs)
+                registry.add(s)
+                return s
+
+        Stream.__qualname__ = Stream.__name__ = "Stream"
+        Stream.__module__ = base.__module__
+        self._patch(torch.cuda, "Stream", Stream)
+        self._patch(torch.cuda.streams, "Stream", Stream)
+
+    # -- snapshot -------------------------------------------------------------------------------
+    def _snapshot(self) -> None:
+        namespaces = list(_NAMESPACES)
+        for name in list(sys.modules):
+            if name.startswith("htam_engine"):
+                namespaces.append((name, "harness_tamper"))
+        self._identities = {}
+        for dotted, rule in namespaces:
+            ns = _resolve(dotted)
+            if ns is None:
+                continue
+            for attr, obj in _callables(ns).items():
+                self._identities[(dotted, attr)] = (rule, obj)
+        self._settings = _settings()
+        self.trust_current_threads()
+
+    def install(self) -> "Guards":
+        if self.installed:
+            return self
+        self._wrap_extension_loader()
+        self._wrap_triton()
+        self._track_cuda_streams()
+        self._snapshot()
+        self.installed = True
+        return self
+
+    def uninstall(self) -> None:
+        """Undo every patch (newest first); extension modules already built stay counted."""
+        while self._restore:
+            self._restore.pop()()
+        self.installed = False
+        global _INSTALLED
+        if _INSTALLED is self:
+            _INSTALLED = None
+
+    # -- threads and streams ------------------------------------------------------------------------
+    def trust_current_threads(self) -> None:
+        """Threads alive now belong to the harness (call after starting the worker's own threads)."""
+        self._trusted_threads = {t.ident for t in threading.enumerate() if t.ident is not None}
+
+    def stray_threads(self) -> list[threading.Thread]:
+        """Live threads started after the guards were installed (or last trusted)."""
+        return [t for t in threading.enumerate() if t.ident not in self._trusted_threads and t.is_alive()]
+
+    def busy_streams(self) -> list[Any]:
+        """Streams the candidate created that still have work queued."""
+        busy = []
+        for s in list(self._streams):
+            try:
+                if not s.query():
+                    busy.append(s)
+            except Exception:
+                continue
+        return busy
+
+    # -- verification ---------------------------------------------------------------------------------
+    def verify(self) -> list[Finding]:
+        """Findings for anything changed since install: patched functions, global settings,
+        trace hooks, stray threads, side streams still running or left current."""
+        findings: list[Finding] = []
+        for (dotted, attr), (rule, obj) in self._identities.items():
+            ns = _resolve(dotted)
+            current = vars(ns).get(attr) if ns is not None and hasattr(ns, "__dict__") else None
+            if current is not obj and not _framework_wrapper(current, obj):
+                findings.append(Finding(rule, f"{dotted}.{attr} was replaced or removed after the harness started"))
+        now = _settings()
+        for name, before in self._settings.items():
+            if name in now and now[name] != before:
+                findings.append(Finding("global_setting", f"{name} changed from {before!r} to {now[name]!r}"))
+        if (sys.gettrace(), sys.getprofile()) != self._trace:
+            findings.append(Finding("tracing", "a trace or profile hook was installed (sys.settrace/setprofile)"))
+        stray = self.stray_threads()
+        if stray:
+            names = ", ".join(t.name for t in stray[:3])
+            findings.append(Finding("background_thread", f"{len(stray)} thread(s) started by the candidate still alive: {names}"))
+        busy = self.busy_streams()
+        if busy:
+            findings.append(Finding("side_stream", f"{len(busy)} CUDA stream(s) created by the candidate still have work running"))
+        findings.extend(self.current_stream_findings())
+        return findings
+
+    def current_stream_findings(self) -> list[Finding]:
+        import torch
+
+        if not self.device.startswith("cuda") or not torch.cuda.is_available():
+            return []
+        try:
+            if torch.cuda.current_stream() != torch.cuda.default_stream():
+                return [Finding("side_stream", "the candidate left a non-default CUDA stream current")]
+        except Exception:
+            return []
+        return []
+
+
+_INSTALLED: Guards | None = None
+
+
+def install_guards(device: str) -> Guards:
+    """Install the process-wide guards once (idempotent) and return them.
+
+    Call before the candidate module is imported: it must see the counted loaders and
+    cannot have patched anything the snapshot records.
+    """
+    global _INSTALLED
+    if _INSTALLED is None or not _INSTALLED.installed:
+        _INSTALLED = Guards(device).install()
+    return _INSTALLED

@@ -1,0 +1,92 @@
+"""Memory hygiene for the checks: poisoning freed memory, cloning inputs, spotting aliases.
+
+Poisoning: before each candidate call, blocks the size of the tensors in play are
+allocated, filled with a marker (NaN, or a finite sentinel) and freed. Allocators hand
+recently freed blocks of the same size back first (torch's CUDA caching allocator always,
+glibc for the sizes below its mmap threshold), so an output built from torch.empty_like
+and never fully written shows the marker instead of whatever the reference left behind.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import torch
+
+from htam_engine.evaluate.checks.compare import tensors
+
+NAN = float("nan")
+SENTINEL = 1234.5  # finite, distinctive, exactly representable in every float dtype
+
+_MAX_POISON_BYTES = 1 << 30  # never allocate more than this for one marker block
+
+
+def nbytes(t: torch.Tensor) -> int:
+    return t.numel() * t.element_size()
+
+
+def poison(device: str, sizes: Iterable[int], value: float = NAN, copies: int = 2) -> None:
+    """Allocate, fill with `value` and free `copies` blocks of each size (largest first)."""
+    blocks = []
+    for size in sorted({s for s in sizes if 0 < s <= _MAX_POISON_BYTES}, reverse=True):
+        for _ in range(copies):
+            b = torch.empty((size + 3) // 4, dtype=torch.float32, device=device)
+            b.fill_(value)
+            blocks.append(b)
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+    del blocks  # freed newest-last; the allocator reuses them for the next allocations
+
+
+def clone_inputs(inputs: list[Any]) -> list[Any]:
+    """Deep copy of an input list: tensors cloned (same dtype, device, layout); others kept."""
+    return [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+
+
+def same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Bitwise-style equality that treats NaN as equal to NaN."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.dtype.is_floating_point or a.dtype.is_complex:
+        return bool(torch.equal(a, b) or torch.allclose(a, b, rtol=0.0, atol=0.0, equal_nan=True))
+    return bool(torch.equal(a, b))
+
+
+def changed_inputs(now: list[Any], before: list[Any]) -> list[int]:
+    """Positions of tensor inputs whose values differ from their pristine copy."""
+    return [i for i, (x, y) in enumerate(zip(now, before))
+            if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) and not same_values(x, y)]
+
+
+def _span(t: torch.Tensor) -> tuple[int, int] | None:
+    try:
+        st = t.untyped_storage()
+    except Exception:
+        return None
+    start = st.data_ptr()
+    if start == 0 or st.nbytes() == 0:
+        return None
+    return start, start + st.nbytes()
+
+
+def overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """True when two tensors' storages overlap (views, reshapes and same-buffer returns)."""
+    if a.device != b.device:
+        return False
+    sa, sb = _span(a), _span(b)
+    return bool(sa and sb and sa[0] < sb[1] and sb[0] < sa[1])
+
+
+def aliased_outputs(out: Any, inputs: list[Any]) -> list[tuple[int, int]]:
+    """(output index, input index) pairs whose storage overlaps."""
+    ins = [(i, x) for i, x in enumerate(inputs) if isinstance(x, torch.Tensor)]
+    return [(o, i) for o, t in enumerate(tensors(out)) for i, x in ins if overlaps(t, x)]
+
+
+def sizes_of(*groups: Any) -> set[int]:
+    """Byte sizes of every tensor in the given inputs/outputs (the sizes worth poisoning)."""
+    out: set[int] = set()
+    for g in groups:
+        for t in tensors(list(g) if isinstance(g, (list, tuple)) else g):
+            out.add(nbytes(t))
+    return out

@@ -1,0 +1,86 @@
+"""Runs check_candidate in-process on a problem from problems/ and a candidate file from here.
+
+The guards patch process-wide functions, and some cheats patch `time` and `torch.cuda`
+themselves: everything is put back after each check so other tests see a clean process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import itertools
+import os
+import sys
+from pathlib import Path
+from typing import Any, Iterator
+
+os.environ.setdefault("TRITON_INTERPRET", "1")  # Triton kernels run on the CPU
+
+HERE = Path(__file__).parent
+PROBLEMS = HERE / "problems"
+_ids = itertools.count()
+
+
+def problem_path(name: str) -> Path:
+    return PROBLEMS / f"{name}.py"
+
+
+def candidate_path(name: str) -> Path:
+    return HERE / f"{name}.py"
+
+
+@contextlib.contextmanager
+def restored() -> Iterator[None]:
+    """Put back whatever a cheat replaced in time, torch, torch.cuda and torch's settings."""
+    import time
+
+    import torch
+
+    saved = [(ns, dict(vars(ns))) for ns in (time, torch, torch.cuda, torch.Tensor, torch.nn.Module)]
+    threads = torch.get_num_threads()
+    try:
+        yield
+    finally:
+        for ns, before in saved:
+            for k, v in before.items():
+                if vars(ns).get(k) is not v:
+                    with contextlib.suppress(AttributeError, TypeError):
+                        setattr(ns, k, v)
+        torch.set_num_threads(threads)
+
+
+def import_candidate(path: Path) -> Any:
+    name = f"htam_test_candidate_{path.stem}_{next(_ids)}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run_check(problem: str, candidate: str, overrides: dict | None = None, **config: Any):
+    """check_candidate(problem, candidate) on the CPU with fresh guards; returns the CheckReport."""
+    from htam_engine.evaluate.checks import CheckContext, check_candidate, install_guards
+    from htam_engine.evaluate.config import EvalConfig
+    from htam_engine.problems import instantiate, load_problem, unseen_shape_overrides, with_overrides
+
+    prob = load_problem(str(problem_path(problem)), overrides)
+    with restored():
+        guards = install_guards("cpu")
+        try:
+            module = import_candidate(candidate_path(candidate))
+            ctx = CheckContext(
+                instance=instantiate(prob, "cpu"),
+                model_new_cls=module.ModelNew,
+                device="cpu",
+                config=EvalConfig(**config),
+                guards=guards,
+                make_variant=lambda ov: instantiate(with_overrides(prob, ov), "cpu"),
+                unseen_overrides=unseen_shape_overrides(prob),
+            )
+            return check_candidate(ctx)
+        finally:
+            guards.uninstall()
+
+
+def rules(report: Any) -> set[str]:
+    return {f.rule for f in report.findings}

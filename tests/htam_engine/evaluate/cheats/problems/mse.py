@@ -1,0 +1,21 @@
+import torch
+import torch.nn as nn
+
+batch_size = 64
+dim = 512
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, predictions: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        return torch.mean((predictions - targets) ** 2)
+
+
+def get_inputs():
+    return [torch.rand(batch_size, dim), torch.rand(batch_size, dim)]
+
+
+def get_init_inputs():
+    return []
