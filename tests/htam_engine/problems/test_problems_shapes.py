@@ -1,0 +1,47 @@
+"""Unseen input shapes: perturb sizes that only get_inputs uses."""
+
+from __future__ import annotations
+
+from problems_support import write_problem  # noqa: F401 - fixture
+
+from htam_engine.problems import load_problem, unseen_shape_overrides, with_overrides
+
+FIXED = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.w = nn.Parameter(torch.ones(n))
+
+    def forward(self, x):
+        return x * self.w
+
+n = 64
+
+def get_inputs():
+    return [torch.randn(n)]
+
+def get_init_inputs():
+    return [n]
+"""
+
+
+def test_unseen_overrides_change_input_shapes_but_not_weight_sizes():
+    problem = load_problem("conv2d_relu_bias")
+    unseen = unseen_shape_overrides(problem)
+    assert unseen and set(unseen) <= {"batch_size", "height", "width"}
+    assert all(unseen[k] > problem.constants[k] for k in unseen)
+    variant = with_overrides(problem, unseen)
+    assert variant.inputs[0].shape != problem.inputs[0].shape
+    assert variant.inputs[0].shape[1] == problem.inputs[0].shape[1]  # in_channels feeds the weights
+
+
+def test_unseen_overrides_start_from_the_problem_overrides():
+    problem = load_problem("relu", {"batch_size": 16})
+    assert unseen_shape_overrides(problem)["batch_size"] == 19
+
+
+def test_no_unseen_overrides_when_every_size_shapes_the_weights(write_problem):
+    assert unseen_shape_overrides(load_problem(write_problem(FIXED))) is None
