@@ -97,3 +97,17 @@ class HistoryEntry:
     direction: str
     reward: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class TransitionRow:
+    """One direction -> direction edge as the memory browser shows it."""
+
+    from_direction: str
+    to_direction: str
+    count: int = 0
+    successes: int = 0
+    mean_reward: float = 0.0
+    prior_value: float = 0.0  # expert prior value of the move (seed notes)
+    buckets: int = 0  # how many state buckets hold experience
+    notes: list[TransitionNote] = field(default_factory=list)

@@ -1,0 +1,83 @@
+"""The memory bank file: the HTG carried across problems and sessions.
+
+A new session starts from the bank; finishing one merges its step deltas back. The bank keeps,
+per origin session id, the steps whose deltas it holds, so merging the same session twice (or
+a branch that shares its parent's first steps) never counts a step twice.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from htam_engine.cli.errors import InputError
+from htam_engine.memory.graph import HTG, MemoryDataError
+from htam_engine.memory.learn import apply_delta
+
+if TYPE_CHECKING:
+    from htam_engine.session.model import Session
+
+BANK_KIND = "htam-bank"
+BANK_VERSION = 1
+BANK_FILENAME = "memory.htgbank"
+
+
+class BankFileError(InputError):
+    """A memory bank that cannot be read; str() names the file."""
+
+
+def default_bank_path() -> Path:
+    env = os.environ.get("HTAM_BANK")
+    if env:
+        return Path(env)
+    from htam_engine.session.paths import sessions_dir
+
+    return sessions_dir() / BANK_FILENAME
+
+
+def load_bank(path: str | os.PathLike | None = None) -> HTG:
+    """The bank at path (default: default_bank_path()); a missing file gives the seed HTG."""
+    from htam_engine.session.codec import gc_paused
+    from htam_engine.session.fileio import open_envelope, read_raw
+
+    p = Path(path) if path is not None else default_bank_path()
+    if not p.exists():
+        return HTG.seed()
+    raw = read_raw(p, BankFileError)
+    with gc_paused():
+        version, body = open_envelope(p, raw, BANK_KIND, BANK_VERSION, BankFileError)
+        if version == 0:
+            raise BankFileError(f"{p}: not a memory bank file")
+        try:
+            return HTG.from_data(body)
+        except MemoryDataError as exc:
+            raise BankFileError(f"{p}: {exc}") from None
+
+
+def save_bank(htg: HTG, path: str | os.PathLike | None = None) -> Path:
+    from htam_engine.session.codec import gc_paused
+    from htam_engine.session.fileio import write_envelope
+
+    p = Path(path) if path is not None else default_bank_path()
+    with gc_paused():
+        write_envelope(p, BANK_KIND, BANK_VERSION, htg.to_data())
+    return p
+
+
+def merge_session(bank: HTG, session: "Session") -> int:
+    """Replay the session's step deltas not yet in the bank; returns how many steps were merged."""
+    merged = 0
+    seen = {k: set(v) for k, v in bank.merged.items()}
+    for rec in session.steps:
+        delta = rec.memory_delta or {}
+        origin = str(delta.get("session") or session.id)
+        step = int(delta.get("step") or rec.step)
+        done = seen.setdefault(origin, set())
+        if step in done:
+            continue
+        apply_delta(bank, delta)
+        done.add(step)
+        merged += 1
+    bank.merged = {k: sorted(v) for k, v in seen.items() if v}
+    return merged

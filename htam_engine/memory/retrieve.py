@@ -1,0 +1,78 @@
+"""Retrieval: the local strategies under the chosen direction, ranked by fit and record.
+
+score(strategy | state) = fit + record, where
+  fit    = family match (+0.6 listed, −0.4 not listed, +0.2 when the strategy lists none)
+         + status match (+0.4 listed, −0.2 not listed, 0 when none listed)
+         − 1.0 when the strategy lists backends and the state's backend is not among them
+  record = gain_ctx / (tries_ctx + 2) + 0.5 · gain_all / (tries_all + 4) + 0.3 · (rate − 0.5),
+           ctx = this family and backend, rate = (successes + 1) / (tries + 2)
+(record shrinks toward 0 while a strategy has few tries). The notes are those of the
+transition edges the selection attended over (or every edge into the direction).
+"""
+
+from __future__ import annotations
+
+from htam_engine.memory.graph import HTG
+from htam_engine.memory.types import Retrieval, Selection, State, StrategyView, TransitionNote
+
+NOTES_PER_EDGE = 4  # prior notes plus the most recent learned/veto ones
+
+
+def fit(attrs: dict, state: State) -> float:
+    f = 0.0
+    fams = attrs["families"]
+    f += (0.6 if state.family.value in fams else -0.4) if fams else 0.2
+    sts = attrs["states"]
+    if sts:
+        f += 0.4 if state.status in sts else -0.2
+    bks = attrs["backends"]
+    if bks and state.backend.value not in bks:
+        f -= 1.0
+    return f
+
+
+def record(attrs: dict, state: State) -> float:
+    ctx = attrs["ctx"].get(f"{state.family.value}|{state.backend.value}")
+    tries, succ, gain = attrs["tries"], attrs["successes"], attrs["gain_sum"]
+    r = 0.5 * gain / (tries + 4) + 0.3 * ((succ + 1) / (tries + 2) - 0.5)
+    if ctx:
+        r += ctx[2] / (ctx[0] + 2)
+    return r
+
+
+def rank_strategies(htg: HTG, ids: list[str], state: State) -> list[StrategyView]:
+    scored = []
+    for i, sid in enumerate(ids):
+        a = htg.strategy_attrs(sid)
+        fi = fit(a, state)
+        scored.append((-(fi + record(a, state)), i, sid, fi))
+    scored.sort()
+    return [htg.view(sid, fit=fi, score=-neg) for neg, _, sid, fi in scored]
+
+
+def _edge_notes(htg: HTG, a: str, b: str) -> list[TransitionNote]:
+    notes = htg.notes(a, b)
+    prior = [n for n in notes if n.source == "prior"]
+    learned = [n for n in notes if n.source != "prior"]
+    return (prior + learned[::-1])[:NOTES_PER_EDGE]
+
+
+def retrieve(htg: HTG, direction: str, state: State, *, k: int = 3, ablation: str | None = None,
+             selection: Selection | None = None, from_directions: list[str] | None = None) -> Retrieval:
+    """Top-k strategies for the direction (all strategies under ablation "flat")."""
+    if ablation == "flat":
+        return Retrieval(direction=direction, strategies=rank_strategies(htg, htg.strategy_ids(), state)[:k], notes=[])
+    ranked = rank_strategies(htg, htg.strategy_ids(direction), state)[:k]
+    if from_directions is None and selection is not None:
+        win = next((s for s in selection.scores if s.direction == direction), None)
+        from_directions = [t.from_direction for t in win.terms] if win else []
+    if from_directions is None:
+        from_directions = list(htg.g.predecessors(direction))
+    notes: list[TransitionNote] = []
+    seen = set()
+    for a in from_directions:
+        if a in seen:
+            continue
+        seen.add(a)
+        notes.extend(_edge_notes(htg, a, direction))
+    return Retrieval(direction=direction, strategies=ranked, notes=notes)
