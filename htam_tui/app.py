@@ -271,7 +271,7 @@ class HtamApp(App[int]):
             self.view.steps_planned = n
             self.repaint({"status"})
 
-        self.push_screen(TextPrompt("Step budget (steps this run):", str(self.view.steps_planned or ""), integer=True), done)
+        self.push_screen(TextPrompt("Step budget (steps in the session):", placeholder=f"now {self.view.steps_planned}", integer=True), done)
 
     def directions(self) -> list[str]:
         if self.htg is not None:
