@@ -80,10 +80,14 @@ def build_prompt(request: ProposalRequest, max_chars: int = 48_000) -> BuiltProm
 
 
 def _tidy(text: str) -> str:
-    """Empty sections leave blank runs; keep at most one blank line between blocks."""
+    """Empty sections leave blank runs; keep at most one blank line between sections,
+    leaving code inside fences (the problem source, candidates) exactly as it was."""
     out: list[str] = []
+    in_fence = False
     for line in text.splitlines():
-        if line.strip() == "" and out and out[-1].strip() == "":
+        if line.lstrip().startswith("```"):
+            in_fence = not in_fence
+        elif not in_fence and line.strip() == "" and out and out[-1].strip() == "":
             continue
         out.append(line)
     return "\n".join(out).strip() + "\n"

@@ -51,6 +51,7 @@ class Reply:
     stall_s: float = 0.0
     cut_after: int | None = None  # characters streamed before the socket is closed
     malformed: bool = False
+    error_message: str = ""  # body text of an error reply (default: "scripted HTTP <status>")
     finish_reason: str = "stop"
     prompt_tokens: int | None = None  # reported usage; None = estimated from the text
     completion_tokens: int | None = None
@@ -70,7 +71,7 @@ class Recorded:
 
     method: str
     path: str
-    headers: dict[str, str]
+    headers: dict[str, str]  # names in lower case
     body: Any
     at: float
     reply_index: int | None = None
@@ -250,7 +251,7 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.status != 200:
             headers = {"Retry-After": f"{reply.retry_after:g}"} if reply.retry_after is not None else {}
             kind = "rate_limit_exceeded" if reply.status == 429 else "server_error"
-            self._json(reply.status, {"error": {"message": f"scripted HTTP {reply.status}", "type": kind}}, headers)
+            self._json(reply.status, {"error": {"message": reply.error_message or f"scripted HTTP {reply.status}", "type": kind}}, headers)
             rec.finished = True
             return
         model = body.get("model") or srv.script.model
@@ -327,7 +328,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- plumbing ----------------------------------------------------------------------
     def _record(self, body: Any) -> Recorded:
-        rec = Recorded(self.command, self.path, dict(self.headers.items()), body, time.monotonic())
+        rec = Recorded(self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body, time.monotonic())
         with self.server_ref._lock:
             self.server_ref.requests.append(rec)
         return rec
