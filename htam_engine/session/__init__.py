@@ -5,7 +5,7 @@ Records are in session/model.py; serialization in session/codec.py; storage in s
 
 from htam_engine.session.model import Candidate, Decision, ProblemRef, Session, SessionConfig, StepRecord
 from htam_engine.session.ops import (
-    SessionError, branch_session, candidate_code, default_session_path, export_best, history_of, list_sessions,
+    SessionError, StepRangeError, branch_session, candidate_code, default_session_path, export_best, history_of, list_sessions,
     memory_at, new_session, record_step, resume_session, summarize,
 )
 from htam_engine.session.paths import SESSION_SUFFIX, sessions_dir
@@ -13,7 +13,7 @@ from htam_engine.session.store import FORMAT_VERSION, SessionFileError, load_ses
 
 __all__ = [
     "FORMAT_VERSION", "SESSION_SUFFIX", "Candidate", "Decision", "ProblemRef", "Session", "SessionConfig",
-    "SessionError", "SessionFileError", "StepRecord", "branch_session", "candidate_code", "default_session_path",
+    "SessionError", "SessionFileError", "StepRangeError", "StepRecord", "branch_session", "candidate_code", "default_session_path",
     "export_best", "history_of", "list_sessions", "load_session", "memory_at", "new_session", "read_meta",
     "record_step", "resume_session", "save_session", "sessions_dir", "summarize",
 ]

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from htam_engine.cli.errors import UsageError
 from htam_engine.evaluate.result import EvalResult
 from htam_engine.memory.graph import HTG
 from htam_engine.memory.learn import apply_delta
@@ -22,6 +23,10 @@ from htam_engine.session.store import SessionFileError, best_speedup, load_sessi
 
 class SessionError(Exception):
     """A session operation that cannot be done (exit 1): e.g. nothing to export."""
+
+
+class StepRangeError(SessionError, UsageError):
+    """A step number the session does not have (exit 2, like other bad usage)."""
 
 
 def new_session_id(problem_id: str) -> str:
@@ -82,7 +87,7 @@ def history_of(session: Session) -> list[HistoryEntry]:
 def memory_at(session: Session, step: int) -> HTG:
     """The HTG after step `step` (0 = as the session began): snapshot + deltas of steps 1..step."""
     if not 0 <= step <= len(session.steps):
-        raise SessionError(f"session {session.id} has steps 1..{len(session.steps)}, not {step}")
+        raise StepRangeError(f"session {session.id} has steps 1..{len(session.steps)}, not {step}")
     h = HTG.from_data(session.memory_initial)
     for rec in session.steps[:step]:
         if rec.memory_delta:
@@ -111,7 +116,7 @@ def branch_session(path: str | os.PathLike, at: int, to: str | os.PathLike | Non
     src = Path(path)
     parent = load_session(src)
     if not 0 <= at <= len(parent.steps):
-        raise SessionError(f"{src}: cannot branch at step {at}; the session has steps 1..{len(parent.steps)}")
+        raise StepRangeError(f"{src}: cannot branch at step {at}; the session has steps 1..{len(parent.steps)}")
     steps = parent.steps[:at]
     for rec in steps:  # deltas keep their origin, so a bank never merges a shared step twice
         if rec.memory_delta and not rec.memory_delta.get("session"):
