@@ -120,6 +120,18 @@ class _ImportFault(ProblemError):
         self.name = name
 
 
+_KEPT_MODULES = 64  # problem modules a long-lived worker keeps registered in sys.modules
+
+
+def _forget_old_modules() -> None:
+    """Unregister all but the newest problem modules (live references keep working)."""
+    ours = [n for n in sys.modules if n.startswith("htam_problem_")]
+    if len(ours) >= _KEPT_MODULES:
+        ours.sort(key=lambda n: int(n.rsplit("_", 1)[1]))
+        for name in ours[: len(ours) - _KEPT_MODULES + 1]:
+            sys.modules.pop(name, None)
+
+
 def _execute(source: str, label: str, overrides: dict[str, Any] | None, *, keep: bool) -> types.ModuleType:
     overrides = dict(overrides or {})
     tree = parse_source(source, label)
@@ -132,6 +144,7 @@ def _execute(source: str, label: str, overrides: dict[str, Any] | None, *, keep:
             f"unknown constant {sorted(unknown)[0]!r} for --set (module-level constants: {listed or 'none'})",
         )
     name = f"htam_problem_{next(_module_ids)}"
+    _forget_old_modules()
     module = types.ModuleType(name)
     module.__file__ = label
     module.__dict__[OVERRIDES_GLOBAL] = overrides
@@ -407,7 +420,15 @@ def instantiate(problem: Problem, device: str = "cpu") -> ProblemInstance:
     model, get_inputs, get_init_inputs = _required(module, label)
 
     def inputs_on_device() -> list[Any]:
-        items = get_inputs()
+        if device == "cpu":
+            items = get_inputs()
+        else:
+            # draw on the device itself: GPU-sized inputs made on the CPU and copied over
+            # would cost seconds per input set
+            import torch
+
+            with torch.device(device):
+                items = get_inputs()
         if not isinstance(items, (list, tuple)):
             raise ProblemError(label, f"get_inputs() returned {type(items).__name__}, expected a list")
         return [_to_device(x, device) for x in items]

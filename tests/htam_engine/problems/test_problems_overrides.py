@@ -94,3 +94,11 @@ def test_instantiate_applies_overrides_to_model_and_inputs(write_problem):
     x, labels, flags = instance.get_inputs()
     assert model(x, labels, flags).shape == (1, 3, 12, 12)
     assert instance.namespace["bias_shape"] == (3, 1, 1)
+
+
+def test_inputs_are_drawn_on_the_target_device_with_their_dtypes():
+    # "meta" stands in for a GPU here: the same path draws inputs on the device itself
+    instance = instantiate(load_problem("cross_entropy"), "meta")
+    logits, targets = instance.get_inputs()
+    assert (logits.device.type, targets.device.type) == ("meta", "meta")
+    assert (logits.dtype, targets.dtype) == (torch.float32, torch.int64)
