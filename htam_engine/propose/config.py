@@ -6,7 +6,8 @@ Layers, each overriding the one before:
 3. the environment: `OPENAI_API_KEY` (or the variable `api_key_env` names), `OPENAI_BASE_URL`,
    `HTAM_BASE_URL`, `HTAM_MODEL`, `HTAM_API_KEY_ENV`, `HTAM_TEMPERATURE`, `HTAM_MAX_TOKENS`,
    `HTAM_TIMEOUT`, `HTAM_RETRIES`
-4. command-line flags: a dict (or argparse namespace) of ModelSettings field names; None = not given.
+4. command-line flags: `add_model_arguments(parser)` adds them; pass the parsed namespace (or a
+   dict of ModelSettings field names) to `load_config`; None = not given.
 
 File layout::
 
@@ -127,6 +128,26 @@ _ENV: list[tuple[str, str]] = [
 ]
 
 
+# Command-line flags: dest -> (flag, ModelSettings field, type, help). Dests are distinct from
+# run options (`--timeout` there is the evaluation's), so a whole run namespace can be passed.
+CLI_FLAGS: dict[str, tuple[str, str, type, str]] = {
+    "model": ("--model", "model", str, "model name at the endpoint (env HTAM_MODEL)"),
+    "base_url": ("--base-url", "base_url", str, "OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (env HTAM_BASE_URL)"),
+    "api_key_env": ("--api-key-env", "api_key_env", str, "environment variable holding the API key (default OPENAI_API_KEY)"),
+    "temperature": ("--temperature", "temperature", float, "sampling temperature (env HTAM_TEMPERATURE)"),
+    "max_tokens": ("--max-tokens", "max_tokens", int, "most tokens per reply (env HTAM_MAX_TOKENS)"),
+    "model_timeout": ("--model-timeout", "timeout_s", float, "seconds allowed per model request (env HTAM_TIMEOUT)"),
+    "model_retries": ("--model-retries", "retries", int, "retries after a failed model request (env HTAM_RETRIES)"),
+}
+
+
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """The model settings as command-line flags (for `htam run`, `htam batch`, the app)."""
+    group = parser.add_argument_group("model endpoint")
+    for dest, (flag, _field, typ, text) in CLI_FLAGS.items():
+        group.add_argument(flag, dest=dest, type=typ, default=None, help=text)
+
+
 def user_config_path(env: Mapping[str, str] | None = None) -> Path:
     env = os.environ if env is None else env
     if env.get("HTAM_CONFIG"):
@@ -159,7 +180,7 @@ def load_config(
         if env.get(var, "") != "":
             values[name] = _coerce(name, env[var], f"environment variable {var}")
     for name, value in _overrides_dict(overrides).items():
-        values[name] = _coerce(name, value, f"option --{name.replace('_', '-')}")
+        values[name] = _coerce(name, value, f"option {_flag_of(name)}")
     for name, value in values.items():
         setattr(cfg.model, name, value)
     cfg.model.api_key = Secret(env.get(cfg.model.api_key_env, ""))
@@ -172,10 +193,19 @@ def has_endpoint(config: Config) -> bool:
 
 
 def _overrides_dict(overrides: Mapping[str, Any] | argparse.Namespace | None) -> dict[str, Any]:
+    """Field -> value from a dict of field names or a namespace holding CLI_FLAGS dests."""
     if overrides is None:
         return {}
-    raw = vars(overrides) if isinstance(overrides, argparse.Namespace) else dict(overrides)
-    return {k: v for k, v in raw.items() if k in _TYPES and v is not None}
+    if isinstance(overrides, argparse.Namespace):
+        ns = vars(overrides)
+        raw = {field: ns.get(dest) for dest, (_flag, field, _t, _h) in CLI_FLAGS.items()}
+    else:
+        raw = dict(overrides)
+    return {k: v for k, v in raw.items() if v is not None}
+
+
+def _flag_of(name: str) -> str:
+    return next((flag for flag, field, _t, _h in CLI_FLAGS.values() if field == name), name)
 
 
 def _apply_file(cfg: Config, values: dict[str, Any], path: Path) -> None:

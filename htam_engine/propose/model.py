@@ -46,6 +46,35 @@ class Reply:
     failure: str = ""  # set when the retry budget ran out or a fault is final
 
 
+@dataclass(slots=True)
+class Compat:
+    """Request parameters a given server accepts. Servers differ: older local ones reject
+    `stream_options`, reasoning models reject `max_tokens` (wanting `max_completion_tokens`)
+    and a custom temperature. A 400 naming one of these adapts the request once."""
+
+    stream_options: bool = True
+    max_tokens_name: str = "max_tokens"
+    temperature: bool = True
+    seed: bool = True
+
+    def adapt(self, message: str) -> str | None:
+        """Change the request for a 400 whose `message` names a parameter; what changed, or None."""
+        text = message.lower()
+        if self.stream_options and "stream_options" in text:
+            self.stream_options = False  # usage gets estimated instead
+            return "stream_options dropped"
+        if self.max_tokens_name == "max_tokens" and "max_tokens" in text and "max_completion_tokens" in text:
+            self.max_tokens_name = "max_completion_tokens"
+            return "max_tokens renamed max_completion_tokens"
+        if self.temperature and "temperature" in text:
+            self.temperature = False
+            return "temperature dropped"
+        if self.seed and "seed" in text:
+            self.seed = False
+            return "seed dropped"
+        return None
+
+
 def estimate_tokens(text: str) -> int:
     return (len(text) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
 
@@ -70,7 +99,7 @@ class ModelProposer:
             max_retries=0,
             timeout=openai.Timeout(settings.timeout_s, connect=settings.connect_timeout_s),
         )
-        self._stream_options = True  # dropped for servers that reject stream_options
+        self.compat = Compat()
 
     def __repr__(self) -> str:
         return f"ModelProposer(model={self.settings.model!r}, base_url={self.settings.base_url!r})"
@@ -116,8 +145,8 @@ class ModelProposer:
                     text, usage, finish = await self._attempt(messages, max_tokens, seed, on_token, got)
             except Exception as exc:  # noqa: BLE001 - every fault is classified, none escapes
                 fault = classify(exc, mid_stream=bool(got))
-                if fault.kind == "client" and fault.status == 400 and self._stream_options and "stream_options" in fault.message:
-                    self._stream_options = False  # an older server; usage gets estimated instead
+                if fault.status == 400 and (change := self.compat.adapt(fault.message)):
+                    log.info("the endpoint rejected a parameter: %s", change)
                     fault.retryable = True
                 reply.faults.append(fault)
                 if got:  # the server read the prompt and wrote part of a reply: that still costs
@@ -141,8 +170,10 @@ class ModelProposer:
         self, messages: list[dict[str, str]], max_tokens: int, seed: int | None, on_token: TokenSink | None, got: list[str]
     ) -> tuple[str, Any, str | None]:
         s = self.settings
-        kwargs: dict[str, Any] = dict(model=s.model, messages=messages, temperature=s.temperature, max_tokens=max_tokens)
-        if seed is not None:
+        kwargs: dict[str, Any] = {"model": s.model, "messages": messages, self.compat.max_tokens_name: max_tokens}
+        if self.compat.temperature:
+            kwargs["temperature"] = s.temperature
+        if seed is not None and self.compat.seed:
             kwargs["seed"] = seed
         if not s.stream:
             resp = await self._client.chat.completions.create(**kwargs)
@@ -151,7 +182,7 @@ class ModelProposer:
             text = resp.choices[0].message.content or ""
             await _deliver(on_token, text)
             return text, resp.usage, resp.choices[0].finish_reason
-        if self._stream_options:
+        if self.compat.stream_options:
             kwargs["stream_options"] = {"include_usage": True}
         stream = await self._client.chat.completions.create(stream=True, **kwargs)
         usage, finish = None, None

@@ -11,7 +11,7 @@ import pickle
 import pytest
 
 from htam_engine.cli.errors import InputError
-from htam_engine.propose.config import has_endpoint, load_config, user_config_path
+from htam_engine.propose.config import add_model_arguments, has_endpoint, load_config, user_config_path
 
 KEY = "sk-config-test-abcdefghijklmnop"
 
@@ -38,8 +38,12 @@ def test_precedence_user_then_project_then_env_then_flags(tmp_path):
     assert cfg.sources == [str(files["user_file"]), str(files["project_file"])]
     # HTAM_BASE_URL wins over OPENAI_BASE_URL; flags win over both.
     assert load_config(env={**env, "HTAM_BASE_URL": "http://htam/v1"}, **files).model.base_url == "http://htam/v1"
-    ns = argparse.Namespace(base_url="http://flag/v1", model="flag-model", steps=3)
-    assert load_config(ns, env=env, **files).model.base_url == "http://flag/v1"
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--timeout", dest="timeout_s", type=float)  # a run option of the same field name
+    add_model_arguments(parser)
+    ns = parser.parse_args(["--base-url", "http://flag/v1", "--model-timeout", "9", "--timeout", "77", "--max-tokens", "512"])
+    m = load_config(ns, env=env, **files).model
+    assert (m.base_url, m.timeout_s, m.max_tokens, m.model) == ("http://flag/v1", 9.0, 512, "project-model")
 
 
 def test_user_file_location_follows_xdg_and_htam_config(tmp_path):
@@ -90,9 +94,13 @@ def test_bad_values_are_one_line_input_errors(tmp_path, text, fragment):
     assert fragment in str(err.value) and "\n" not in str(err.value)
 
 
-def test_bad_environment_value_names_the_variable(tmp_path):
+def test_bad_environment_value_or_flag_names_its_source(tmp_path):
     with pytest.raises(InputError, match="environment variable HTAM_RETRIES: expected int"):
         load_config(env={"HTAM_RETRIES": "many"}, **_files(tmp_path))
+    with pytest.raises(InputError, match="option --model-retries: must not be negative"):
+        load_config({"retries": -2}, env={}, **_files(tmp_path))
+    with pytest.raises(InputError, match="unknown setting 'colour'"):
+        load_config({"colour": "red"}, env={}, **_files(tmp_path))
 
 
 def test_has_endpoint(tmp_path):

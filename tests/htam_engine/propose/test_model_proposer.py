@@ -140,9 +140,9 @@ async def test_cancellation_mid_stream_closes_the_connection(loopback, model_con
 async def test_usage_is_estimated_when_the_server_reports_none(loopback, model_config, kit):
     model_config.model.model = "gpt-4o-mini"
     proposer = ModelProposer(model_config.model)
-    proposer._stream_options = False  # as for a server that rejects stream_options
-    loopback.add(Reply(kit.fenced(kit.GOOD_CODE)))
+    loopback.add(Reply(status=400, error_message="Unrecognized request argument supplied: stream_options"), Reply(kit.fenced(kit.GOOD_CODE)))
     proposal = await proposer.propose(kit.make_request())
+    assert "stream_options" not in loopback.chat_requests()[1].body
     assert proposal.usage.prompt_tokens == pytest.approx(len(proposal.prompt) / 4, rel=0.1)
     assert proposal.usage.completion_tokens == pytest.approx(len(proposal.raw_output) / 4, rel=0.1)
     assert proposal.usage.cost_usd > 0
@@ -172,3 +172,21 @@ def proposer_prompt(kit):
     from htam_engine.propose.prompt import build_prompt
 
     return build_prompt(kit.make_request())
+
+
+@pytest.mark.parametrize(
+    "message, dropped, added",
+    [
+        ("Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.", "max_tokens", "max_completion_tokens"),
+        ("Unsupported value: 'temperature' does not support 0.2 with this model.", "temperature", None),
+        ("Unknown parameter: seed", "seed", None),
+    ],
+)
+async def test_a_rejected_parameter_is_adapted_once(loopback, model_config, kit, message, dropped, added):
+    loopback.add(Reply(status=400, error_message=message), Reply(kit.fenced(kit.GOOD_CODE)), Reply(kit.fenced(kit.GOOD_CODE)))
+    proposer = ModelProposer(model_config.model)
+    assert (await proposer.propose(kit.make_request())).code is not None
+    assert (await proposer.propose(kit.make_request())).code is not None  # remembered: no second 400
+    first, second, third = (r.body for r in loopback.chat_requests())
+    assert dropped in first and dropped not in second and dropped not in third
+    assert added is None or (second[added] == third[added] == model_config.model.max_tokens)
