@@ -74,14 +74,17 @@ def _print_table(items: list[Problem | ProblemError]) -> None:
     rows = []
     for item in items:
         if isinstance(item, ProblemError):
-            rows.append(("BROKEN", "", "", str(item)))
             continue
         note = f"  (needs {', '.join(item.missing_modules)} to run)" if item.missing_modules else ""
         level = f"L{item.level}" if item.level is not None else "-"
-        rows.append((item.id, level, item.family.value, _shapes(item) + note))
-    widths = [max((len(r[i]) for r in rows), default=0) for i in range(3)]
-    for r in rows:
-        print(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:<{widths[2]}}  {r[3]}".rstrip())
+        rows.append((item.id, level, item.family.value, _shapes(item), (item.path or "") + note))
+    widths = [max((len(r[i]) for r in rows), default=0) for i in range(4)]
+    for item in items:
+        if isinstance(item, ProblemError):
+            print(f"BROKEN  {item}")
+            continue
+        r = rows.pop(0)
+        print("  ".join(f"{col:<{w}}" for col, w in zip(r, widths)) + f"  {r[4]}")
 
 
 __all__ = ["register", "handle", "expand"]

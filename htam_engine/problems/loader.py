@@ -59,6 +59,22 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
+def _refusal(missing: str) -> Callable[..., Any]:
+    def refuse(*_a: Any, **_k: Any) -> None:
+        raise ModuleNotFoundError(f"No module named {missing!r}", name=missing)
+
+    return refuse
+
+
+class _StandInType(type):
+    """Class-level attributes of a stand-in class (AutoConfig.from_pretrained) refuse too."""
+
+    def __getattr__(cls, attr: str) -> Any:
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        return _refusal(cls._missing)
+
+
 class _StandIn(types.ModuleType):
     """Takes the place of a third-party module a problem imports but this machine lacks.
 
@@ -71,12 +87,8 @@ class _StandIn(types.ModuleType):
     def __getattr__(self, attr: str) -> Any:
         if attr.startswith("__"):
             raise AttributeError(attr)
-        missing = self.__name__
-
-        def refuse(*_a: Any, **_k: Any) -> None:
-            raise ModuleNotFoundError(f"No module named {missing!r}", name=missing)
-
-        return type(attr, (), {"__init__": refuse, "__call__": refuse})
+        refuse = _refusal(self.__name__.split(".")[0])
+        return _StandInType(attr, (), {"__init__": refuse, "__call__": refuse, "_missing": self.__name__.split(".")[0]})
 
 
 def execute_source(
