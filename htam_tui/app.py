@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 from textual.app import App, ComposeResult, SuspendNotSupported
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.widgets import Footer
 from textual.worker import Worker, WorkerState
 
@@ -25,7 +26,7 @@ from htam_engine.session.model import Decision
 from htam_tui import bridge
 from htam_tui.actions import MAIN_ACTIONS, bindings
 from htam_tui.commands import HtamCommands
-from htam_tui.panes import DirectionPane, ErrorsPane, SourcePane, StatusLine, StrategiesPane, TimingsPane
+from htam_tui.panes import DirectionPane, Pane, ErrorsPane, SourcePane, StatusLine, StrategiesPane, TimingsPane
 from htam_tui.screens.approval import ApprovalScreen, Choice
 from htam_tui.screens.help import HelpScreen
 from htam_tui.screens.prompts import ChoicePrompt, TextPrompt
@@ -164,9 +165,16 @@ class HtamApp(App[int]):
             "status": "#status", "source": "#source-pane", "direction": "#direction-pane",
             "strategies": "#strategies-pane", "errors": "#errors-pane", "timings": "#timings-pane",
         }
+        if not self.screen_stack:
+            return
+        main = self.screen_stack[0]  # the panes live on the first screen, under any browser or prompt
         for name in dirty:
             if name in panes:
-                self.query_one(panes[name]).show(self.view)
+                try:
+                    widget = main.query_one(panes[name])
+                except NoMatches:  # the app is shutting down
+                    return
+                widget.show(self.view)
 
     # ---- commands -----------------------------------------------------------------------
     async def command(self, name: str, *args: Any) -> Any:
@@ -373,7 +381,9 @@ class HtamApp(App[int]):
         if self.screen.maximized is not None:
             self.screen.minimize()
         elif self.focused is not None:
-            self.screen.maximize(self.focused)
+            pane = next((w for w in self.focused.ancestors_with_self if isinstance(w, Pane)), None)
+            if pane is not None:
+                self.screen.maximize(pane, container=False)
 
     def action_focus_pane(self, name: str) -> None:
         target = {

@@ -150,6 +150,8 @@ class ErrorsPane(Pane):
         errors.add_options(
             [Option(Text(p.text, style=style.get(p.severity, "")), id=str(i)) for i, p in enumerate(self._lines)]
         )
+        if self._lines:
+            errors.highlighted = 0
         self.border_subtitle = f"{len(self._lines)}" if self._lines else ""
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:

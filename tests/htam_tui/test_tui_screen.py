@@ -1,0 +1,138 @@
+"""Pilot tests of the main screen's panes and keys: diff, kernel view, error jump, zoom,
+pane focus and resizing, help, command palette, key remapping, throttled events."""
+
+from __future__ import annotations
+
+import asyncio
+
+from engine_double import CODE_V1, ScriptedEngine, StepScript, compile_error, ok_result
+from pilot import SMALL, wait_for, wait_text
+from screen_text import screen_text
+from textual.widgets import TextArea
+
+from htam_engine.loop import events as ev
+from htam_tui import bridge
+from htam_tui.app import HtamApp, UiSettings
+
+
+def finished_app(script=None, **kw) -> tuple[ScriptedEngine, HtamApp]:
+    engine = ScriptedEngine(script, steps=len(script) if script else 3, policy="auto")
+    return engine, HtamApp(engine, settings=UiSettings(bell=False, refresh_hz=50), **kw)
+
+
+async def test_diff_kernel_view_and_error_jump():
+    engine, app = finished_app()
+    async with app.run_test(size=SMALL) as pilot:
+        await wait_for(pilot, lambda: app.view.engine_state == "finished")
+        await pilot.press("d")
+        await wait_text(pilot, "diff vs previous best")
+        assert "--- previous best" in screen_text(app) and "+++ candidate" in screen_text(app)
+        await pilot.press("d", "k")
+        await wait_text(pilot, "kernel (C++)")
+        area = app.query_one("#source", TextArea)
+        assert area.language == "cpp" and area.text.lstrip().startswith("#include")
+        await pilot.press("k")
+        await wait_text(pilot, "module")
+        assert area.language == "python"
+
+
+async def test_selecting_a_compiler_error_moves_the_source_to_its_line():
+    engine, app = finished_app([StepScript(CODE_V1, compile_error())])
+    async with app.run_test(size=SMALL) as pilot:
+        await wait_for(pilot, lambda: app.view.engine_state == "finished")
+        await wait_text(pilot, "expected ';'")
+        await pilot.press("4", "enter")  # focus errors, select the first (main.cpp:7)
+        area = app.query_one("#source", TextArea)
+        await wait_for(pilot, lambda: area.has_focus and area.cursor_location[0] == 6)
+        assert area.language == "cpp"  # a compiler's file: the kernel-only view
+        kernel = CODE_V1.split('"""')[1]  # the C++ source the compiler saw
+        assert area.document.get_line(6) == kernel.split("\n")[6]
+
+
+async def test_zoom_focus_and_resize_panes():
+    engine, app = finished_app()
+    async with app.run_test(size=SMALL) as pilot:
+        await wait_for(pilot, lambda: app.view.engine_state == "finished")
+        await pilot.press("2")
+        assert app.focused.id == "direction-scroll"
+        await pilot.press("z")
+        assert app.screen.maximized is app.query_one("#direction-pane")
+        await pilot.press("z")
+        assert app.screen.maximized is None
+        width = app.query_one("#source-pane").size.width
+        await pilot.press("1", "right_square_bracket")
+        await pilot.pause()
+        assert app.query_one("#source-pane").size.width > width
+        height = app.query_one("#bottom").size.height
+        await pilot.press("left_curly_bracket")
+        await pilot.pause()
+        assert app.query_one("#bottom").size.height < height
+
+
+async def test_help_lists_every_binding_id_and_remapped_keys():
+    engine, app = finished_app(keymap={"app.pause": "P"})
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.press("question_mark")
+        await wait_text(pilot, "htam keys")
+        text = screen_text(app)
+        assert "app.pause" in text and "approval.veto" in text and "memory.filter" in text
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.view.engine_state == "finished")
+
+
+async def test_remapped_key_drives_the_engine():
+    hold = asyncio.Event()
+    engine = ScriptedEngine(steps=2, policy="auto", hold=hold)
+    app = HtamApp(engine, settings=UiSettings(bell=False, refresh_hz=50), keymap={"app.pause": "P"})
+    async with app.run_test(size=SMALL) as pilot:
+        await wait_text(pilot, "[running]")
+        await pilot.press("P")
+        await wait_text(pilot, "[paused]")
+        assert not engine._running.is_set()
+        await pilot.press("x")
+        hold.set()
+
+
+async def test_command_palette_runs_actions():
+    hold = asyncio.Event()
+    engine = ScriptedEngine(steps=2, policy="auto", hold=hold)
+    app = HtamApp(engine, settings=UiSettings(bell=False, refresh_hz=50))
+    async with app.run_test(size=SMALL) as pilot:
+        await wait_text(pilot, "[running]")
+        await pilot.press("ctrl+p")
+        await pilot.press(*"pause or resume")
+        await wait_text(pilot, "key p")
+        await pilot.press("enter")
+        await wait_text(pilot, "[paused]")
+        assert not engine._running.is_set()
+        await pilot.press("x")
+        hold.set()
+
+
+async def test_pump_batches_a_burst_into_few_messages():
+    from htam_engine.loop.bus import EventBus
+
+    class Sink:
+        def __init__(self):
+            self.batches = []
+
+        def post_message(self, m):
+            if isinstance(m, bridge.EngineEvents):
+                self.batches.append(m.events)
+            return True
+
+    bus = EventBus(maxsize=10_000)
+    bus.bind_loop()
+    sink = Sink()
+    task = asyncio.create_task(bridge.pump(bus.subscribe(), sink, refresh_hz=10))
+    for i in range(2000):
+        bus.publish(ev.TokensStreamed(1, text="x"))
+        if i % 100 == 0:
+            await asyncio.sleep(0.01)
+    bus.publish(ev.StepFinished(1))
+    bus.close()
+    await asyncio.wait_for(task, 5)
+    events = [e for b in sink.batches for e in b]
+    assert "".join(e.text for e in events if isinstance(e, ev.TokensStreamed)) == "x" * 2000
+    assert isinstance(events[-1], ev.StepFinished)
+    assert len(sink.batches) <= 5  # ~0.2 s of events at 10 Hz: a handful of repaints, not 2001
