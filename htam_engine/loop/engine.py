@@ -123,7 +123,8 @@ class Engine:
         self.policy = check_policy(policy or self.config.policy)
         self.config.policy = self.policy
         self.eval_config = eval_config or EvalConfig(
-            backend=self.config.backend, device=self.config.device, overrides=dict(problem.overrides)
+            backend=self.config.backend, device=self.config.device, overrides=dict(problem.overrides),
+            **dict(self.config.extra.get("eval") or {}),  # trials/timeout chosen for this session
         )
         ablation = self.config.ablation if self.config.ablation in _SELECT_ABLATIONS else None
         self.select_config = select_config or SelectConfig(ablation=ablation)

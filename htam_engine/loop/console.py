@@ -1,0 +1,211 @@
+"""Headless progress: engine events as lines on standard error, and a terminal approval prompt.
+
+On a terminal the lines are styled with rich and a live status line shows the step,
+the streamed text and the elapsed time; otherwise they are plain text (logs, CI).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import tempfile
+from typing import Any, TextIO
+
+from htam_engine.evaluate.result import EvalResult
+from htam_engine.loop import events as ev
+from htam_engine.loop.approval import POLICIES
+from htam_engine.session.model import Decision
+
+
+def fmt_speedup(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}x"
+
+
+def describe_result(result: EvalResult | None) -> str:
+    """One line about an evaluation result."""
+    if result is None:
+        return "not evaluated"
+    if result.ok:
+        rt = "-" if result.runtime_ms is None else f"{result.runtime_ms:.3f} ms"
+        return (f"ok  {fmt_speedup(result.speedup_eager)} vs eager, "
+                f"{fmt_speedup(result.speedup_compile)} vs torch.compile ({rt})")
+    msg = result.diagnostics.message or (result.integrity[0].message if result.integrity else "")
+    return f"{result.status.value}: {msg}".strip().rstrip(":")[:300]
+
+
+def event_line(event: ev.Event, planned: int) -> str | None:
+    """The text for one event, or None for events that do not get a line of their own."""
+    s = event.step
+    if isinstance(event, ev.SessionStarted):
+        return f"session {event.session_path or '(not saved)'}: {event.problem_id}, {event.steps_planned} steps planned"
+    if isinstance(event, ev.StepStarted):
+        st = event.state
+        where = f" ({st.status}, {st.family.value}, {st.bottleneck.value}-bound)" if st else ""
+        return f"step {s}/{planned}{where}"
+    if isinstance(event, ev.DirectionSelected) and event.selection is not None:
+        sel = event.selection
+        return f"  direction {sel.direction or '-'} [{sel.mode}]" + (f": {sel.reason}" if sel.reason else "")
+    if isinstance(event, ev.StrategiesRetrieved) and event.retrieval is not None:
+        titles = ", ".join(x.title for x in event.retrieval.strategies[:3])
+        return f"  strategies: {titles}" if titles else None
+    if isinstance(event, ev.CandidateProposed):
+        if event.code is None:
+            return f"  sample {event.sample}: no candidate ({event.failure})"
+        return f"  sample {event.sample}: candidate proposed ({len(event.code.splitlines())} lines)"
+    if isinstance(event, ev.DecisionMade):
+        if event.action == "approve" and event.by in POLICIES:
+            return None  # routine: the policy approved
+        why = f": {event.reason}" if event.reason else ""
+        return f"  sample {event.sample}: {event.action} by {event.by}{why}"
+    if isinstance(event, ev.EvaluationFinished) and event.sample >= 0:
+        return f"  sample {event.sample}: {describe_result(event.result)}"
+    if isinstance(event, ev.MemoryUpdated):
+        return f"  memory: {event.direction or '-'} reward {event.reward:+.3f}"
+    if isinstance(event, ev.StepFinished):
+        mark = " (new best)" if event.improved else ""
+        return f"  step {s} done: best {fmt_speedup(event.best_speedup)}{mark}"
+    if isinstance(event, ev.EngineError):
+        return f"  error ({event.where}): {event.message}"
+    if isinstance(event, ev.EngineStateChanged) and event.state in ("paused", "stopping"):
+        return f"engine {event.state}" + (f": {event.detail}" if event.detail else "")
+    if isinstance(event, ev.SessionFinished):
+        return f"finished ({event.reason}): best {describe_result(event.best) if event.best else 'none'}"
+    return None
+
+
+class LineReporter:
+    """Plain lines, one per notable event."""
+
+    def __init__(self, stream: TextIO | None = None):
+        self.stream = stream or sys.stderr
+
+    def start(self) -> None:
+        pass
+
+    def handle(self, event: ev.Event, planned: int) -> None:
+        line = event_line(event, planned)
+        if line is not None:
+            print(line, file=self.stream, flush=True)
+
+    def stop(self) -> None:
+        pass
+
+
+class RichReporter:
+    """Styled lines plus a live status line (step, streamed characters, elapsed time)."""
+
+    _STYLE = {"error": "red", "step_started": "bold", "session_finished": "bold green",
+              "step_finished": "cyan", "direction_selected": "magenta"}
+
+    def __init__(self, stream: TextIO | None = None):
+        from rich.console import Console
+        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        self.console = Console(file=stream or sys.stderr, highlight=False)
+        self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                                 console=self.console, transient=True)
+        self.task = self.progress.add_task("starting", total=None)
+        self.streamed = 0
+
+    def start(self) -> None:
+        self.progress.start()
+
+    def handle(self, event: ev.Event, planned: int) -> None:
+        if isinstance(event, ev.TokensStreamed):
+            self.streamed += len(event.text)
+        elif isinstance(event, ev.StepStarted):
+            self.streamed = 0
+        if isinstance(event, ev.EvaluationProgress):
+            self.progress.update(self.task, description=f"step {event.step}/{planned}: sample {event.sample} {event.stage}")
+        elif event.step:
+            self.progress.update(self.task, description=f"step {event.step}/{planned}: {event.kind.replace('_', ' ')}"
+                                 + (f", {self.streamed} chars streamed" if self.streamed else ""))
+        line = event_line(event, planned)
+        if line is not None:
+            from rich.text import Text
+
+            self.console.print(Text(line, style=self._STYLE.get(event.kind, "")))
+
+    def stop(self) -> None:
+        self.progress.stop()
+
+
+def make_reporter(stream: TextIO | None = None) -> LineReporter | RichReporter:
+    stream = stream or sys.stderr
+    return RichReporter(stream) if stream.isatty() else LineReporter(stream)
+
+
+class TerminalPrompter:
+    """Asks the person at the terminal for each pending approval, one at a time."""
+
+    KEYS = "[a]pprove  [v]eto  [e]dit  [s]kip  approve [A]ll"
+
+    def __init__(self, engine: Any, out: TextIO | None = None):
+        self.engine = engine
+        self.out = out or sys.stderr
+
+    async def ask(self, event: ev.ApprovalRequested) -> None:
+        lines = event.code.splitlines()
+        shown = "\n".join(lines[:60]) + (f"\n... ({len(lines) - 60} more lines)" if len(lines) > 60 else "")
+        print(f"\n--- step {event.step}, sample {event.sample}: candidate ---\n{shown}\n---", file=self.out, flush=True)
+        while True:
+            answer = (await asyncio.to_thread(_read, f"{self.KEYS}: ")).strip()
+            decision = await self._decision(answer, event.code)
+            if decision is None:
+                continue
+            if decision.action == "approve" and answer == "A":
+                self.engine.set_policy("auto")
+            try:
+                self.engine.decide(event.request_id, decision)
+            except Exception as exc:  # noqa: BLE001 - e.g. the request was already settled by stop()
+                print(f"  ({exc})", file=self.out)
+            return
+
+    async def _decision(self, answer: str, code: str) -> Decision | None:
+        if answer in ("a", "A", "approve"):
+            return Decision("approve", by="person")
+        if answer in ("s", "skip"):
+            return Decision("skip", by="person")
+        if answer in ("v", "veto"):
+            reason = (await asyncio.to_thread(_read, "reason (optional): ")).strip()
+            return Decision("veto", by="person", reason=reason)
+        if answer in ("e", "edit"):
+            edited = await asyncio.to_thread(edit_in_editor, code)
+            return Decision("edit", by="person", edited_code=edited) if edited.strip() else None
+        return None
+
+
+def _read(prompt: str) -> str:
+    try:
+        return input(prompt)
+    except EOFError:
+        return "s"
+
+
+def edit_in_editor(code: str) -> str:
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as fh:
+        fh.write(code)
+        path = fh.name
+    try:
+        subprocess.run([*editor.split(), path], check=False)
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    finally:
+        os.unlink(path)
+
+
+async def follow(engine: Any, subscription: Any, reporter: Any, prompter: TerminalPrompter | None = None) -> None:
+    """Consume the event stream until it ends: report each event, ask for approvals."""
+    reporter.start()
+    try:
+        async for event in subscription:
+            reporter.handle(event, engine.steps_planned)
+            if prompter is not None and isinstance(event, ev.ApprovalRequested):
+                reporter.stop()
+                await prompter.ask(event)
+                reporter.start()
+    finally:
+        reporter.stop()
