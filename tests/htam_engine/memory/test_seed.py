@@ -1,0 +1,43 @@
+"""The shipped seed schema: enough directions and actionable strategies, valid template ids, priors."""
+
+from htam_engine.memory import HTG
+
+OFFLINE_TEMPLATES = {"ew_fused_scalar", "ew_fused_vec4", "ew_grid_stride", "ew_fast_math", "row_reduce_block",
+                     "row_reduce_warp", "row_reduce_online", "row_reduce_vec4", "epilogue_fused", "epilogue_vec4"}
+REQUIRED = {"memory_access", "vectorization", "data_reuse", "parallel_mapping", "reduction_strategy",
+            "operator_fusion", "launch_overhead", "instruction_throughput", "boundary_handling",
+            "algorithmic_substitution", "precision_tensor_cores"}
+
+
+def test_seed_has_the_global_directions_each_with_four_actionable_strategies():
+    h = HTG.seed()
+    assert REQUIRED <= set(h.directions())
+    assert len(h.directions()) >= 11
+    for d in h.directions():
+        ids = h.strategy_ids(d)
+        assert len(ids) >= 4, d
+        for sid in ids:
+            a = h.strategy_attrs(sid)
+            assert len(a["description"]) > 60 and a["pitfalls"], sid
+            assert isinstance(a["families"], list) and isinstance(a["backends"], list) and isinstance(a["states"], list)
+
+
+def test_seed_templates_are_ones_the_offline_proposer_implements_and_all_are_used():
+    h = HTG.seed()
+    used = {h.strategy_attrs(s)["template"] for s in h.strategy_ids()} - {None}
+    assert used == OFFLINE_TEMPLATES
+
+
+def test_seed_carries_expert_transition_notes():
+    h = HTG.seed()
+    notes = h.notes("data_reuse", "memory_access")
+    assert notes and notes[0].source == "prior" and notes[0].why
+    assert h.edge("operator_fusion", "vectorization")["prior"] > 0
+    # fix correctness first: every direction has a prior note into correctness repair
+    assert all(h.notes(d, "correctness_repair") for d in h.directions())
+
+
+def test_seed_is_fresh_each_time():
+    a, b = HTG.seed(), HTG.seed()
+    a.strategy_attrs(a.strategy_ids()[0])["tries"] = 5
+    assert b.strategy_attrs(b.strategy_ids()[0])["tries"] == 0

@@ -1,0 +1,170 @@
+"""Direction selection: each term of the formula, the ablation switches, seeded reproducibility."""
+
+import math
+import random
+import time
+
+import pytest
+from htg_builders import grow, random_history, random_state
+
+from htam_engine.memory import HTG, START, HistoryEntry, MemoryDataError, SelectConfig, edge_value, make_state, select_direction
+from htam_engine.memory.select import LEVEL_WEIGHTS
+from htam_engine.memory.state import similarity
+
+S = make_state("ok", "elementwise", "cuda", "memory", 1.3)
+ONLY_TRANSITIONS = dict(prior_weight=0.0, exploration=0.0)
+
+
+def score(sel, direction):
+    return next(s for s in sel.scores if s.direction == direction)
+
+
+def test_edge_value_blends_state_levels_with_the_prior_as_pseudo_observation():
+    h = HTG.seed()
+    assert edge_value(h, "operator_fusion", "vectorization", S) == pytest.approx(0.2)  # prior only
+    h.add_transition("operator_fusion", "vectorization", S.key(), 3, 3, 1.5, 0.9)
+    other = make_state("ok", "elementwise", "cuda", "compute", 1.2)  # same status|family, other bucket
+    h.add_transition("operator_fusion", "vectorization", other.key(), 2, 0, -1.0, 0.6)
+    c = LEVEL_WEIGHTS
+    tau, prior = 2.0, 0.2
+    num = tau * prior + c[0] * 1.5 + c[1] * 0.5 + c[2] * 0.5 + c[3] * 0.5
+    den = tau + c[0] * 3 + c[1] * 5 + c[2] * 5 + c[3] * 5
+    assert edge_value(h, "operator_fusion", "vectorization", S) == pytest.approx(num / den)
+    assert edge_value(h, "launch_overhead", "vectorization", S) == 0.0  # no edge, no value
+
+
+def test_transition_term_is_position_weight_times_similarity_times_edge_value():
+    h = HTG.seed()
+    old = make_state("compile_error", "elementwise", "cuda", "memory", None)
+    history = [HistoryEntry(old, "correctness_repair"), HistoryEntry(S, "memory_access"), HistoryEntry(S, "operator_fusion")]
+    sel = select_direction(h, S, history, rng=random.Random(0))
+    vec = score(sel, "vectorization")
+    assert [t.k for t in vec.terms] == [1, 2, 3]
+    assert [t.from_direction for t in vec.terms] == ["operator_fusion", "memory_access", "correctness_repair"]
+    for t in vec.terms:
+        assert t.position_weight == pytest.approx(math.exp(-0.5 * (t.k - 1)))
+        assert t.edge_value == pytest.approx(edge_value(h, t.from_direction, "vectorization", S))
+        assert t.contribution == pytest.approx(t.position_weight * t.similarity * t.edge_value)
+    assert vec.terms[2].similarity == pytest.approx(similarity(S, old))
+    assert vec.transition == pytest.approx(sum(t.contribution for t in vec.terms))
+    assert vec.total == pytest.approx(vec.transition + vec.prior + vec.exploration)
+    assert sel.scores == sorted(sel.scores, key=lambda s: -s.total)
+    assert sel.direction in sel.reason
+
+
+def test_empty_history_attends_to_the_session_start_edge():
+    h = HTG.seed()
+    h.add_transition(START, "launch_overhead", S.key(), 10, 10, 20.0, 40.0)
+    sel = select_direction(h, S, [], rng=random.Random(0), config=SelectConfig(**ONLY_TRANSITIONS))
+    assert sel.direction == "launch_overhead"
+    assert score(sel, "launch_overhead").terms[0].from_direction == START
+
+
+def test_state_prior_sends_a_broken_candidate_to_correctness_repair():
+    h = HTG.seed()
+    broken = make_state("compile_error", "elementwise", "cuda", "memory", None)
+    sel = select_direction(h, broken, [HistoryEntry(S, "vectorization")], rng=random.Random(0))
+    assert sel.direction == "correctness_repair"
+    assert score(sel, "correctness_repair").prior > 1.0
+    fast = select_direction(h, make_state("ok", "reduction", "cuda", "memory", 1.6), [], rng=random.Random(0))
+    assert fast.direction != "correctness_repair"
+
+
+def test_exploration_bonus_favours_directions_tried_less():
+    h = HTG.seed()
+    for _ in range(20):
+        h.add_transition(START, "vectorization", S.key(), 1, 0, 0.0, 0.0)
+    sel = select_direction(h, S, [], rng=random.Random(0))
+    assert score(sel, "vectorization").exploration < score(sel, "launch_overhead").exploration
+    cfg = SelectConfig(exploration=0.0)
+    assert all(s.exploration == 0 for s in select_direction(h, S, [], rng=random.Random(0), config=cfg).scores)
+
+
+def _two_edge_memory(old_to: str, old_value: float, new_to: str, new_value: float, gap: int) -> tuple[HTG, list]:
+    h = HTG.seed()
+    h.add_transition("data_reuse", old_to, S.key(), 50, 50, 50 * old_value, 50 * old_value ** 2)
+    h.add_transition("parallel_mapping", new_to, S.key(), 50, 50, 50 * new_value, 50 * new_value ** 2)
+    history = [HistoryEntry(S, "data_reuse")] + [HistoryEntry(S, "launch_overhead")] * gap + [
+        HistoryEntry(S, "parallel_mapping")]
+    return h, history
+
+
+def test_no_prefix_ablation_attends_only_to_the_last_step():
+    h, history = _two_edge_memory("boundary_handling", 2.0, "reduction_strategy", 0.5, gap=0)
+    full = select_direction(h, S, history, rng=random.Random(0), config=SelectConfig(**ONLY_TRANSITIONS))
+    assert full.direction == "boundary_handling"  # the strong edge one step further back wins
+    ab = select_direction(h, S, history, rng=random.Random(0),
+                          config=SelectConfig(**ONLY_TRANSITIONS, ablation="no-prefix"))
+    assert ab.direction == "reduction_strategy" and ab.mode == "no-prefix"
+    assert all(len(s.terms) == 1 for s in ab.scores)
+
+
+def test_no_position_ablation_weighs_old_and_recent_steps_alike():
+    h, history = _two_edge_memory("boundary_handling", 1.0, "reduction_strategy", 0.6, gap=1)
+    full = select_direction(h, S, history, rng=random.Random(0), config=SelectConfig(**ONLY_TRANSITIONS))
+    assert full.direction == "reduction_strategy"  # recent step dominates under decaying weights
+    ab = select_direction(h, S, history, rng=random.Random(0),
+                          config=SelectConfig(**ONLY_TRANSITIONS, ablation="no-position"))
+    assert ab.direction == "boundary_handling"
+    assert {t.position_weight for s in ab.scores for t in s.terms} == {1.0}
+
+
+def test_flat_ablation_ranks_strategies_directly_without_transitions():
+    h = HTG.seed()
+    h.add_transition("parallel_mapping", "reduction_strategy", S.key(), 50, 50, 100.0, 200.0)
+    sid = h.strategy_ids("launch_overhead")[1]
+    h.strategy_attrs(sid).update(tries=30, successes=30, gain_sum=45.0)
+    h.strategy_attrs(sid)["ctx"]["elementwise|cuda"] = [30, 30, 45.0]
+    history = [HistoryEntry(S, "parallel_mapping")]
+    sel = select_direction(h, S, history, rng=random.Random(0), config=SelectConfig(ablation="flat"))
+    assert sel.direction == "launch_overhead" and sel.mode == "flat"
+    assert all(s.transition == 0 and not s.terms for s in sel.scores)
+    assert select_direction(h, S, history, rng=random.Random(0)).direction == "reduction_strategy"
+
+
+def test_random_ablation_is_uniform_and_seeded():
+    h = HTG.seed()
+    cfg = SelectConfig(ablation="random")
+    picks = [select_direction(h, S, [], rng=random.Random(i), config=cfg).direction for i in range(60)]
+    assert len(set(picks)) >= 8
+    assert picks == [select_direction(h, S, [], rng=random.Random(i), config=cfg).direction for i in range(60)]
+
+
+def test_temperature_sampling_is_reproducible_with_a_seed_and_reports_probabilities():
+    h = HTG.seed()
+    cfg = SelectConfig(temperature=0.5)
+
+    def run(seed):
+        rng, hist, out = random.Random(seed), [], []
+        for _ in range(15):
+            sel = select_direction(h, S, hist, rng=rng, config=cfg)
+            hist.append(HistoryEntry(S, sel.direction))
+            out.append(sel.direction)
+        return out, sel
+
+    a, sel = run(7)
+    assert a == run(7)[0]
+    assert a != run(8)[0]
+    assert sel.mode == "sample"
+    assert sum(s.probability for s in sel.scores) == pytest.approx(1.0)
+
+
+def test_forced_direction_and_bad_inputs():
+    h = HTG.seed()
+    sel = select_direction(h, S, [], rng=random.Random(0), forced="launch_overhead")
+    assert (sel.direction, sel.mode) == ("launch_overhead", "forced")
+    with pytest.raises(MemoryDataError):
+        select_direction(h, S, [], rng=random.Random(0), forced="nope")
+    with pytest.raises(ValueError):
+        SelectConfig(ablation="sideways")
+
+
+def test_selection_on_a_large_bank_is_fast():
+    h = grow(HTG.seed(), random.Random(3), 2000, 20000)
+    rng = random.Random(0)
+    hist, state = random_history(rng, h, 8), random_state(rng)
+    select_direction(h, state, hist, rng=rng)
+    t = time.perf_counter()
+    for _ in range(20):
+        select_direction(h, state, hist, rng=rng)
+    assert (time.perf_counter() - t) / 20 < 0.010
