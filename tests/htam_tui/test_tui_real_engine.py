@@ -1,0 +1,80 @@
+"""The app on the real engine: real memory, sessions and worker pool, with the loopback
+model server as the proposer (it replays a Triton candidate, evaluated in a worker with
+TRITON_INTERPRET=1, then a module the static checks reject)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from pilot import SMALL, wait_for, wait_text
+from screen_text import screen_text
+
+from htam_engine.loop.engine import Engine
+from htam_engine.memory import HTG
+from htam_engine.propose.config import load_config
+from htam_engine.propose.model import ModelProposer
+from htam_engine.session import load_session
+from htam_engine.session.model import SessionConfig
+from htam_tui.app import HtamApp, UiSettings
+from htam_tui.screens.approval import ApprovalScreen
+from htam_tui.screens.memory import MemoryScreen
+from htam_tui.screens.sessions import SessionsScreen
+from tests.support.loopback_server import LoopbackServer
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "htam_engine" / "loop"))
+from loop_support import MODEL, NO_KERNEL, PROBLEM_PATH, TRITON_CODE, fast_eval, reply  # noqa: E402
+
+
+@pytest.fixture
+def server():
+    with LoopbackServer(default=reply(NO_KERNEL), model=MODEL) as srv:
+        srv.add(reply(TRITON_CODE), reply(NO_KERNEL))
+        yield srv
+
+
+async def test_approve_veto_browse_branch_export_on_the_real_engine(server, tmp_path, monkeypatch):
+    from htam_engine.evaluate.pool import WorkerPool
+    from htam_engine.problems import load_problem
+
+    monkeypatch.setenv("HTAM_SESSIONS_DIR", str(tmp_path))
+    cfg = load_config({**server.config_overrides(), "retries": 0, "reflect": False},
+                      env={"OPENAI_API_KEY": "sk-loop-test"}, user_file=tmp_path / "u.toml",
+                      project_file=tmp_path / "p.toml")
+    pool = WorkerPool(1, "cpu")
+    engine = Engine(load_problem(str(PROBLEM_PATH)), SessionConfig(backend="triton", device="cpu", policy="ask", steps=2),
+                    proposer=ModelProposer(cfg.model), pool=pool, htg=HTG.seed(),
+                    session_path=tmp_path / "demo.htam", interactive=True, eval_config=fast_eval())
+    app = HtamApp(engine, sessions_dir=tmp_path, settings=UiSettings(bell=False, refresh_hz=50))
+    async with app.run_test(size=SMALL) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen), timeout=30)
+        await pilot.press("a")
+        await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen.request.step == 2, timeout=120)
+        assert app.view.best_speedup is not None  # step 1 was evaluated: correct, with a speedup
+        await pilot.press("v", *"no kernel in it", "enter")
+        await wait_for(pilot, lambda: app.view.engine_state == "finished", timeout=30)
+        session = load_session(tmp_path / "demo.htam")
+        assert [s.candidates[0].decision.action for s in session.steps] == ["approve", "veto"]
+        assert session.steps[1].candidates[0].decision.reason == "no kernel in it"
+        assert session.best_result is not None and session.best_result.correct
+        await wait_text(pilot, "step 2/2")
+
+        await pilot.press("m")
+        await wait_for(pilot, lambda: isinstance(app.screen, MemoryScreen))
+        await wait_text(pilot, "memory_access")
+        await pilot.press("escape")
+
+        await pilot.press("b")
+        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
+        await wait_text(pilot, "1 session(s)")
+        await pilot.press("enter")
+        await wait_text(pilot, "branch here")
+        await pilot.press("E")
+        await wait_for(pilot, lambda: any(p.suffix == ".py" for p in tmp_path.rglob("*")) or
+                       any("exported" in str(n.message) for n in app._notifications), timeout=10)
+        await pilot.press("B")  # branch at the highlighted step 1
+        await wait_text(pilot, "2 session(s)")
+        branched = [p for p in tmp_path.glob("*.htam") if p.name != "demo.htam"]
+        assert len(branched) == 1 and len(load_session(branched[0]).steps) == 1
+        await pilot.press("escape")
