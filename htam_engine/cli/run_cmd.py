@@ -16,6 +16,7 @@ from htam_engine.cli.errors import UsageError
 from htam_engine.loop.approval import POLICIES
 from htam_engine.loop.engine import ABLATIONS
 from htam_engine.loop.setup import RunSpec
+from htam_engine.propose.config import add_model_arguments
 
 # Policies that ask a person on some candidates; headless they need a terminal.
 PROMPTING_POLICIES = ("ask", "ask-on-change")
@@ -42,6 +43,15 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trials", type=int, help="timed trials per evaluation (harness default 30)")
     p.add_argument("--timeout", type=float, help="seconds allowed per evaluation, compile included")
     p.add_argument("--no-compile-baseline", action="store_true", help="do not time the torch.compile baseline")
+    add_model_arguments(p)
+
+
+def model_settings_from_args(args: argparse.Namespace) -> dict[str, Any]:
+    """ModelSettings field -> value for the model flags that were given."""
+    from htam_engine.propose.config import CLI_FLAGS
+
+    return {fld: getattr(args, dest) for dest, (_f, fld, _t, _h) in CLI_FLAGS.items()
+            if getattr(args, dest, None) is not None}
 
 
 def register(subparsers: Any) -> None:
@@ -75,6 +85,7 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
         ablation=args.ablation, token_budget=args.token_budget, cost_budget=args.cost_budget,
         target_speedup=args.target_speedup, bank="" if args.no_bank else args.bank, workers=args.workers,
         trials=args.trials, timeout_s=args.timeout, compile_baseline=not args.no_compile_baseline,
+        model_settings=model_settings_from_args(args),
     )
 
 

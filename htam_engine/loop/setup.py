@@ -48,6 +48,7 @@ class RunSpec:
     trials: int | None = None  # timed trials per evaluation (harness default when None)
     timeout_s: float | None = None  # per evaluation
     compile_baseline: bool = True  # time the torch.compile baseline
+    model_settings: dict[str, Any] = field(default_factory=dict)  # --model, --base-url, ... (ModelSettings fields)
 
 
 def eval_settings(spec: RunSpec) -> dict[str, Any]:
@@ -124,10 +125,10 @@ def session_config(spec: RunSpec, problem: Problem) -> SessionConfig:
     return cfg
 
 
-def make_proposer_for(kind: str | None, config: SessionConfig) -> Any:
+def make_proposer_for(kind: str | None, config: SessionConfig, model_settings: dict[str, Any] | None = None) -> Any:
     from htam_engine.propose import default_kind, load_config, make_proposer
 
-    cfg = load_config()
+    cfg = load_config(model_settings or None)
     kind = kind or default_kind(cfg)
     config.proposer = kind
     if kind == "model":
@@ -157,7 +158,8 @@ def open_engine(spec: RunSpec, *, interactive: bool = False, pool: Any = None, p
         if spec.policy:
             session.config.policy = check_policy(spec.policy)
         path = Path(spec.session) if spec.session else Path(spec.resume)
-        proposer = proposer or make_proposer_for(session.config.proposer or None, session.config)
+        proposer = proposer or make_proposer_for(session.config.proposer or None, session.config,
+                                                  spec.model_settings)
         owned = pool is None
         pool = pool or make_pool(spec.workers or pool_size(session.config.samples, session.config.device),
                                  session.config.device)
@@ -172,7 +174,7 @@ def open_engine(spec: RunSpec, *, interactive: bool = False, pool: Any = None, p
         config = session_config(spec, problem)
         htg = load_bank(bank_path) if bank_path is not None else HTG.seed()
         path = Path(spec.session) if spec.session else default_session_path(problem)
-        proposer = proposer or make_proposer_for(spec.proposer, config)
+        proposer = proposer or make_proposer_for(spec.proposer, config, spec.model_settings)
         owned = pool is None
         pool = pool or make_pool(spec.workers or pool_size(config.samples, device), device)
         engine = Engine(problem, config, proposer=proposer, pool=pool, htg=htg, session_path=path,
