@@ -18,7 +18,7 @@ from typing import Any, Callable
 from textual.app import App, ComposeResult, SuspendNotSupported
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
-from textual.widgets import Footer
+from textual.widgets import Footer, Input
 from textual.worker import Worker, WorkerState
 
 from htam_engine.loop import events as ev
@@ -100,6 +100,7 @@ class HtamApp(App[int]):
         yield Footer()
 
     def on_mount(self) -> None:
+        Input.cursor_blink = False  # no repaint twice a second over a slow link (and stable screenshots)
         if self.keymap:
             self.set_keymap(self.keymap)
         if self.engine is not None:

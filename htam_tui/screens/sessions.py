@@ -18,7 +18,7 @@ from htam_tui.render import fmt_speedup
 
 
 def when(ts: float | None) -> str:
-    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts)) if ts else "-"
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(ts)) if ts else "-"
 
 
 def step_result(record: Any) -> str:
