@@ -247,3 +247,12 @@ async def test_ablations_remove_their_component(problem, model_proposer, pool, t
     flat = make_engine(problem, model_proposer, pool, tmp_path / "flat", steps=1, ablation="flat")
     session = await flat.run()
     assert session.steps[0].selection.ablation == "flat"
+
+
+async def test_a_consumer_that_never_reads_does_not_hold_the_engine(problem, model_proposer, pool, tmp_path):
+    engine = make_engine(problem, model_proposer, pool, tmp_path, steps=3)
+    stuck = engine.events(maxsize=2)  # never read
+    session = await asyncio.wait_for(engine.run(), 60)
+    assert len(session.steps) == 3
+    kinds = [e.kind for e in stuck.drain()]
+    assert kinds.count("step_finished") == 3 and kinds.count("session_saved") >= 3  # none dropped
