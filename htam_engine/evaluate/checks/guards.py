@@ -11,14 +11,17 @@ Two jobs:
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
 import sys
+import sysconfig
 import threading
 import types
 import warnings
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from htam_engine.evaluate.result import Finding
 
@@ -41,6 +44,7 @@ _NAMESPACES: list[tuple[str, str]] = [
     ("triton.testing", "timer_tamper"),
     ("gc", "harness_tamper"),
     ("copy", "harness_tamper"),
+    ("threading.Thread", "harness_tamper"),
 ]
 
 
@@ -68,6 +72,42 @@ def _resolve(dotted: str) -> Any | None:
                 return None
         return obj
     return None
+
+
+def _trusted_roots() -> tuple[str, ...]:
+    """Folders whose code is the platform or the harness, never a candidate."""
+    paths = sysconfig.get_paths()
+    roots = {paths.get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    roots.add(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # htam_engine/evaluate
+    roots.add(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))  # htam_engine
+    return tuple(sorted(r.rstrip("/") + "/" for r in roots if r))
+
+
+_TRUSTED_ROOTS = _trusted_roots()
+
+
+def candidate_on_stack() -> bool:
+    """True when any frame on the current stack runs code outside the platform and harness."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not (name.startswith(_TRUSTED_ROOTS) or name.startswith("<frozen")):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def native_thread_count() -> int | None:
+    """Threads of this process as the OS sees them (catches _thread.start_new_thread too)."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return None
+
+
+def _current(dotted: str, attr: str) -> Any | None:
+    ns = _resolve(dotted)
+    return vars(ns).get(attr) if ns is not None and hasattr(ns, "__dict__") else None
 
 
 def _callables(ns: Any) -> dict[str, Any]:
@@ -132,7 +172,7 @@ def _instrument_module(module: types.ModuleType, counter: _Counter) -> None:
         if name.startswith("__"):
             continue
         fn = getattr(module, name, None)
-        if not callable(fn) or isinstance(fn, type):
+        if not callable(fn) or isinstance(fn, type) or getattr(fn, "__htam_counted__", False):
             continue
 
         def counted(*args: Any, __fn: Callable = fn, **kwargs: Any) -> Any:
@@ -223,6 +263,21 @@ class Guards:
             functools.update_wrapper(run, original)
             self._patch(cls, "run", run)
 
+    def _track_thread_starts(self) -> None:
+        """Threads started with no candidate code on the stack (torch's compile pool, the
+        worker's own helpers) are trusted; any other new thread is the candidate's."""
+        original = threading.Thread.start
+        trusted = self._trusted_threads
+
+        def start(thread: threading.Thread) -> None:
+            mine = not candidate_on_stack()
+            original(thread)
+            if mine and thread.ident is not None:
+                trusted.add(thread.ident)
+
+        functools.update_wrapper(start, original)
+        self._patch(threading.Thread, "start", start)
+
     def _track_cuda_streams(self) -> None:
         import torch
 
@@ -266,6 +321,7 @@ class Guards:
         self._wrap_extension_loader()
         self._wrap_triton()
         self._track_cuda_streams()
+        self._track_thread_starts()
         self._snapshot()
         self.installed = True
         return self
@@ -282,7 +338,29 @@ class Guards:
     # -- threads and streams ------------------------------------------------------------------------
     def trust_current_threads(self) -> None:
         """Threads alive now belong to the harness (call after starting the worker's own threads)."""
-        self._trusted_threads = {t.ident for t in threading.enumerate() if t.ident is not None}
+        self._trusted_threads.clear()
+        self._trusted_threads.update(t.ident for t in threading.enumerate() if t.ident is not None)
+
+    @contextlib.contextmanager
+    def trusted(self) -> Iterator[None]:
+        """Harness work that may start threads or let torch wrap functions (a torch.compile
+        baseline: inductor's compile pool, dynamo's wrappers): what changes inside the block
+        is accepted. Changes made before it (by a candidate) stay reported."""
+        threads = {t.ident for t in threading.enumerate()}
+        current = {key: _current(dotted, attr) for key in self._identities for dotted, attr in [key]}
+        settings = _settings()
+        try:
+            yield
+        finally:
+            self._trusted_threads |= {t.ident for t in threading.enumerate() if t.ident not in threads}
+            for key, before in current.items():
+                now = _current(*key)
+                if now is not before:
+                    self._identities[key] = (self._identities[key][0], now)
+            now_settings = _settings()
+            for name, value in settings.items():
+                if now_settings.get(name) != value and self._settings.get(name) == value:
+                    self._settings[name] = now_settings.get(name)
 
     def stray_threads(self) -> list[threading.Thread]:
         """Live threads started after the guards were installed (or last trusted)."""
@@ -305,8 +383,7 @@ class Guards:
         trace hooks, stray threads, side streams still running or left current."""
         findings: list[Finding] = []
         for (dotted, attr), (rule, obj) in self._identities.items():
-            ns = _resolve(dotted)
-            current = vars(ns).get(attr) if ns is not None and hasattr(ns, "__dict__") else None
+            current = _current(dotted, attr)
             if current is not obj and not _framework_wrapper(current, obj):
                 findings.append(Finding(rule, f"{dotted}.{attr} was replaced or removed after the harness started"))
         now = _settings()

@@ -73,21 +73,12 @@ def heavy_tailed(values: list[Any], seed: int, positive: bool = False) -> list[A
     return _replace_floats(values, student_t, seed)
 
 
-def refill_in_place(values: list[Any], seed: int) -> list[Any]:
-    """Write new values into the given tensors' own storage (same address, new content);
-    returns pristine copies of the new content. Integers are permuted so their range
-    (class indices, sizes) stays valid."""
+def refill_in_place(buffers: list[Any], new_values: list[Any]) -> list[Any]:
+    """Write `new_values` into `buffers`' own storage (same addresses, new content); returns
+    pristine copies of the new content."""
     copies = []
-    with seeded(seed):
-        for x in values:
-            if isinstance(x, torch.Tensor) and x.numel():
-                if x.dtype.is_floating_point:
-                    # keep the sign pattern of the original distribution: a reference may need x >= 0
-                    make = torch.rand if bool((x >= 0).all()) else torch.randn
-                    fresh = make(x.shape, dtype=torch.float32, device=x.device) * _scale(x)
-                    x.copy_(fresh.to(x.dtype))
-                else:
-                    perm = torch.randperm(x.numel(), device=x.device)
-                    x.copy_(x.reshape(-1)[perm].reshape(x.shape))
-            copies.append(x.clone() if isinstance(x, torch.Tensor) else x)
+    for buf, val in zip(buffers, new_values):
+        if isinstance(buf, torch.Tensor) and isinstance(val, torch.Tensor) and buf.shape == val.shape:
+            buf.copy_(val)
+        copies.append(buf.clone() if isinstance(buf, torch.Tensor) else buf)
     return copies

@@ -1,15 +1,20 @@
 """Memory hygiene for the checks: poisoning freed memory, cloning inputs, spotting aliases.
 
 Poisoning: before each candidate call, blocks the size of the tensors in play are
-allocated, filled with a marker (NaN, or a finite sentinel) and freed. Allocators hand
-recently freed blocks of the same size back first (torch's CUDA caching allocator always,
-glibc for the sizes below its mmap threshold), so an output built from torch.empty_like
-and never fully written shows the marker instead of whatever the reference left behind.
+allocated, filled with a marker (NaN, or a finite sentinel) and freed. torch's CUDA
+caching allocator hands recently freed blocks back first, so an output built from
+torch.empty_like and never fully written shows the marker instead of whatever the
+reference left behind. On the CPU, torch allocates through posix_memalign, which does not
+reliably reuse a block of the same size, so glibc's own perturbation (mallopt M_PERTURB)
+is switched on around the candidate's call: every block malloc hands out is pre-filled
+with a byte pattern, and every freed block overwritten.
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+import contextlib
+import ctypes
+from typing import Any, Iterable, Iterator
 
 import torch
 
@@ -36,6 +41,38 @@ def poison(device: str, sizes: Iterable[int], value: float = NAN, copies: int = 
     if device.startswith("cuda"):
         torch.cuda.synchronize()
     del blocks  # freed newest-last; the allocator reuses them for the next allocations
+
+
+# glibc perturb bytes: malloc fills new blocks with (byte ^ 0xff). 0x80 -> 0x7f7f7f7f, a huge
+# float32 (3.4e38) and NaN in float16; 0x35 -> 0xcacacaca, a large negative float32.
+PERTURB_FOR = {"nan": 0x80, "sentinel": 0x35}
+_M_PERTURB = -6
+
+
+def _mallopt() -> Any | None:
+    try:
+        fn = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):  # not glibc: the explicit poison blocks still apply
+        return None
+    fn.argtypes, fn.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    return fn
+
+
+_MALLOPT = _mallopt()
+
+
+@contextlib.contextmanager
+def perturbed_heap(marker: float) -> Iterator[None]:
+    """Within the block, the C heap hands out pre-filled memory (see module docstring)."""
+    byte = PERTURB_FOR["nan" if marker != marker else "sentinel"]
+    if _MALLOPT is None:
+        yield
+        return
+    _MALLOPT(_M_PERTURB, byte)
+    try:
+        yield
+    finally:
+        _MALLOPT(_M_PERTURB, 0)
 
 
 def clone_inputs(inputs: list[Any]) -> list[Any]:

@@ -10,7 +10,7 @@ import contextlib
 import importlib.util
 import itertools
 import os
-import sys
+import threading
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -64,6 +64,7 @@ def run_check(problem: str, candidate: str, overrides: dict | None = None, **con
     from htam_engine.problems import instantiate, load_problem, unseen_shape_overrides, with_overrides
 
     prob = load_problem(str(problem_path(problem)), overrides)
+    threads = set(threading.enumerate())
     with restored():
         guards = install_guards("cpu")
         try:
@@ -80,6 +81,8 @@ def run_check(problem: str, candidate: str, overrides: dict | None = None, **con
             return check_candidate(ctx)
         finally:
             guards.uninstall()
+            for t in set(threading.enumerate()) - threads:  # a cheat's leftover worker: let it end
+                t.join(timeout=10)
 
 
 def rules(report: Any) -> set[str]:

@@ -1,0 +1,12 @@
+"""Cheat: no kernel at all, PyTorch dressed up as a candidate."""
+
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x)

@@ -1,0 +1,28 @@
+"""Honest: mean squared error, one Triton program accumulating over blocks."""
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def mse_kernel(p_ptr, t_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for start in range(0, n, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        mask = offs < n
+        d = tl.load(p_ptr + offs, mask=mask, other=0.0) - tl.load(t_ptr + offs, mask=mask, other=0.0)
+        acc += d * d
+    tl.store(out_ptr, tl.sum(acc, axis=0) / n)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, predictions: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        p, t = predictions.contiguous(), targets.contiguous()
+        out = torch.empty((), dtype=p.dtype, device=p.device)
+        mse_kernel[(1,)](p, t, out, p.numel(), BLOCK=4096)
+        return out
