@@ -4,6 +4,8 @@ with evaluation results drawn from a seeded rng instead of compiling kernels."""
 from __future__ import annotations
 
 import random
+import sys
+from pathlib import Path
 
 from htam_engine.evaluate.result import CompilerMessage, Diagnostics, EvalResult, Mismatch, Status
 from htam_engine.families import Backend, Bottleneck, Family
@@ -13,6 +15,9 @@ from htam_engine.propose.base import Usage
 from htam_engine.session import (
     Candidate, Decision, Session, SessionConfig, StepRecord, history_of, new_session, record_step,
 )
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "memory"))
+from htg_builders import grow  # noqa: E402,F401  (random memories, shared with the memory tests)
 
 PROBLEM_SRC = '''import torch
 import torch.nn as nn
