@@ -8,6 +8,7 @@ runs under the meta device, falling back to a real call only when meta cannot ru
 from __future__ import annotations
 
 import ast
+import contextlib
 import itertools
 import os
 import sys
@@ -167,14 +168,15 @@ def _execute(source: str, label: str, overrides: dict[str, Any] | None, *, keep:
     except ProblemError:
         sys.modules.pop(name, None)
         raise
-    except BaseException as exc:  # noqa: BLE001 - any fault in the file is the file's fault
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - any fault in the file is the file's fault
         sys.modules.pop(name, None)
-        if isinstance(exc, KeyboardInterrupt):
-            raise
         message = f"module code raised {_one_line(exc)}"
         if isinstance(exc, ModuleNotFoundError):
             raise _ImportFault(label, message, exc.name) from None
         raise ProblemError(label, message) from None
+    except BaseException:  # an interrupt (Ctrl-C, a load time limit) is not the file's fault
+        sys.modules.pop(name, None)
+        raise
     finally:
         module.__dict__.pop(OVERRIDES_GLOBAL, None)
     if not keep:
@@ -236,14 +238,10 @@ def _call_inputs(fn: Callable, fn_name: str, label: str) -> list[Any]:
     try:
         with torch.device("meta"):
             result = fn()
-    except BaseException as meta_exc:  # noqa: BLE001 - fall back to a real call below
-        if isinstance(meta_exc, KeyboardInterrupt):
-            raise
+    except (Exception, SystemExit):  # noqa: BLE001 - fall back to a real call below
         try:
             result = fn()
-        except BaseException as exc:  # noqa: BLE001
-            if isinstance(exc, KeyboardInterrupt):
-                raise
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - the file's fault, reported in one line
             raise ProblemError(label, f"{fn_name}() raised {_one_line(exc)}") from None
     return _check_items(result, fn_name, label)
 
@@ -320,14 +318,22 @@ def problem_id(path: Path, level: int | None) -> str:
     return path.stem
 
 
-def _kernelbench_file(ref: str) -> Path | None:
-    """`kernelbench:level1/19_ReLU` under HTAM_KERNELBENCH, when that is set."""
+def kernelbench_root() -> Path | None:
+    """The folder holding level1..levelN of the checkout named by HTAM_KERNELBENCH, if any."""
     root = os.environ.get("HTAM_KERNELBENCH")
     if not root:
         return None
-    base = Path(root)
+    base = Path(root).expanduser()
     if (base / "KernelBench").is_dir():
         base = base / "KernelBench"
+    return base if (base / "level1").is_dir() else None
+
+
+def _kernelbench_file(ref: str) -> Path | None:
+    """`kernelbench:level1/19_ReLU` under HTAM_KERNELBENCH, when that is set."""
+    base = kernelbench_root()
+    if base is None:
+        return None
     rel = ref.split(":", 1)[1]
     path = base / (rel if rel.endswith(".py") else rel + ".py")
     return path if path.is_file() else None
@@ -385,7 +391,15 @@ def load_problem(ref: str, overrides: dict[str, Any] | None = None, *, device: s
 
 
 def fill_problem(problem: Problem) -> Problem:
-    """Run problem.source under problem.overrides and fill inputs, constants and family."""
+    """Run problem.source under problem.overrides and fill inputs, constants and family.
+
+    Whatever the file prints goes to stderr: stdout may be carrying a --json document.
+    """
+    with contextlib.redirect_stdout(sys.stderr):
+        return _fill(problem)
+
+
+def _fill(problem: Problem) -> Problem:
     label = _label(problem.path, problem.id)
     missing: list[str] = []
     module = execute_source(problem.source, label, problem.overrides, keep=False, missing=missing)

@@ -86,3 +86,18 @@ def test_cli_process_prints_no_traceback(write_problem):
     assert run.returncode == 2
     assert "Traceback" not in run.stdout + run.stderr
     assert "get_inputs() raised ValueError: no data here" in run.stdout
+
+
+def test_a_hanging_file_is_listed_as_broken_not_waited_for(write_problem):
+    from htam_engine.problems import discover
+
+    hang = write_problem(GOOD.replace("return [torch.randn(batch_size, features)]", "while True:\n        pass"), "hang.py")
+    good = write_problem(GOOD, "fine.py")
+    found = discover([hang, good], seconds=0.5)
+    assert isinstance(found[0], ProblemError) and "took longer than 0.5 s" in str(found[0])
+    assert found[1].inputs[0].shape == [8, 16]
+
+
+def test_sys_exit_in_a_file_is_a_fault_of_the_file(write_problem):
+    with pytest.raises(ProblemError, match="module code raised SystemExit"):
+        load_problem(write_problem("import sys\nsys.exit(3)\n" + GOOD))

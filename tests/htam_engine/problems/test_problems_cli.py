@@ -56,3 +56,11 @@ def test_kernelbench_levels_1_to_3_all_list(problems_cli, capsys):
     assert len({r["id"] for r in rows}) == 250
     assert all(r["id"].startswith("kernelbench:level") for r in rows)
     assert elapsed < 120  # meta-device shapes: no multi-GB allocations
+
+
+def test_json_stays_one_document_when_a_file_prints(problems_cli, write_problem, capsys):
+    path = write_problem("print('hello from the problem')\n" + GOOD.replace("def get_inputs():", "def get_inputs():\n    print('drawing')"))
+    assert problems_cli([path, "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)[0]["inputs"][0]["shape"] == [8, 16]
+    assert "hello from the problem" in captured.err
