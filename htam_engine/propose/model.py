@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 CHARS_PER_TOKEN = 4  # rough estimate when the server reports no usage
 REFLECT_MAX_TOKENS = 1024
 PLACEHOLDER_KEY = "no-key"  # local servers need none, but the client insists on one
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>\n"
 
 
 @dataclass(slots=True)
@@ -179,33 +180,46 @@ class ModelProposer:
             resp = await self._client.chat.completions.create(**kwargs)
             if not resp.choices:
                 raise StreamCut("the response holds no choices")
-            text = resp.choices[0].message.content or ""
+            message = resp.choices[0].message
+            thought = _reasoning(message)
+            text = (f"{THINK_OPEN}{thought}{THINK_CLOSE}" if thought else "") + (message.content or "")
             await _deliver(on_token, text)
             return text, resp.usage, resp.choices[0].finish_reason
         if self.compat.stream_options:
             kwargs["stream_options"] = {"include_usage": True}
         stream = await self._client.chat.completions.create(stream=True, **kwargs)
-        usage, finish = None, None
+        usage, finish, thinking = None, None, False
         try:
-            chunks = stream.__aiter__()
-            while True:
-                try:
-                    chunk = await asyncio.wait_for(chunks.__anext__(), s.stall_timeout_s)
-                except StopAsyncIteration:
-                    break
-                except asyncio.TimeoutError:
-                    raise StreamStalled(f"no data for {s.stall_timeout_s:g} s") from None
-                if getattr(chunk, "usage", None) is not None:
-                    usage = chunk.usage
-                for choice in chunk.choices or []:
-                    piece = choice.delta.content if choice.delta is not None else None
-                    if piece:
-                        got.append(piece)
-                        await _deliver(on_token, piece)
-                    if choice.finish_reason:
-                        finish = choice.finish_reason
+            # One stall deadline, pushed forward by every chunk. (asyncio.wait_for per chunk
+            # would be simpler, but on Python 3.11 it can swallow a cancellation.)
+            loop = asyncio.get_running_loop()
+            async with asyncio.timeout(loop.time() + s.stall_timeout_s) as stall:
+                async for chunk in stream:
+                    stall.reschedule(loop.time() + s.stall_timeout_s)
+                    if getattr(chunk, "usage", None) is not None:
+                        usage = chunk.usage
+                    for choice in chunk.choices or []:
+                        delta = choice.delta
+                        thought = _reasoning(delta) if delta is not None else ""
+                        piece = (delta.content if delta is not None else None) or ""
+                        # Reasoning sent apart from the answer is kept inline between think tags,
+                        # as other servers send it, so the stream shown equals raw_output.
+                        if thought:
+                            piece, thinking = (THINK_OPEN if not thinking else "") + thought + piece, True
+                        elif piece and thinking:
+                            piece, thinking = THINK_CLOSE + piece, False
+                        if piece:
+                            got.append(piece)
+                            await _deliver(on_token, piece)
+                        if choice.finish_reason:
+                            finish = choice.finish_reason
+        except TimeoutError:
+            raise StreamStalled(f"no data for {s.stall_timeout_s:g} s") from None
         finally:
             await stream.close()  # also on cancellation: the server sees the connection end
+        if thinking:
+            got.append(THINK_CLOSE)
+            await _deliver(on_token, THINK_CLOSE)
         if finish is None:
             raise StreamCut(f"the stream ended without a finish reason after {len(''.join(got))} characters")
         return "".join(got), usage, finish
@@ -225,6 +239,15 @@ class ModelProposer:
             return redact(f"model endpoint refused the request: {last.message}")
         kinds = ", ".join(sorted({f.kind for f in reply.faults}))
         return redact(f"model endpoint failed after {reply.attempts} attempts ({kinds}); last: {last.message}")
+
+
+def _reasoning(part: Any) -> str:
+    """Reasoning text a server sends beside the answer (`reasoning_content` or `reasoning`)."""
+    for name in ("reasoning_content", "reasoning"):
+        value = getattr(part, name, None)
+        if isinstance(value, str) and value:
+            return value
+    return ""
 
 
 async def _deliver(on_token: TokenSink | None, text: str) -> None:

@@ -42,6 +42,7 @@ class Reply:
     """One scripted answer (and the fault to inject with it)."""
 
     content: str = ""
+    reasoning: str = ""  # sent first as `reasoning_content` (as reasoning models' servers do)
     status: int = 200
     retry_after: float | None = None  # seconds, sent as the Retry-After header
     delay_s: float = 0.0  # before the response starts
@@ -276,7 +277,7 @@ class _Handler(BaseHTTPRequestHandler):
                 "object": "chat.completion",
                 "created": int(time.time()),
                 "model": model,
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": reply.content}, "finish_reason": reply.finish_reason}],
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": reply.content, **({"reasoning_content": reply.reasoning} if reply.reasoning else {})}, "finish_reason": reply.finish_reason}],
                 "usage": usage,
             },
         )
@@ -295,6 +296,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._chunk(b"data: " + json.dumps({**base, "choices": choices, **(extra or {})}).encode() + b"\n\n")
 
         event([{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}])
+        for i in range(0, len(reply.reasoning), max(1, reply.chunk_chars)):
+            event([{"index": 0, "delta": {"reasoning_content": reply.reasoning[i : i + max(1, reply.chunk_chars)]}, "finish_reason": None}])
         text, sent = reply.content, 0
         step = max(1, reply.chunk_chars)
         while sent < len(text):

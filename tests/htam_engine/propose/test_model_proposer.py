@@ -129,9 +129,11 @@ async def test_cancellation_mid_stream_closes_the_connection(loopback, model_con
     first_token = asyncio.Event()
     task = asyncio.create_task(ModelProposer(model_config.model).propose(kit.make_request(), lambda _t: first_token.set()))
     await asyncio.wait_for(first_token.wait(), 5)
+    cancelled_at = time.monotonic()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+    assert time.monotonic() - cancelled_at < 1.0  # promptly, not after the request timeout
     request = loopback.chat_requests()[0]
     assert await asyncio.to_thread(loopback.wait_for, lambda: request.disconnected, 5.0)
     assert not request.finished
@@ -190,3 +192,15 @@ async def test_a_rejected_parameter_is_adapted_once(loopback, model_config, kit,
     first, second, third = (r.body for r in loopback.chat_requests())
     assert dropped in first and dropped not in second and dropped not in third
     assert added is None or (second[added] == third[added] == model_config.model.max_tokens)
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_separate_reasoning_is_kept_inline_and_drafts_in_it_are_ignored(loopback, model_config, kit, stream):
+    draft = "```python\nclass ModelNew:\n    pass\n```"
+    model_config.model.stream = stream
+    loopback.add(Reply(kit.fenced(kit.GOOD_CODE), reasoning=f"Let me think. A first draft:\n{draft}\nNo, fuse it."))
+    shown: list[str] = []
+    proposal = await ModelProposer(model_config.model).propose(kit.make_request(), shown.append)
+    assert proposal.code == kit.GOOD_CODE
+    assert proposal.raw_output.startswith("<think>Let me think.") and "No, fuse it.</think>\n" in proposal.raw_output
+    assert "".join(shown) == proposal.raw_output
