@@ -45,6 +45,20 @@ def _closure(start: set[str], deps: dict[str, set[str]], funcs: dict[str, ast.Fu
     return seen
 
 
+def _globals_read_by_classes(tree: ast.Module) -> set[str]:
+    """Module names the classes read at run time (loads that are not their functions' locals)."""
+    read: set[str] = set()
+    for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
+        for fn in (n for n in ast.walk(cls) if isinstance(n, (ast.FunctionDef, ast.Lambda))):
+            args = fn.args
+            local = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+            local |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+            names = [n for n in ast.walk(fn) if isinstance(n, ast.Name)]
+            local |= {n.id for n in names if isinstance(n.ctx, ast.Store)}
+            read |= {n.id for n in names if isinstance(n.ctx, ast.Load)} - local
+    return read
+
+
 def _bump(value: int) -> int:
     # an odd step off round sizes: 128 -> 131 (not a multiple of any tile width)
     return value + 3 if value >= 4 else value + 1
@@ -63,7 +77,9 @@ def unseen_shape_overrides(problem: Problem) -> dict[str, Any] | None:
         return None
     for_inputs = _closure({"get_inputs"}, deps, funcs)
     for_init = _closure({"get_init_inputs"}, deps, funcs)
-    candidates = sorted(n for n in for_inputs - for_init if n in deps)
+    # a size the model itself reads from the module would change under the reference only
+    # (a candidate keeps its own copy), so it cannot tell an honest candidate from a cheat
+    candidates = sorted(n for n in for_inputs - for_init - _globals_read_by_classes(tree) if n in deps)
     current = {**problem.constants, **problem.overrides}
     bumped = {
         n: _bump(current[n])

@@ -45,3 +45,14 @@ def test_unseen_overrides_start_from_the_problem_overrides():
 
 def test_no_unseen_overrides_when_every_size_shapes_the_weights(write_problem):
     assert unseen_shape_overrides(load_problem(write_problem(FIXED))) is None
+
+
+GLOBAL_READ = FIXED.replace("return x * self.w", "return x * self.w + torch.zeros(batch, n)").replace(
+    "n = 64", "n = 64\nbatch = 4\nrows = 3"
+).replace("return [torch.randn(n)]", "return [torch.randn(batch, n) + rows]")
+
+
+def test_sizes_the_model_reads_from_the_module_are_left_alone(write_problem):
+    # `batch` is read by forward: bumping it would change the reference but not a
+    # candidate's own copy, so it is no fair unseen shape; `rows` changes no shape
+    assert unseen_shape_overrides(load_problem(write_problem(GLOBAL_READ))) is None
