@@ -74,7 +74,7 @@ class ModelSettings:
     base_url: str = ""  # empty: the openai package's default (OpenAI itself)
     api_key_env: str = "OPENAI_API_KEY"  # which environment variable holds the key
     api_key: Secret = field(default_factory=Secret, repr=False, compare=False)
-    timeout_s: float = 300.0  # one whole request
+    timeout_s: float = 300.0  # until a stream starts, or for a whole reply when not streaming
     connect_timeout_s: float = 10.0
     stall_timeout_s: float = 60.0  # longest silence allowed in the middle of a stream
     retries: int = 4  # attempts after the first one

@@ -98,7 +98,7 @@ class ModelProposer:
             base_url=settings.base_url or None,
             api_key=settings.api_key.reveal() or PLACEHOLDER_KEY,
             max_retries=0,
-            timeout=openai.Timeout(settings.timeout_s, connect=settings.connect_timeout_s),
+            timeout=openai.Timeout(max(settings.timeout_s, settings.stall_timeout_s), connect=settings.connect_timeout_s),
         )
         self.compat = Compat()
 
@@ -142,8 +142,7 @@ class ModelProposer:
             reply.attempts = attempt + 1
             got: list[str] = []
             try:
-                async with asyncio.timeout(self.settings.timeout_s):
-                    text, usage, finish = await self._attempt(messages, max_tokens, seed, on_token, got)
+                text, usage, finish = await self._attempt(messages, max_tokens, seed, on_token, got)
             except Exception as exc:  # noqa: BLE001 - every fault is classified, none escapes
                 fault = classify(exc, mid_stream=bool(got))
                 if fault.status == 400 and (change := self.compat.adapt(fault.message)):
@@ -177,7 +176,8 @@ class ModelProposer:
         if seed is not None and self.compat.seed:
             kwargs["seed"] = seed
         if not s.stream:
-            resp = await self._client.chat.completions.create(**kwargs)
+            async with asyncio.timeout(s.timeout_s):
+                resp = await self._client.chat.completions.create(**kwargs)
             if not resp.choices:
                 raise StreamCut("the response holds no choices")
             message = resp.choices[0].message
@@ -187,7 +187,10 @@ class ModelProposer:
             return text, resp.usage, resp.choices[0].finish_reason
         if self.compat.stream_options:
             kwargs["stream_options"] = {"include_usage": True}
-        stream = await self._client.chat.completions.create(stream=True, **kwargs)
+        # A streamed reply may take many minutes (reasoning models): the request timeout bounds
+        # the wait for the stream to start, the stall timeout every silence after that.
+        async with asyncio.timeout(s.timeout_s):
+            stream = await self._client.chat.completions.create(stream=True, **kwargs)
         usage, finish, thinking = None, None, False
         try:
             # One stall deadline, pushed forward by every chunk. (asyncio.wait_for per chunk

@@ -204,3 +204,12 @@ async def test_separate_reasoning_is_kept_inline_and_drafts_in_it_are_ignored(lo
     assert proposal.code == kit.GOOD_CODE
     assert proposal.raw_output.startswith("<think>Let me think.") and "No, fuse it.</think>\n" in proposal.raw_output
     assert "".join(shown) == proposal.raw_output
+
+
+async def test_a_long_but_live_stream_is_not_cut_by_the_request_timeout(loopback, model_config, kit):
+    model_config.model.timeout_s = 0.3  # to the first byte; the stall timeout (0.5 s) guards the rest
+    loopback.add(Reply(kit.fenced(kit.GOOD_CODE), chunk_chars=30, chunk_delay_s=0.05))
+    started = time.monotonic()
+    proposal = await ModelProposer(model_config.model).propose(kit.make_request())
+    assert proposal.code == kit.GOOD_CODE and time.monotonic() - started > 0.6
+    assert len(loopback.chat_requests()) == 1
