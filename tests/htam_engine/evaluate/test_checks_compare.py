@@ -1,0 +1,117 @@
+"""compare_outputs: tolerances by dtype, the whole-output bound, NaN/Inf, shapes, dtypes,
+nested outputs, and a Mismatch that says where and how far."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from htam_engine.evaluate.checks.compare import compare_outputs
+from htam_engine.evaluate.config import DEFAULT_TOLERANCES
+
+TOL = dict(DEFAULT_TOLERANCES)
+
+
+def cmp(new, ref, noise=None):
+    return compare_outputs(new, ref, TOL, "get_inputs#0", noise)
+
+
+def test_equal_within_tolerance_passes_and_reports_nothing():
+    ref = torch.randn(64, 32)
+    assert cmp(ref + 1e-4, ref) is None
+
+
+def test_mismatch_names_the_worst_element_shapes_dtypes_and_input_set():
+    ref = torch.zeros(4, 5)
+    new = ref.clone()
+    new[2, 3] = 0.5
+    new[1, 1] = 0.05
+    m = cmp(new, ref)
+    assert m.where == [2, 3] and m.max_abs_error == pytest.approx(0.5)
+    assert m.expected_shape == m.actual_shape == [4, 5]
+    assert m.expected_dtype == m.actual_dtype == "float32"
+    assert m.input_set == "get_inputs#0" and "2 of 20 elements" in m.note
+
+
+def test_all_zeros_softmax_passes_elementwise_but_not_the_whole_output_bound():
+    ref = torch.softmax(torch.rand(2, 4096), dim=1)
+    assert float(ref.max()) < 1e-2  # every element under atol
+    m = cmp(torch.zeros_like(ref), ref)
+    assert m is not None and "whole-output relative error 1" in m.note
+
+
+def test_constant_output_fails_where_the_true_output_is_not_near_zero():
+    ref = torch.softmax(torch.rand(4, 2048), dim=1)
+    m = cmp(torch.full_like(ref, 1 / 2048), ref)
+    assert m is not None and "whole-output" in m.note
+
+
+def test_output_near_zero_within_its_own_float_noise_passes():
+    # Reference dominated by rounding (x - x.mean() of a constant): the candidate may differ
+    # from it by about as much as the reference differs from float64.
+    ref = torch.full((1000,), 1e-7) * torch.randn(1000).sign()
+    new = ref * -1
+    noise_norm = float(torch.linalg.vector_norm(ref))  # the reference is pure noise
+    assert cmp(new, ref, noise=lambda path: noise_norm) is None
+    assert cmp(new, ref, noise=lambda path: 0.0) is not None
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_nan_and_inf_never_pass_where_the_reference_is_finite(bad):
+    ref = torch.ones(8)
+    new = ref.clone()
+    new[3] = bad
+    m = cmp(new, ref)
+    assert m is not None and "NaN/Inf" in m.note and m.where == [3]
+    assert math.isfinite(m.max_abs_error)  # the record stays valid JSON
+
+
+def test_nan_and_inf_in_the_same_places_as_the_reference_pass():
+    ref = torch.tensor([1.0, math.nan, math.inf, -math.inf])
+    assert cmp(ref.clone(), ref) is None
+    flipped = ref.clone()
+    flipped[2] = -math.inf
+    assert cmp(flipped, ref) is not None
+
+
+def test_shape_and_dtype_must_match():
+    ref = torch.ones(4, 4)
+    m = cmp(torch.ones(16), ref)
+    assert "shape [16] instead of [4, 4]" in m.note and m.actual_shape == [16]
+    m = cmp(torch.ones(4, 4, dtype=torch.float64), ref)
+    assert "dtype float64 instead of float32" in m.note
+
+
+def test_tolerance_follows_the_output_dtype():
+    ref = torch.ones(10, dtype=torch.float64)
+    assert cmp(ref + 1e-3, ref) is not None  # float64: 1e-5
+    assert cmp(ref.float() + 1e-3, ref.float()) is None  # float32: 1e-2
+    half = torch.ones(10, dtype=torch.float16)
+    assert cmp(half + 0.005, half) is None
+
+
+def test_integer_and_bool_outputs_compare_exactly():
+    ref = torch.arange(10)
+    new = ref.clone()
+    new[7] = 8
+    m = cmp(new, ref)
+    assert m is not None and "1 of 10 elements differ" in m.note and m.where == [7]
+    assert cmp(torch.tensor([True, False]), torch.tensor([True, True])) is not None
+
+
+def test_tuple_outputs_compare_each_element_and_their_structure():
+    a, b = torch.randn(3), torch.randn(2, 2)
+    assert cmp((a, b), (a, b)) is None
+    m = cmp((a, b + 1), (a, b))
+    assert m is not None and m.note.startswith("output[1]:")
+    m = cmp((a,), (a, b))
+    assert "output structure differs" in m.note
+    m = cmp(a, (a, b))
+    assert "structure" in m.note
+
+
+def test_a_number_where_a_tensor_is_expected_is_a_mismatch():
+    m = cmp(1.0, torch.tensor(1.0))
+    assert m is not None and "expected a Tensor" in m.note
