@@ -7,7 +7,6 @@ import sys
 from typing import Any
 
 from htam_engine.problems import Problem, ProblemError, discover, parse_overrides
-from htam_engine.problems.discover import expand
 
 _EPILOG = """\
 PATH is a problem file, a folder (searched recursively for *.py), a built-in problem
@@ -86,5 +85,3 @@ def _print_table(items: list[Problem | ProblemError]) -> None:
         r = rows.pop(0)
         print("  ".join(f"{col:<{w}}" for col, w in zip(r, widths)) + f"  {r[4]}")
 
-
-__all__ = ["register", "handle", "expand"]

@@ -88,8 +88,9 @@ class _StandIn(types.ModuleType):
     def __getattr__(self, attr: str) -> Any:
         if attr.startswith("__"):
             raise AttributeError(attr)
-        refuse = _refusal(self.__name__.split(".")[0])
-        return _StandInType(attr, (), {"__init__": refuse, "__call__": refuse, "_missing": self.__name__.split(".")[0]})
+        root = self.__name__.split(".")[0]
+        refuse = _refusal(root)
+        return _StandInType(attr, (), {"__init__": refuse, "__call__": refuse, "_missing": root})
 
 
 def execute_source(

@@ -37,13 +37,13 @@ def parse_overrides(items: list[str] | None) -> dict[str, Any]:
     return out
 
 
-def _target_names(target: ast.expr) -> list[str]:
+def target_names(target: ast.expr) -> list[str]:
     if isinstance(target, ast.Name):
         return [target.id]
     if isinstance(target, (ast.Tuple, ast.List)):
-        return [n for elt in target.elts for n in _target_names(elt)]
+        return [n for elt in target.elts for n in target_names(elt)]
     if isinstance(target, ast.Starred):
-        return _target_names(target.value)
+        return target_names(target.value)
     return []
 
 
@@ -53,9 +53,9 @@ def top_level_assigned(tree: ast.Module) -> set[str]:
     for node in tree.body:
         if isinstance(node, ast.Assign):
             for t in node.targets:
-                names.update(_target_names(t))
+                names.update(target_names(t))
         elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
-            names.update(_target_names(node.target))
+            names.update(target_names(node.target))
     return names
 
 
@@ -88,7 +88,7 @@ def apply_overrides(tree: ast.Module, names: set[str]) -> tuple[ast.Module, set[
             simple = [t for t in node.targets if isinstance(t, ast.Name)]
             hit = [t.id for t in simple if t.id in names]
             others = [t for t in node.targets if not (isinstance(t, ast.Name) and t.id in names)]
-            nested = [n for t in others for n in _target_names(t) if n in names]
+            nested = [n for t in others for n in target_names(t) if n in names]
             if not hit and not nested:
                 body.append(node)
                 continue

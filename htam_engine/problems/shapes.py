@@ -6,7 +6,7 @@ import ast
 from typing import Any
 
 from htam_engine.problems.model import Problem, ProblemError
-from htam_engine.problems.overrides import _target_names
+from htam_engine.problems.overrides import target_names
 
 
 def _names_in(node: ast.AST) -> set[str]:
@@ -21,10 +21,10 @@ def _dependencies(tree: ast.Module) -> tuple[dict[str, set[str]], dict[str, ast.
         if isinstance(node, ast.Assign):
             used = _names_in(node.value)
             for t in node.targets:
-                for name in _target_names(t):
+                for name in target_names(t):
                     deps.setdefault(name, set()).update(used)
         elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and node.value is not None:
-            for name in _target_names(node.target):
+            for name in target_names(node.target):
                 deps.setdefault(name, set()).update(_names_in(node.value))
         elif isinstance(node, ast.FunctionDef):
             funcs[node.name] = node
