@@ -18,7 +18,7 @@ rows = 256
 cols = 256
 reduce_dim = 1
 
-GPU_SIZES = {"batch_size": 512, "rows": 1024, "cols": 1024}
+GPU_SIZES = {"batch_size": 256, "rows": 1024, "cols": 1024}
 
 
 def get_inputs():

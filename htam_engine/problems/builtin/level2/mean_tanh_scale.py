@@ -18,7 +18,7 @@ channels = 64
 length = 256
 scale = 2.5
 
-GPU_SIZES = {"batch_size": 2048, "channels": 256, "length": 2048}
+GPU_SIZES = {"batch_size": 1024, "channels": 256, "length": 1024}
 
 
 def get_inputs():

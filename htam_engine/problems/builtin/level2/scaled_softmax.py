@@ -18,7 +18,7 @@ heads = 8
 seq_len = 128
 temperature = 8.0
 
-GPU_SIZES = {"batch_size": 32, "heads": 16, "seq_len": 1024}
+GPU_SIZES = {"batch_size": 16, "heads": 16, "seq_len": 1024}
 
 
 def get_inputs():

@@ -23,7 +23,7 @@ heads = 8
 seq_len = 128
 head_dim = 64
 
-GPU_SIZES = {"batch_size": 16, "heads": 16, "seq_len": 2048, "head_dim": 64}
+GPU_SIZES = {"batch_size": 16, "heads": 16, "seq_len": 1024, "head_dim": 64}
 
 
 def get_inputs():
