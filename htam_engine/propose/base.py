@@ -39,6 +39,7 @@ class ProposalRequest:
     best_result: EvalResult | None = None  # its evaluation feedback
     last_result: EvalResult | None = None  # the previous step's evaluation (may be a failure)
     last_code: str | None = None
+    last_failure: str = ""  # why the previous step produced no candidate (proposer failure), if it did not
     veto_reasons: list[str] = field(default_factory=list)  # person's reasons from vetoes
     step: int = 1
     sample: int = 0  # index among the k samples of this step

@@ -119,6 +119,8 @@ def _best(r: ProposalRequest, log_lines: int) -> str:
 
 def _last(r: ProposalRequest, log_lines: int, with_code: bool) -> str:
     """The previous attempt, when it is not the best one (usually a failure to learn from)."""
+    if r.last_result is None and r.last_failure:
+        return f"## Previous attempt (not the best)\nIt produced no usable module: {r.last_failure}\n"
     if r.last_result is None or (r.last_code is not None and r.last_code == r.best_code):
         return ""
     head = "## Previous attempt (not the best)\n"
@@ -193,7 +195,7 @@ def _strategies(r: ProposalRequest, max_strategies: int, max_notes: int) -> str:
             parts.append(f"- {s.title} ({record}): {s.description}" + (f" Pitfalls: {s.pitfalls}" if s.pitfalls else ""))
     notes = ret.notes[:max_notes]
     if notes:
-        parts.append("## Transition notes")
+        parts.append("\n## Transition notes" if parts else "## Transition notes")
         for n in notes:
             detail = "; ".join(f"{k}: {v}" for k, v in (("when", n.when), ("why", n.why), ("risk", n.risk)) if v)
             parts.append(f"- {n.from_direction} -> {n.to_direction} ({n.source}): {detail}")

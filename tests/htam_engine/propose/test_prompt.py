@@ -84,3 +84,8 @@ def test_feedback_only_request_has_no_direction_section(kit):
     request = kit.make_request(selection=Selection("", [], "feedback-only"), retrieval=Retrieval("", [], []))
     user = build_prompt(request).user
     assert "Direction for this step" not in user and "Strategies" not in user
+
+
+def test_a_previous_reply_without_a_module_is_reported(kit):
+    user = build_prompt(kit.make_request(last_failure="the reply contains no code (no fenced block and no class ModelNew)")).user
+    assert "It produced no usable module: the reply contains no code" in user
