@@ -1,0 +1,41 @@
+"""Memory browser on a 10,000-strategy bank: lazy chunked tree, more-node, filter, details."""
+
+from __future__ import annotations
+
+from pilot import SMALL, wait_for, wait_text
+from textual.widgets import DataTable, Tree
+
+from htam_engine.memory import HTG
+from htam_tui.app import HtamApp, UiSettings
+from htam_tui.screens.memory import CHUNK, MemoryScreen
+
+
+def big_bank(n: int = 10_000) -> HTG:
+    htg = HTG.seed()
+    dirs = htg.directions()
+    for i in range(n - len(htg.strategy_ids())):
+        d = dirs[i % len(dirs)]
+        htg.add_strategy(d, f"strategy {i} for {d}", f"description of strategy {i}", id=f"{d}/bench-{i}")
+    return htg
+
+
+async def test_lazy_tree_filter_and_details_on_a_big_bank():
+    htg = big_bank()
+    app = HtamApp(None, htg=htg, settings=UiSettings(bell=False))
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.press("m")
+        await wait_for(pilot, lambda: isinstance(app.screen, MemoryScreen))
+        tree = app.screen.query_one(Tree)
+        await wait_for(pilot, lambda: len(tree.root.children) == len(htg.directions()))
+        assert all(not d.children for d in tree.root.children)  # nothing loaded before expansion
+        await pilot.press("down", "enter")  # memory_access
+        node = tree.root.children[1]
+        await wait_for(pilot, lambda: len(node.children) == CHUNK + 1)
+        assert node.children[-1].data.kind == "more"
+        await pilot.press("down")
+        await wait_text(pilot, "mean gain")  # the strategy's full text
+        table = app.screen.query_one(DataTable)
+        assert table.row_count > 0  # transitions of the direction
+        await pilot.press("slash", *"strategy 9000")
+        await wait_for(pilot, lambda: len(tree.root.children) == 1)
+        await wait_text(pilot, "(1)")
