@@ -31,6 +31,8 @@ log = logging.getLogger(__name__)
 
 CHARS_PER_TOKEN = 4  # rough estimate when the server reports no usage
 REFLECT_MAX_TOKENS = 1024
+MIN_PROMPT_CHARS = 4_000  # below this only the problem and the contract are left anyway
+_CONTEXT_WORDS = ("context length", "context_length", "context window", "maximum context", "too many tokens", "prompt is too long")
 PLACEHOLDER_KEY = "no-key"  # local servers need none, but the client insists on one
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>\n"
 
@@ -109,9 +111,17 @@ class ModelProposer:
         await self._client.close()
 
     async def propose(self, request: ProposalRequest, on_token: TokenSink | None = None) -> Proposal:
-        prompt = build_prompt(request, self.settings.max_prompt_chars)
-        reply = await self.complete(prompt, on_token, self.settings.max_tokens, seed=request.seed + request.sample)
-        proposal = Proposal(code=None, prompt=prompt.text, raw_output=reply.text, usage=reply.usage, model=self.settings.model)
+        bound, spent = self.settings.max_prompt_chars, Usage()
+        while True:
+            prompt = build_prompt(request, bound)
+            reply = await self.complete(prompt, on_token, self.settings.max_tokens, seed=request.seed + request.sample)
+            spent += reply.usage
+            # A server with a small context window: shrink the trimmable sections and ask again.
+            if not (reply.failure and _context_overflow(reply) and bound > MIN_PROMPT_CHARS and prompt.trimmable):
+                break
+            bound = max(MIN_PROMPT_CHARS, min(bound, len(prompt.user)) // 2)
+            log.info("the prompt exceeds the model's context; retrying with at most %d characters", bound)
+        proposal = Proposal(code=None, prompt=prompt.text, raw_output=reply.text, usage=spent, model=self.settings.model)
         if reply.failure:
             proposal.failure = reply.failure
             return proposal
@@ -242,6 +252,11 @@ class ModelProposer:
             return redact(f"model endpoint refused the request: {last.message}")
         kinds = ", ".join(sorted({f.kind for f in reply.faults}))
         return redact(f"model endpoint failed after {reply.attempts} attempts ({kinds}); last: {last.message}")
+
+
+def _context_overflow(reply: Reply) -> bool:
+    last = reply.faults[-1] if reply.faults else None
+    return last is not None and last.status in (400, 413) and any(w in last.message.lower() for w in _CONTEXT_WORDS)
 
 
 def _reasoning(part: Any) -> str:

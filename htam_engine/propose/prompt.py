@@ -22,6 +22,7 @@ LOG_LINES = (60, 16, 0)  # compiler/runtime log lines kept: full, compact, none
 STRATEGIES = (6, 3, 1)
 NOTES = (6, 2, 0)
 VETOES = (8, 3, 1)  # newest kept
+BEST_CODE_LINES_MIN = 120  # the best candidate's head and tail, as the very last resort
 
 
 @dataclass(slots=True)
@@ -29,6 +30,7 @@ class BuiltPrompt:
     system: str
     user: str
     trimmed: list[str] = field(default_factory=list)  # sections shortened to fit the bound
+    trimmable: bool = True  # False when every section is already at its most compact
 
     @property
     def text(self) -> str:
@@ -59,7 +61,7 @@ def build_prompt(request: ProposalRequest, max_chars: int = 48_000) -> BuiltProm
         "last_section": [_last(request, n, code) for n, code in ((LOG_LINES[0], True), (LOG_LINES[1], False), (0, False))],
         "veto_section": [_vetoes(request, n) for n in VETOES],
         "strategies_section": [_strategies(request, s, n) for s, n in zip(STRATEGIES, NOTES)],
-        "best_section": [_best(request, n) for n in LOG_LINES],
+        "best_section": [_best(request, n) for n in LOG_LINES] + [_best(request, 0, BEST_CODE_LINES_MIN)],
         "direction_section": [_direction(request)],
     }
     level = {k: 0 for k in variants}
@@ -76,7 +78,8 @@ def build_prompt(request: ProposalRequest, max_chars: int = 48_000) -> BuiltProm
             user = render()
             if name not in trimmed:
                 trimmed.append(name.removesuffix("_section"))
-    return BuiltPrompt(template("system").template.strip(), _tidy(user), trimmed)
+    exhausted = all(level[k] + 1 == len(v) for k, v in variants.items())
+    return BuiltPrompt(template("system").template.strip(), _tidy(user), trimmed, trimmable=not exhausted)
 
 
 def _tidy(text: str) -> str:
@@ -108,11 +111,14 @@ def _state(r: ProposalRequest) -> str:
     )
 
 
-def _best(r: ProposalRequest, log_lines: int) -> str:
+def _best(r: ProposalRequest, log_lines: int, code_lines: int | None = None) -> str:
     if not r.best_code:
         return "## Current best candidate\nNone yet: this is the first candidate.\n"
+    code = r.best_code.rstrip()
+    if code_lines is not None:
+        code = _head_tail(code.splitlines(), code_lines, "# ... [{n} lines omitted to fit the prompt] ...")
     return (
-        f"## Current best candidate\n```python\n{r.best_code.rstrip()}\n```\n"
+        f"## Current best candidate\n```python\n{code}\n```\n"
         + (feedback(r.best_result, log_lines, "Its evaluation") if r.best_result else "")
     )
 
@@ -166,13 +172,16 @@ def feedback(result: EvalResult, log_lines: int, title: str) -> str:
 
 def trim_log(log: str, max_lines: int) -> str:
     """Head and tail of a long log (errors cluster at both ends), with the cut marked."""
-    rows = log.rstrip().splitlines()
-    rows = [r if len(r) <= 300 else r[:300] + " ..." for r in rows]
-    if len(rows) > max_lines:
-        head = max_lines // 2
-        tail = max_lines - head
-        rows = rows[:head] + [f"... [{len(rows) - max_lines} lines trimmed] ..."] + rows[-tail:]
-    return "\n".join("    " + r for r in rows)
+    rows = [r if len(r) <= 300 else r[:300] + " ..." for r in log.rstrip().splitlines()]
+    return "\n".join("    " + r for r in _head_tail(rows, max_lines, "... [{n} lines trimmed] ...").splitlines())
+
+
+def _head_tail(rows: list[str], keep: int, marker: str) -> str:
+    """The first and last lines of `rows` (keep in all), the cut marked with `marker`."""
+    if len(rows) > keep:
+        head = keep // 2
+        rows = rows[:head] + [marker.format(n=len(rows) - keep)] + rows[len(rows) - (keep - head) :]
+    return "\n".join(rows)
 
 
 def _direction(r: ProposalRequest) -> str:

@@ -213,3 +213,16 @@ async def test_a_long_but_live_stream_is_not_cut_by_the_request_timeout(loopback
     proposal = await ModelProposer(model_config.model).propose(kit.make_request())
     assert proposal.code == kit.GOOD_CODE and time.monotonic() - started > 0.6
     assert len(loopback.chat_requests()) == 1
+
+
+async def test_a_context_overflow_shrinks_the_prompt_and_asks_again(loopback, model_config, kit):
+    from htam_engine.evaluate.result import Diagnostics
+
+    log = "\n".join(f"error line {i}" for i in range(3000))
+    request = kit.make_request(best_code="a = 1\n" * 3000, best_result=EvalResult(status=Status.COMPILE_ERROR, diagnostics=Diagnostics(log=log)))
+    overflow = Reply(status=400, error_message="This model's maximum context length is 8192 tokens. However, you requested 20000 tokens.")
+    loopback.add(overflow, Reply(kit.fenced(kit.GOOD_CODE)))
+    proposal = await ModelProposer(model_config.model).propose(request)
+    assert proposal.code == kit.GOOD_CODE
+    first, second = (len(r.body["messages"][1]["content"]) for r in loopback.chat_requests())
+    assert second <= first / 2 and kit.PROBLEM_SOURCE.strip() in loopback.chat_requests()[1].body["messages"][1]["content"]
