@@ -45,21 +45,42 @@ def big_bank(n: int = 10_000) -> HTG:
     return htg
 
 
-async def until(pilot, cond, timeout=10.0) -> None:
+async def until(pilot, cond, timeout=10.0, step=0.01) -> None:
     end = time.perf_counter() + timeout
     while not cond():
         if time.perf_counter() > end:
             raise TimeoutError
-        await pilot.pause(0.01)
+        await asyncio.sleep(step)
+
+
+class FrameClock:
+    """Timestamps of the frames the app composes for the terminal (headless: composed, not sent)."""
+
+    def __init__(self, app) -> None:
+        self.times: list[float] = []
+        inner = app._display
+
+        def display(screen, renderable) -> None:
+            if renderable is not None:
+                self.times.append(time.perf_counter())
+            inner(screen, renderable)
+
+        app._display = display
+
+    def first_after(self, t: float) -> float | None:
+        return next((x for x in self.times if x >= t), None)
 
 
 async def key_latency() -> dict:
+    """Key press -> first frame written after the app's state changed, with the engine streaming
+    tokens (~1,000 events/s, lines of model text) and per-trial timings into the app."""
     hold = asyncio.Event()
     engine = ScriptedEngine(steps=1, policy="auto", hold=hold)
     app = HtamApp(engine, settings=UiSettings(bell=False))
     latencies: list[float] = []
     async with app.run_test(size=(80, 24)) as pilot:
         await until(pilot, lambda: app.view.step == 1)
+        clock = FrameClock(app)
 
         async def load() -> None:  # the engine's streaming and timing traffic
             i = 0
@@ -68,7 +89,7 @@ async def key_latency() -> dict:
                 if i % 50 == 0:
                     engine._emit(ev.EvaluationProgress(1, stage="timing", timings=[0.1 + (i % 7) / 100] * (i % 30 + 1)))
                 i += 1
-                await asyncio.sleep(0.0005)
+                await asyncio.sleep(0.001)
 
         traffic = asyncio.create_task(load())
         await pilot.pause(0.3)
@@ -77,44 +98,64 @@ async def key_latency() -> dict:
             if n % 2:
                 before = app.view.engine_state
                 t0 = time.perf_counter()
-                await pilot.press("p")
-                await until(pilot, lambda: f"[{'paused' if before != 'paused' else 'running'}]" in screen_text(app))
+                app.simulate_key("p")
+                await until(pilot, lambda: app.view.engine_state != before, step=0.001)
             else:
                 mode = pane.mode
                 t0 = time.perf_counter()
-                await pilot.press("k")
-                await until(pilot, lambda: pane.mode != mode)  # the streaming view ignores the mode
-                await until(pilot, lambda: "tok" in screen_text(app))
-            latencies.append((time.perf_counter() - t0) * 1000)
+                app.simulate_key("k")
+                await until(pilot, lambda: pane.mode != mode, step=0.001)
+            changed = time.perf_counter()
+            await until(pilot, lambda: clock.first_after(changed) is not None, step=0.001)
+            latencies.append((clock.first_after(changed) - t0) * 1000)
             await pilot.pause(0.05)
         traffic.cancel()
         engine.stop()
         hold.set()
-    return {"key_to_screen_ms_median": statistics.median(latencies), "key_to_screen_ms_p95": p95(latencies),
+    return {"key_to_frame_ms_median": statistics.median(latencies), "key_to_frame_ms_p95": p95(latencies),
             "presses": len(latencies)}
 
 
 async def memory_browser() -> dict:
+    """Bank of 10,000 strategies: press m -> first frame with the tree of directions; Enter on a
+    direction -> first frame with its first chunk of strategies; each filter keystroke -> frame."""
+    from textual.widgets import Tree
+
+    from htam_tui.screens.memory import MemoryScreen
+
     t0 = time.perf_counter()
     htg = big_bank()
     built = time.perf_counter() - t0
     app = HtamApp(None, htg=htg, settings=UiSettings(bell=False))
     async with app.run_test(size=(80, 24)) as pilot:
-        t0 = time.perf_counter()
-        await pilot.press("m")
-        await until(pilot, lambda: "memory_access (" in screen_text(app))
-        opened = time.perf_counter() - t0
-        await pilot.press("down")
-        t0 = time.perf_counter()
-        await pilot.press("enter")
-        await until(pilot, lambda: "├── strategy" in screen_text(app))
-        expanded = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        await pilot.press("slash", *"strategy 9000")
-        await until(pilot, lambda: "(1)" in screen_text(app))
-        filtered = time.perf_counter() - t0
-    return {"bank_strategies": len(htg.strategy_ids()), "bank_build_s": built, "memory_open_ms": opened * 1000,
-            "expand_direction_ms": expanded * 1000, "filter_13_keys_ms": filtered * 1000}
+        clock = FrameClock(app)
+
+        async def timed(key: str, done) -> float:
+            t0 = time.perf_counter()
+            app.simulate_key(key)
+            await until(pilot, done, step=0.001)
+            changed = time.perf_counter()
+            await until(pilot, lambda: clock.first_after(changed) is not None, step=0.001)
+            return (clock.first_after(changed) - t0) * 1000
+
+        def tree():
+            return app.screen.query_one(Tree) if isinstance(app.screen, MemoryScreen) else None
+
+        opened = await timed("m", lambda: tree() is not None and len(tree().root.children) == len(htg.directions()))
+        await pilot.pause(0.1)
+        app.simulate_key("down")
+        await pilot.pause(0.1)
+        expanded = await timed("enter", lambda: len(tree().root.children[1].children) > 0)
+        app.simulate_key("slash")
+        await pilot.pause(0.1)
+        per_key = []
+        for ch in "9000":  # narrows to one strategy ("strategy 9000 for ...")
+            shown = app.screen.filter_text
+            per_key.append(await timed(ch, lambda: app.screen.filter_text != shown))
+        assert len(tree().root.children) == 1, f"filter {app.screen.filter_text!r}: {len(tree().root.children)}"
+    return {"bank_strategies": len(htg.strategy_ids()), "bank_build_s": built, "memory_open_ms": opened,
+            "expand_direction_ms": expanded, "filter_key_ms_median": statistics.median(per_key),
+            "filter_key_ms_max": max(per_key)}
 
 
 def main() -> None:
