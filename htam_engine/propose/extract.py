@@ -17,6 +17,8 @@ from dataclasses import dataclass
 _FENCE = re.compile(r"^[ \t]*(```+|~~~+)[ \t]*([\w+#.\-]*)[^\n]*$", re.MULTILINE)
 _THINK = re.compile(r"<think>.*?(</think>|\Z)", re.DOTALL | re.IGNORECASE)
 _PY_TAGS = {"", "python", "py", "python3", "py3", "python 3"}
+_SOURCE_TAGS = {"cpp", "c++", "cxx", "cc", "c", "cuda", "cu", "h", "hpp"}
+_SOURCE_NAME = re.compile(r"(?i)src|source|code|kernel|cuda|cpp")
 _CODE_START = re.compile(r"^(import |from \S+ import |class ModelNew\b|#!|\"\"\"|''')", re.MULTILINE)
 
 
@@ -74,6 +76,7 @@ def _extract(text: str) -> Extraction:
     if defining:
         chosen = defining[-1]  # the last complete answer supersedes earlier drafts
         code = _join_helpers(chosen, [b for b in python if b is not chosen and b.closed])
+        code = _bind_sources(code, [b for b in blocks if b.lang in _SOURCE_TAGS and b.closed])
         problem = _check(code)
         if problem and not chosen.closed:
             return Extraction(None, f"the reply was cut off inside the code block: {problem}", len(blocks))
@@ -130,6 +133,47 @@ def _join_helpers(chosen: Block, others: list[Block]) -> str:
         return chosen.text
     helpers = [b.text for b in others if _defined_names(b.text) & missing]
     return "\n\n".join([*helpers, chosen.text]) if helpers else chosen.text
+
+
+def _bind_sources(code: str, sources: list[Block]) -> str:
+    """A module that loads `cuda_source` while the reply gave that source as a separate
+    ```cuda block: bind the blocks to the unresolved source-like names when their numbers
+    match (anything else would be a guess) — by kind first (a name saying cuda takes a cuda
+    block, one saying cpp a C++ block), then in order."""
+    if not sources:
+        return code
+    free = _free_names(code)
+    used = [m.group(0) for m in re.finditer(r"\b[A-Za-z_]\w*\b", code) if m.group(0) in free and _SOURCE_NAME.search(m.group(0))]
+    names = list(dict.fromkeys(used))
+    if len(names) != len(sources):
+        return code
+    left = list(sources)
+    bound: dict[str, Block] = {}
+    for name in names:
+        match = next((b for b in left if _kind(name) is not None and _kind(name) == _kind(b.lang)), None)
+        if match is not None:
+            bound[name] = match
+            left.remove(match)
+    for name in names:
+        if name not in bound:
+            bound[name] = left.pop(0)
+    lines = [f"{name} = {_literal(bound[name].text)}" for name in names]
+    return "\n".join(lines) + "\n\n" + code
+
+
+def _kind(word: str) -> str | None:
+    w = word.lower()
+    if w in ("cuda", "cu") or "cuda" in w or w.startswith("cu_"):
+        return "cuda"
+    if w in _SOURCE_TAGS or "cpp" in w or "cxx" in w or "header" in w:
+        return "cpp"
+    return None
+
+
+def _literal(text: str) -> str:
+    if "'''" not in text and not text.endswith("\\"):
+        return "r'''\n" + text + "'''"
+    return repr(text)
 
 
 def _free_names(code: str) -> set[str]:

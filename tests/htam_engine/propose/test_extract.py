@@ -74,3 +74,24 @@ def test_reply_cut_inside_the_block_is_a_clear_failure():
 def test_no_usable_module_gives_a_reason(reply, fragment):
     found = extract_module(reply)
     assert found.code is None and fragment in found.failure and "\n" not in found.failure
+
+
+def test_separate_source_blocks_are_bound_to_the_names_the_module_loads():
+    module = (
+        "import torch\nfrom torch.utils.cpp_extension import load_inline\n"
+        "ext = load_inline('k', cpp_sources=cpp_src, cuda_sources=cuda_src, functions=['run'])\n\n\n"
+        "class ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return ext.run(x)\n"
+    )
+    cuda = '#include <cuda_runtime.h>\n__global__ void k(float* p) { p[0] = 1.0f; }\ntorch::Tensor run(torch::Tensor x) { return x; }\n'
+    cpp = "torch::Tensor run(torch::Tensor x);\n"
+    found = extract_module(f"Kernel:\n```cuda\n{cuda}```\nDeclaration:\n```cpp\n{cpp}```\nModule:\n```python\n{module}```")
+    assert found.code is not None and found.code.endswith(module)
+    namespace: dict = {}
+    exec(found.code.split("\n\nimport torch")[0], namespace)  # the bindings alone
+    assert namespace["cuda_src"] == "\n" + cuda and namespace["cpp_src"] == "\n" + cpp
+
+
+def test_source_blocks_that_do_not_match_the_names_are_left_alone():
+    module = "import torch\next = load(kernel_code, other_code)\n\n\nclass ModelNew(torch.nn.Module):\n    pass\n"
+    found = extract_module(f"```cuda\n__global__ void k() {{}}\n```\n```python\n{module}```")
+    assert found.code == module
