@@ -245,6 +245,15 @@ class HtamApp(App[int]):
             Path(path).unlink(missing_ok=True)
 
     # ---- actions ------------------------------------------------------------------------
+    # Actions that work on the main screen's panes: off while a browser or prompt is on top
+    # (the command palette would otherwise offer them there).
+    PANE_ACTIONS = frozenset({"toggle_diff", "toggle_kernel", "zoom", "resize", "resize_bottom", "focus_pane"})
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in self.PANE_ACTIONS and len(self.screen_stack) > 1:
+            return False
+        return True
+
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
 

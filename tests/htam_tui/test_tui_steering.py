@@ -156,3 +156,22 @@ async def test_command_failure_is_reported_not_raised():
         await wait_for(pilot, lambda: app.view.engine_state == "finished")
         await app.command("force_direction", "no_such_direction")
         assert any("unknown direction" in m for m in app.view.messages)
+
+
+async def test_resume_from_the_session_browser_switches_engines(tmp_path, monkeypatch):
+    """The browser's resume stops the run on screen and watches the engine built for the file."""
+    opened = []
+
+    def factory(path):
+        opened.append(path)
+        return ScriptedEngine(steps=1, policy="auto")
+
+    first = ScriptedEngine(steps=3, policy="ask")
+    app = make_app(first, engine_factory=factory)
+    async with app.run_test(size=SMALL) as pilot:
+        await wait_for(pilot, approval_for(app, 1))
+        await pilot.press("escape")
+        await app.resume_session(tmp_path / "old.htam")
+        await wait_for(pilot, lambda: app.view.engine_state == "finished")
+        assert first.stopped and opened == [tmp_path / "old.htam"]
+        assert app.engine is not first and app.engine.steps_done == 1
