@@ -50,6 +50,16 @@ class Reply:
 
 
 @dataclass(slots=True)
+class EndpointCheck:
+    """Whether the endpoint answers and serves the configured model (for a status line)."""
+
+    ok: bool
+    message: str  # one line, redacted
+    models: list[str] = field(default_factory=list)
+    model_listed: bool | None = None  # None when the server lists no models
+
+
+@dataclass(slots=True)
 class Compat:
     """Request parameters a given server accepts. Servers differ: older local ones reject
     `stream_options`, reasoning models reject `max_tokens` (wanting `max_completion_tokens`)
@@ -109,6 +119,19 @@ class ModelProposer:
 
     async def aclose(self) -> None:
         await self._client.close()
+
+    async def check(self, timeout_s: float = 10.0) -> EndpointCheck:
+        """Ask the endpoint for its models once (no retries); never raises."""
+        try:
+            async with asyncio.timeout(timeout_s):
+                page = await self._client.models.list()
+                models = [m.id async for m in page]
+        except Exception as exc:  # noqa: BLE001 - the answer is the status, not an exception
+            return EndpointCheck(False, f"{self.settings.base_url or 'the OpenAI API'}: {classify(exc).message}")
+        listed = (self.settings.model in models) if models else None
+        where = self.settings.base_url or "the OpenAI API"
+        note = "" if listed is not False else f"; it does not list {self.settings.model!r}"
+        return EndpointCheck(True, redact(f"{where}: {len(models)} models{note}"), models, listed)
 
     async def propose(self, request: ProposalRequest, on_token: TokenSink | None = None) -> Proposal:
         bound, spent = self.settings.max_prompt_chars, Usage()

@@ -213,6 +213,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- routes ------------------------------------------------------------------------
     def do_GET(self) -> None:
+        self.close_connection = True
         rec = self._record(None)
         if self.path.rstrip("/").endswith("/models"):
             model = self.server_ref.script.model
@@ -229,6 +230,7 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = {"_raw": raw.decode("utf-8", "replace")}
         rec = self._record(body)
+        self.close_connection = True
         if not self.path.rstrip("/").endswith("/chat/completions"):
             self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
             return
@@ -289,6 +291,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Connection", "close")
         self.end_headers()
         base = {"id": f"chatcmpl-loop{len(srv.requests)}", "object": "chat.completion.chunk", "created": int(time.time()), "model": model}
 
@@ -343,6 +346,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(data)))
+        self.send_header("Connection", "close")  # one request per connection: stop() really refuses
         for k, v in (headers or {}).items():
             self.send_header(k, v)
         self.end_headers()

@@ -226,3 +226,14 @@ async def test_a_context_overflow_shrinks_the_prompt_and_asks_again(loopback, mo
     assert proposal.code == kit.GOOD_CODE
     first, second = (len(r.body["messages"][1]["content"]) for r in loopback.chat_requests())
     assert second <= first / 2 and kit.PROBLEM_SOURCE.strip() in loopback.chat_requests()[1].body["messages"][1]["content"]
+
+
+async def test_endpoint_check_reports_reachability_and_the_model(loopback, model_config):
+    proposer = ModelProposer(model_config.model)
+    found = await proposer.check()
+    assert found.ok and found.models == ["loopback-model"] and found.model_listed is True
+    model_config.model.model = "other"
+    assert "does not list 'other'" in (await ModelProposer(model_config.model).check()).message
+    loopback.stop()
+    down = await proposer.check()
+    assert not down.ok and "connection error" in down.message
