@@ -27,4 +27,8 @@ class EvalConfig:
     time_compile_baseline: bool = True  # torch.compile baseline, where available
     seed: int = 42
     memory_limit_mb: int | None = None  # host address-space limit for the worker
+    # torch/OpenMP threads in a CPU worker (None: torch's default). One thread by default:
+    # reference and candidate get the same resources, and timings do not swing with the
+    # spin-waits of threads that share busy cores.
+    cpu_threads: int | None = 1
     overrides: dict = field(default_factory=dict)  # problem --set overrides (already applied to the Problem)

@@ -67,13 +67,14 @@ class Evaluator:
     def worker_pid(self) -> int | None:
         return self._worker.pid if self._worker and self._worker.alive() else None
 
-    def _ensure_worker(self, device: str, as_limit_mb: int | None) -> WorkerProcess:
+    def _ensure_worker(self, device: str, as_limit_mb: int | None, cpu_threads: int | None) -> WorkerProcess:
         w = self._worker
-        if w is not None and (not w.alive() or w.device != device or w.as_limit_mb != as_limit_mb):
+        settings = (device, as_limit_mb, cpu_threads)
+        if w is not None and (not w.alive() or (w.device, w.as_limit_mb, w.cpu_threads) != settings):
             w.kill()
             w = self._worker = None
         if w is None:
-            w = WorkerProcess(device, as_limit_mb=as_limit_mb)
+            w = WorkerProcess(device, as_limit_mb=as_limit_mb, cpu_threads=cpu_threads)
             self._worker = w
             self.workers_started += 1
             try:
@@ -137,7 +138,8 @@ class Evaluator:
         request = {"op": "eval", "problem": problem, "code": code, "config": config, "backend": backend, "key": key}
         worker: WorkerProcess | None = None
         try:
-            worker = self._ensure_worker(device, as_limit)
+            threads = None if device.startswith("cuda") else config.cpu_threads
+            worker = self._ensure_worker(device, as_limit, threads)
             exchange = worker.request(request, timeout_s=config.timeout_s, memory_limit_mb=memory_cap,
                                       on_message=on_message)
             result = EvalResult.from_dict(exchange.reply["result"])

@@ -62,7 +62,7 @@ class WorkerMemory(Exception):
         self.stage = stage
 
 
-def worker_env(device: str, as_limit_mb: int | None) -> dict[str, str]:
+def worker_env(device: str, as_limit_mb: int | None, cpu_threads: int | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not _SECRET.search(k)}
     root = str(Path(__file__).resolve().parents[2])  # the folder holding htam_engine/
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
@@ -72,6 +72,9 @@ def worker_env(device: str, as_limit_mb: int | None) -> dict[str, str]:
     env.setdefault("TRITON_CACHE_DIR", str(cache_dir() / "triton"))
     if device == "cpu":
         env.setdefault("TRITON_INTERPRET", "1")  # the only way Triton kernels run on a CPU
+    env.pop("HTAM_WORKER_CPU_THREADS", None)
+    if cpu_threads:
+        env["HTAM_WORKER_CPU_THREADS"] = env["OMP_NUM_THREADS"] = str(int(cpu_threads))
     if as_limit_mb:
         env["HTAM_WORKER_AS_MB"] = str(int(as_limit_mb))
     else:
@@ -104,9 +107,10 @@ class Exchange:
 
 
 class WorkerProcess:
-    def __init__(self, device: str, *, as_limit_mb: int | None = None):
+    def __init__(self, device: str, *, as_limit_mb: int | None = None, cpu_threads: int | None = None):
         self.device = device
         self.as_limit_mb = as_limit_mb
+        self.cpu_threads = cpu_threads
         self.log = BoundedLog()
         self.proc: subprocess.Popen | None = None
         self._to_worker = -1
@@ -125,7 +129,7 @@ class WorkerProcess:
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
         out_r, out_w = os.pipe()
-        env = worker_env(self.device, self.as_limit_mb)
+        env = worker_env(self.device, self.as_limit_mb, self.cpu_threads)
         env["HTAM_WORKER_FDS"] = f"{req_r},{rep_w}"
         try:
             self.proc = subprocess.Popen(

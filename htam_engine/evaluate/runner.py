@@ -12,6 +12,7 @@ import contextlib
 import functools
 import importlib.util
 import inspect
+import json
 import os
 import sys
 import time
@@ -30,6 +31,9 @@ Send = Callable[[dict[str, Any]], None]
 
 # Statuses after which the worker process is still trustworthy for the next candidate.
 _REUSABLE = {Status.OK, Status.INCORRECT, Status.COMPILE_ERROR}
+# torch's message when ninja/the compiler failed (as opposed to a Python error at import).
+_BUILD_FAILED = "Error building extension"
+_FAILED = ".htam-build-failed.json"
 
 
 class _CompileCache:
@@ -157,6 +161,10 @@ class Runner:
         marker = built_marker(key)
         result.stages.compile_cached = marker.exists()
         instance = instantiate(problem, device)
+        failed = build_dir(key) / _FAILED
+        if failed.exists() and self._replay_failure(failed, result):
+            result.stages.compile_s = time.perf_counter() - t0
+            return
         self.compile_cache.key = key
         try:
             with file_lock(f"build-{key}"):
@@ -167,6 +175,9 @@ class Runner:
             self._fail(result, Status.COMPILE_ERROR, f"candidate failed to build or import: {one_line(exc)}")
             result.diagnostics.compiler = exception_messages(exc, str(cache_dir() / "candidates" / f"candidate_{key}.py"))
             result.diagnostics.log = trim_log(f"{exc}\n\n{traceback.format_exc(limit=-6)}")
+            if _BUILD_FAILED in str(exc):
+                # The same source would fail the same way: remember it, never rebuild it.
+                atomic_write_text(failed, json.dumps(result.to_dict()))
             return
         model_new = getattr(module, "ModelNew", None)
         result.stages.compile_s = time.perf_counter() - t0
@@ -245,6 +256,19 @@ class Runner:
                                   warmup=config.warmup, trials=config.trials, with_compile=want_compile)
         baselines.store(key, fresh, problem_id=getattr(problem, "id", ""))
         return fresh
+
+    @classmethod
+    def _replay_failure(cls, failed: os.PathLike, result: EvalResult) -> bool:
+        """Fill `result` from a cached build failure of this exact source; False if unreadable."""
+        try:
+            cached = EvalResult.from_dict(json.loads(open(failed).read()))
+        except (OSError, ValueError, KeyError, TypeError):
+            return False
+        cls._fail(result, Status.COMPILE_ERROR, cached.diagnostics.message)
+        result.diagnostics.compiler = cached.diagnostics.compiler
+        result.diagnostics.log = cached.diagnostics.log
+        result.stages.compile_cached = True
+        return True
 
     @staticmethod
     def _fail(result: EvalResult, status: Status, message: str) -> None:

@@ -56,6 +56,11 @@ def main() -> int:
     from htam_engine.evaluate.runner import Runner
 
     device = os.environ.get("HTAM_WORKER_DEVICE", "cpu")
+    threads = os.environ.get("HTAM_WORKER_CPU_THREADS")
+    if threads:
+        import torch
+
+        torch.set_num_threads(int(threads))  # before the guards snapshot torch's settings
     runner = Runner(device, lambda msg: send_reply(wfd, msg))
     send_reply(wfd, {"t": "ready", "pid": os.getpid(), "device": device})
     while True:
