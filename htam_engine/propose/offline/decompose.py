@@ -1,0 +1,323 @@
+"""Decompose canonical operations into the region IR's primitive expressions.
+
+Each activation is written once here in terms of a few primitives (exp, erf,
+tanh, sigmoid, max/min, where, ...); every backend then only has to print those.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Protocol
+
+from htam_engine.propose.offline.ir import Builder
+
+SELU_ALPHA = 1.6732632423543772848170429916717
+SELU_SCALE = 1.0507009873554804934193349852946
+GELU_TANH_C = math.sqrt(2.0 / math.pi)
+FLOAT32_EPS = 1.1920928955078125e-07
+
+
+class Unsupported(Exception):
+    """The offline proposer cannot generate this operation; the message says why (one line)."""
+
+
+class Ctx(Protocol):
+    b: Builder
+
+    def val(self, arg: Any) -> int: ...  # tensor node or number -> expression id
+
+    def num(self, arg: Any, what: str) -> float: ...  # a Python number argument
+
+    def param(self, call_module: str | None, attr: str, arg: Any) -> int | None: ...  # weight/bias
+
+    def reduce(self, kind: str, a: int, input_arg: Any, dims: Any, keepdim: bool) -> int: ...
+
+    def reduce_trailing(self, kind: str, a: int, input_arg: Any, count: int) -> int: ...
+
+
+def _c(ctx: Ctx, v: float) -> int:
+    return ctx.b.const(v)
+
+
+def sigmoid(ctx: Ctx, x: int) -> int:
+    return ctx.b.un("sigmoid", x)
+
+
+def softplus(ctx: Ctx, x: int, beta: float = 1.0, threshold: float = 20.0) -> int:
+    b = ctx.b
+    bx = b.mul(x, _c(ctx, beta))
+    soft = b.un("log1p", b.un("exp", bx))
+    if beta != 1.0:
+        soft = b.bin("div", soft, _c(ctx, beta))
+    return b.where(b.bin("gt", bx, _c(ctx, threshold)), x, soft)
+
+
+def _unary(fn: Callable[[Ctx, int, dict], int]) -> Callable[[Ctx, dict], int]:
+    def run(ctx: Ctx, args: dict) -> int:
+        return fn(ctx, ctx.val(args["input"]), args)
+
+    return run
+
+
+def _clampish(ctx: Ctx, x: int, lo: Any, hi: Any) -> int:
+    b = ctx.b
+    if lo is not None:
+        x = b.bin("max", x, ctx.val(lo))
+    if hi is not None:
+        x = b.bin("min", x, ctx.val(hi))
+    return x
+
+
+def _pow(ctx: Ctx, args: dict) -> int:
+    b = ctx.b
+    e = args["exponent"]
+    if isinstance(args["input"], (int, float)):
+        return b.bin("pow", _c(ctx, float(args["input"])), ctx.val(e))
+    x = ctx.val(args["input"])
+    if not isinstance(e, (int, float)):
+        return b.bin("pow", x, ctx.val(e))
+    e = float(e)
+    if e == 0.0:
+        return b.add(b.mul(x, _c(ctx, 0.0)), _c(ctx, 1.0))
+    if e == 0.5:
+        return b.un("sqrt", x)
+    if e == -0.5:
+        return b.un("rsqrt", x)
+    if e.is_integer() and abs(e) <= 4:
+        n = int(abs(e))
+        acc = x
+        for _ in range(n - 1):
+            acc = b.bin("mul", acc, x)
+        return b.un("recip", acc) if e < 0 else acc
+    return b.bin("pow", x, _c(ctx, e))
+
+
+def _binary(op: str) -> Callable[[Ctx, dict], int]:
+    def run(ctx: Ctx, args: dict) -> int:
+        b = ctx.b
+        x, y = ctx.val(args["input"]), ctx.val(args["other"])
+        alpha = args.get("alpha", 1)
+        if op in ("add", "sub", "rsub") and alpha != 1:
+            y = b.bin("mul", y, _c(ctx, ctx.num(alpha, "alpha")))
+        if op == "rsub":
+            return b.bin("sub", y, x)
+        if op == "div" and args.get("rounding_mode") is not None:
+            raise Unsupported("division with rounding_mode")
+        return b.bin(op, x, y)
+
+    return run
+
+
+def _identity(ctx: Ctx, args: dict) -> int:
+    return ctx.val(args["input"])
+
+
+def _dropout(ctx: Ctx, args: dict) -> int:
+    if args.get("training") and float(args.get("p") or 0.0) > 0.0:
+        raise Unsupported("dropout in training mode draws random numbers")
+    return ctx.val(args["input"])
+
+
+def _reduction(kind: str) -> Callable[[Ctx, dict], int]:
+    def run(ctx: Ctx, args: dict) -> int:
+        if args.get("dtype") is not None:
+            raise Unsupported(f"{kind} with a dtype argument")
+        x = ctx.val(args["input"])
+        return ctx.reduce(kind, x, args["input"], args.get("dim"), bool(args.get("keepdim")))
+
+    return run
+
+
+def _softmax(log: bool) -> Callable[[Ctx, dict], int]:
+    def run(ctx: Ctx, args: dict) -> int:
+        b = ctx.b
+        if args.get("dim") is None:
+            raise Unsupported("softmax without an explicit dim")
+        if args.get("dtype") is not None:
+            raise Unsupported("softmax with a dtype argument")
+        x = ctx.val(args["input"])
+        m = ctx.reduce("max", x, args["input"], args["dim"], True)
+        shifted = b.bin("sub", x, m)
+        e = b.un("exp", shifted)
+        s = ctx.reduce("sum", e, args["input"], args["dim"], True)
+        if log:
+            return b.bin("sub", shifted, b.un("log", s))
+        return b.bin("div", e, s)
+
+    return run
+
+
+def _logsumexp(ctx: Ctx, args: dict) -> int:
+    b = ctx.b
+    x = ctx.val(args["input"])
+    keep = bool(args.get("keepdim"))
+    m = ctx.reduce("max", x, args["input"], args["dim"], True)
+    s = ctx.reduce("sum", b.un("exp", b.bin("sub", x, m)), args["input"], args["dim"], True)
+    # keepdim only changes the output's shape; the lowering reads shapes from the trace.
+    del keep
+    return b.bin("add", m, b.un("log", s))
+
+
+def _layer_norm(ctx: Ctx, args: dict) -> int:
+    b = ctx.b
+    shape = args["normalized_shape"]
+    count = len(shape) if isinstance(shape, (list, tuple)) else 1
+    x = ctx.val(args["input"])
+    mu = ctx.reduce_trailing("mean", x, args["input"], count)
+    d = b.bin("sub", x, mu)
+    var = ctx.reduce_trailing("mean", b.bin("mul", d, d), args["input"], count)
+    eps = ctx.num(args.get("eps", 1e-5), "eps")
+    y = b.bin("mul", d, b.un("rsqrt", b.bin("add", var, _c(ctx, eps))))
+    w = ctx.param(None, "weight", args.get("weight"))
+    if w is not None:
+        y = b.bin("mul", y, w)
+    bias = ctx.param(None, "bias", args.get("bias"))
+    if bias is not None:
+        y = b.bin("add", y, bias)
+    return y
+
+
+def _rms_norm(ctx: Ctx, args: dict) -> int:
+    b = ctx.b
+    shape = args["normalized_shape"]
+    count = len(shape) if isinstance(shape, (list, tuple)) else 1
+    x = ctx.val(args["input"])
+    ms = ctx.reduce_trailing("mean", b.bin("mul", x, x), args["input"], count)
+    eps = args.get("eps")
+    eps = FLOAT32_EPS if eps is None else ctx.num(eps, "eps")
+    y = b.bin("mul", x, b.un("rsqrt", b.bin("add", ms, _c(ctx, eps))))
+    w = ctx.param(None, "weight", args.get("weight"))
+    return b.bin("mul", y, w) if w is not None else y
+
+
+def _var(std: bool) -> Callable[[Ctx, dict], int]:
+    def run(ctx: Ctx, args: dict) -> int:
+        b = ctx.b
+        x = ctx.val(args["input"])
+        dim, keep = args.get("dim"), bool(args.get("keepdim"))
+        mu = ctx.reduce("mean", x, args["input"], dim, True)
+        d = b.bin("sub", x, mu)
+        s = ctx.reduce("sum", b.bin("mul", d, d), args["input"], dim, keep)
+        n = b.count()
+        if args.get("unbiased", True):
+            n = b.bin("sub", n, _c(ctx, 1.0))
+        v = b.bin("div", s, n)
+        return b.un("sqrt", v) if std else v
+
+    return run
+
+
+def _norm(ctx: Ctx, args: dict) -> int:
+    b = ctx.b
+    p = args.get("p", "fro")
+    x = ctx.val(args["input"])
+    dim, keep = args.get("dim"), bool(args.get("keepdim"))
+    if p in ("fro", 2, 2.0):
+        return b.un("sqrt", ctx.reduce("sum", b.bin("mul", x, x), args["input"], dim, keep))
+    if p in (1, 1.0):
+        return ctx.reduce("sum", b.un("abs", x), args["input"], dim, keep)
+    raise Unsupported(f"norm with p={p!r}")
+
+
+def _normalize(ctx: Ctx, args: dict) -> int:
+    b = ctx.b
+    p = args.get("p", 2.0)
+    x = ctx.val(args["input"])
+    if p in (2, 2.0):
+        n = b.un("sqrt", ctx.reduce("sum", b.bin("mul", x, x), args["input"], args.get("dim", 1), True))
+    elif p in (1, 1.0):
+        n = ctx.reduce("sum", b.un("abs", x), args["input"], args.get("dim", 1), True)
+    else:
+        raise Unsupported(f"normalize with p={p!r}")
+    eps = ctx.num(args.get("eps", 1e-12), "eps")
+    return b.bin("div", x, b.bin("max", n, _c(ctx, eps)))
+
+
+def _gelu(ctx: Ctx, x: int, a: dict) -> int:
+    b = ctx.b
+    half_x = b.bin("mul", x, _c(ctx, 0.5))
+    if a.get("approximate", "none") == "tanh":
+        x3 = b.bin("mul", b.bin("mul", x, x), x)
+        inner = b.bin("mul", b.bin("add", x, b.bin("mul", x3, _c(ctx, 0.044715))), _c(ctx, GELU_TANH_C))
+        return b.bin("mul", half_x, b.bin("add", b.un("tanh", inner), _c(ctx, 1.0)))
+    if a.get("approximate", "none") != "none":
+        raise Unsupported(f"gelu approximate={a.get('approximate')!r}")
+    e = b.un("erf", b.bin("mul", x, _c(ctx, math.sqrt(0.5))))
+    return b.bin("mul", half_x, b.bin("add", e, _c(ctx, 1.0)))
+
+
+def _where_pos(ctx: Ctx, x: int, neg: int) -> int:
+    b = ctx.b
+    return b.where(b.bin("gt", x, _c(ctx, 0.0)), x, neg)
+
+
+def _hardsigmoid(ctx: Ctx, x: int) -> int:
+    b = ctx.b
+    t = b.bin("add", b.bin("mul", x, _c(ctx, 1.0 / 6.0)), _c(ctx, 0.5))
+    return b.bin("min", b.bin("max", t, _c(ctx, 0.0)), _c(ctx, 1.0))
+
+
+UNARY_OPS: dict[str, Callable[[Ctx, int, dict], int]] = {
+    "relu": lambda c, x, a: c.b.bin("max", x, _c(c, 0.0)),
+    "relu6": lambda c, x, a: c.b.bin("min", c.b.bin("max", x, _c(c, 0.0)), _c(c, 6.0)),
+    "leaky_relu": lambda c, x, a: _where_pos(c, x, c.b.bin("mul", x, _c(c, c.num(a["negative_slope"], "slope")))),
+    "gelu": _gelu,
+    "sigmoid": lambda c, x, a: sigmoid(c, x),
+    "tanh": lambda c, x, a: c.b.un("tanh", x),
+    "silu": lambda c, x, a: c.b.bin("mul", x, sigmoid(c, x)),
+    "elu": lambda c, x, a: _where_pos(c, x, c.b.bin("mul", c.b.un("expm1", x), _c(c, c.num(a["alpha"], "alpha")))),
+    "celu": lambda c, x, a: _where_pos(
+        c, x, c.b.bin("mul", c.b.un("expm1", c.b.bin("div", x, _c(c, c.num(a["alpha"], "alpha")))),
+                      _c(c, c.num(a["alpha"], "alpha")))),
+    "selu": lambda c, x, a: c.b.bin(
+        "mul", _where_pos(c, x, c.b.bin("mul", c.b.un("expm1", x), _c(c, SELU_ALPHA))), _c(c, SELU_SCALE)),
+    "hardtanh": lambda c, x, a: _clampish(c, x, a["min_val"], a["max_val"]),
+    "hardsigmoid": lambda c, x, a: _hardsigmoid(c, x),
+    "hardswish": lambda c, x, a: c.b.bin("mul", x, _hardsigmoid(c, x)),
+    "softplus": lambda c, x, a: softplus(c, x, c.num(a["beta"], "beta"), c.num(a["threshold"], "threshold")),
+    "softsign": lambda c, x, a: c.b.bin("div", x, c.b.bin("add", c.b.un("abs", x), _c(c, 1.0))),
+    "mish": lambda c, x, a: c.b.bin("mul", x, c.b.un("tanh", softplus(c, x))),
+    "logsigmoid": lambda c, x, a: c.b.bin(
+        "sub", c.b.bin("min", x, _c(c, 0.0)), c.b.un("log1p", c.b.un("exp", c.b.un("neg", c.b.un("abs", x))))),
+    "tanhshrink": lambda c, x, a: c.b.bin("sub", x, c.b.un("tanh", x)),
+    "clamp": lambda c, x, a: _clampish(c, x, a.get("min"), a.get("max")),
+    "clamp_min": lambda c, x, a: _clampish(c, x, a["min"], None),
+    "clamp_max": lambda c, x, a: _clampish(c, x, None, a["max"]),
+    "square": lambda c, x, a: c.b.bin("mul", x, x),
+    "reciprocal": lambda c, x, a: c.b.un("recip", x),
+}
+for _prim in ("abs", "exp", "log", "sqrt", "rsqrt", "neg", "log1p", "expm1", "erf"):
+    UNARY_OPS[_prim] = (lambda p: (lambda c, x, a: c.b.un(p, x)))(_prim)
+
+OPS: dict[str, Callable[[Ctx, dict], int]] = {name: _unary(fn) for name, fn in UNARY_OPS.items()}
+OPS.update({
+    "pow": _pow,
+    "add": _binary("add"),
+    "sub": _binary("sub"),
+    "rsub": _binary("rsub"),
+    "mul": _binary("mul"),
+    "div": _binary("div"),
+    "maximum": _binary("max"),
+    "minimum": _binary("min"),
+    "identity": _identity,
+    "to_float32": _identity,
+    "dropout": _dropout,
+    "sum": _reduction("sum"),
+    "mean": _reduction("mean"),
+    "amax": _reduction("max"),
+    "amin": _reduction("min"),
+    "max_dim": _reduction("max"),
+    "min_dim": _reduction("min"),
+    "logsumexp": _logsumexp,
+    "softmax": _softmax(log=False),
+    "log_softmax": _softmax(log=True),
+    "layer_norm": _layer_norm,
+    "rms_norm": _rms_norm,
+    "var": _var(std=False),
+    "std": _var(std=True),
+    "norm": _norm,
+    "normalize": _normalize,
+})
+
+REDUCING = {"sum", "mean", "amax", "amin", "max_dim", "min_dim", "logsumexp", "softmax", "log_softmax",
+            "layer_norm", "rms_norm", "var", "std", "norm", "normalize"}

@@ -1,0 +1,152 @@
+"""The fused-region expression IR the offline proposer generates kernels from.
+
+A region is a small DAG of scalar expressions evaluated per element of one
+"element shape" E. Reductions (sum/mean/max/min) reduce E over a fixed set of
+contiguous dimensions and yield per-row values; later expressions may use those
+row values (broadcast back over the row) or be row values themselves.
+
+Nodes are hash-consed by the builder, so equal subexpressions share one id and
+every backend computes them once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+UNARY = ("neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "erf", "log1p", "expm1", "recip", "sigmoid")
+BINARY = ("add", "sub", "mul", "div", "max", "min", "pow")
+COMPARE = ("gt", "ge", "lt", "le")
+REDUCE = ("red_sum", "red_mean", "red_max", "red_min")
+
+# Level of a value: constants < row values (one per reduced row) < element values.
+CONST, ROW, ELEM = 0, 1, 2
+
+
+@dataclass(frozen=True, slots=True)
+class Expr:
+    op: str  # "load", "const", "count" (row length R as float), UNARY, BINARY, COMPARE, "where", REDUCE
+    args: tuple[int, ...] = ()
+    value: float | int | None = None  # const value, or the input index of a load
+
+
+@dataclass(slots=True)
+class RegionInput:
+    """A tensor the region reads: a graph value, parameter or buffer."""
+
+    source: str  # Python expression in ModelNew.forward that yields it
+    kind: str  # scalar | full | band0 | band1 (ew regions) | rpos | outfull (row regions)
+    shape: tuple[int, ...]  # traced shape
+    level: int = ELEM
+
+
+@dataclass(slots=True)
+class Region:
+    """One fused kernel: inputs, expressions, one output."""
+
+    index: int
+    exprs: list[Expr]
+    inputs: list[RegionInput]
+    out: int  # id of the output expression
+    elem_shape: tuple[int, ...]  # traced element shape E
+    reduce_dims: tuple[int, ...] | None = None  # dims of E reduced (contiguous, ascending); None: elementwise
+    out_keepdim: bool = True  # row output keeps reduced dims as size 1
+    out_shape: tuple[int, ...] = ()
+    levels: list[int] = field(default_factory=list)
+
+    @property
+    def is_row(self) -> bool:
+        return self.reduce_dims is not None
+
+    @property
+    def out_level(self) -> int:
+        return self.levels[self.out]
+
+    def reductions(self) -> list[int]:
+        return [i for i, e in enumerate(self.exprs) if e.op in REDUCE]
+
+
+class Builder:
+    """Builds a hash-consed expression list with constant folding of trivial cases."""
+
+    def __init__(self) -> None:
+        self.exprs: list[Expr] = []
+        self._ids: dict[Expr, int] = {}
+
+    def _add(self, e: Expr) -> int:
+        found = self._ids.get(e)
+        if found is not None:
+            return found
+        self.exprs.append(e)
+        self._ids[e] = len(self.exprs) - 1
+        return self._ids[e]
+
+    def load(self, index: int) -> int:
+        return self._add(Expr("load", (), index))
+
+    def const(self, value: float) -> int:
+        return self._add(Expr("const", (), float(value)))
+
+    def count(self) -> int:
+        return self._add(Expr("count"))
+
+    def un(self, op: str, a: int) -> int:
+        assert op in UNARY, op
+        return self._add(Expr(op, (a,)))
+
+    def bin(self, op: str, a: int, b: int) -> int:
+        assert op in BINARY or op in COMPARE, op
+        return self._add(Expr(op, (a, b)))
+
+    def where(self, c: int, a: int, b: int) -> int:
+        return self._add(Expr("where", (c, a, b)))
+
+    def red(self, kind: str, a: int) -> int:
+        op = "red_" + kind
+        assert op in REDUCE, op
+        return self._add(Expr(op, (a,)))
+
+    def const_value(self, i: int) -> float | None:
+        e = self.exprs[i]
+        return float(e.value) if e.op == "const" else None
+
+    # Convenience arithmetic that folds identities, keeping emitted code small.
+    def add(self, a: int, b: int) -> int:
+        if self.const_value(b) == 0.0:
+            return a
+        return self.bin("add", a, b)
+
+    def mul(self, a: int, b: int) -> int:
+        if self.const_value(b) == 1.0:
+            return a
+        if self.const_value(a) == 1.0:
+            return b
+        return self.bin("mul", a, b)
+
+
+def compute_levels(exprs: list[Expr], input_levels: list[int]) -> list[int]:
+    levels: list[int] = []
+    for e in exprs:
+        if e.op == "load":
+            levels.append(input_levels[int(e.value)])
+        elif e.op in ("const", "count"):
+            levels.append(CONST)
+        elif e.op in REDUCE:
+            levels.append(ROW)
+        else:
+            levels.append(max(levels[a] for a in e.args))
+    return levels
+
+
+def needed(exprs: list[Expr], roots: list[int], stop: set[int] | None = None) -> list[int]:
+    """Ids reachable from roots (not descending into `stop` ids), in topological order."""
+    seen: set[int] = set()
+    stack = list(roots)
+    while stack:
+        i = stack.pop()
+        if i in seen:
+            continue
+        seen.add(i)
+        if stop and i in stop:
+            continue
+        stack.extend(exprs[i].args)
+    return sorted(seen)

@@ -1,0 +1,420 @@
+"""Lower a traced Model into a plan: PyTorch-kept operations plus fused regions.
+
+Walking the fx graph in order, fusable nodes (activations, arithmetic, reductions,
+normalizations) are grouped greedily into regions; a library operation kept in
+PyTorch (linear, conv, matmul, pooling, views) closes the open region. Each
+region becomes one custom kernel; ModelNew.forward is Python that calls the kept
+operations and the regions' kernels in the original order.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.fx as fx
+from torch.fx.node import _get_qualified_name
+
+from htam_engine.propose.offline.decompose import OPS, Unsupported
+from htam_engine.propose.offline.ir import CONST, ELEM, REDUCE, ROW, Builder, Region, RegionInput, compute_levels
+from htam_engine.propose.offline.recognize import OpCall, is_kept, recognize
+from htam_engine.propose.offline.trace import Traced
+
+_FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+
+class _Mismatch(Exception):
+    """The node does not fit the open region (another reduction layout); start a new one."""
+
+
+@dataclass
+class Plan:
+    params: list[str]  # forward's parameter list, as written
+    lines: list[str]  # forward body
+    regions: list[Region]
+    kept: list[str] = field(default_factory=list)  # descriptions of operations kept in PyTorch
+
+    @property
+    def has_library_op(self) -> bool:
+        return any(not k.startswith("view:") for k in self.kept)
+
+
+def _var(node: fx.Node) -> str:
+    return node.name if node.op == "placeholder" else f"t_{node.name}"
+
+
+def _py(value: Any, names: dict[fx.Node, str]) -> str:
+    if isinstance(value, fx.Node):
+        if value not in names:
+            raise Unsupported(f"value {value.name} is needed outside its fused region")
+        return names[value]
+    if isinstance(value, (list, tuple)):
+        inner = ", ".join(_py(v, names) for v in value)
+        if isinstance(value, tuple):
+            return f"({inner},)" if len(value) == 1 else f"({inner})"
+        return f"[{inner}]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: {_py(v, names)}" for k, v in value.items()) + "}"
+    if isinstance(value, float):
+        if math.isinf(value):
+            return "float('inf')" if value > 0 else "float('-inf')"
+        if math.isnan(value):
+            return "float('nan')"
+        return repr(value)
+    if isinstance(value, (torch.dtype, torch.memory_format, torch.layout)):
+        return str(value)
+    if isinstance(value, torch.device):
+        return f"torch.device({str(value)!r})"
+    if isinstance(value, slice):
+        return f"slice({_py(value.start, names)}, {_py(value.stop, names)}, {_py(value.step, names)})"
+    if value is Ellipsis:
+        return "..."
+    if value is None or isinstance(value, (bool, int, str)):
+        return repr(value)
+    raise Unsupported(f"cannot write argument of type {type(value).__name__} in generated code")
+
+
+def _call_args(args: tuple, kwargs: dict, names: dict[fx.Node, str]) -> str:
+    parts = [_py(a, names) for a in args] + [f"{k}={_py(v, names)}" for k, v in kwargs.items()]
+    return ", ".join(parts)
+
+
+def _attr_path(target: str) -> str:
+    if all(p.isidentifier() for p in target.split(".")):
+        return f"self.{target}"
+    return f"self.get_submodule({target!r})" if "." in target else f"getattr(self, {target!r})"
+
+
+def _function_name(fn: Any) -> str:
+    name = _get_qualified_name(fn)
+    if name.startswith("_operator."):
+        return "operator." + name.split(".", 1)[1]
+    if name.startswith("builtins."):
+        return name.split(".", 1)[1]
+    return name
+
+
+def _describe(node: fx.Node, traced: Traced) -> str:
+    if node.op == "call_module":
+        return type(traced.gm.get_submodule(str(node.target))).__name__
+    if node.op == "call_method":
+        return f"Tensor.{node.target}"
+    return _function_name(node.target)
+
+
+def _dims(dims: Any, ndim: int) -> tuple[int, ...]:
+    if dims is None or dims == () or dims == []:
+        out = tuple(range(ndim))
+    elif isinstance(dims, int):
+        out = (dims,)
+    elif isinstance(dims, (list, tuple)) and all(isinstance(d, int) for d in dims):
+        out = tuple(dims)
+    else:
+        raise Unsupported(f"reduction over dims {dims!r}")
+    out = tuple(sorted({d + ndim if d < 0 else d for d in out}))
+    if not out or out[0] < 0 or out[-1] >= ndim:
+        raise Unsupported(f"reduction dims {dims!r} out of range")
+    if out != tuple(range(out[0], out[-1] + 1)):
+        raise Unsupported(f"reduction over non-adjacent dims {out}")
+    return out
+
+
+class _RegionBuilder:
+    """The open region: implements the decomposition context (see decompose.Ctx)."""
+
+    def __init__(self, index: int, lowering: "_Lowering"):
+        self.index = index
+        self.low = lowering
+        self.b = Builder()
+        self.inputs: list[RegionInput] = []
+        self.input_ids: dict[str, int] = {}
+        self.nodes: dict[fx.Node, int] = {}  # fx node -> expr id
+        self.order: list[fx.Node] = []
+        self.elem: tuple[int, ...] | None = None  # fixed by the first reduction
+        self.dims: tuple[int, ...] | None = None
+        self.dropped: set[int] = set()  # row values whose reduced dims were dropped (keepdim=False)
+        self.call: OpCall | None = None
+
+    # -- transactional adding
+    def snapshot(self) -> tuple:
+        return (len(self.b.exprs), len(self.inputs), self.elem, self.dims, set(self.dropped))
+
+    def rollback(self, snap: tuple) -> None:
+        n_exprs, n_inputs, self.elem, self.dims, self.dropped = snap
+        del self.b.exprs[n_exprs:]
+        self.b._ids = {e: i for i, e in enumerate(self.b.exprs)}
+        for inp in self.inputs[n_inputs:]:
+            self.input_ids.pop(inp.source, None)
+        del self.inputs[n_inputs:]
+
+    # -- decomposition context
+    def val(self, arg: Any) -> int:
+        if isinstance(arg, bool):
+            raise Unsupported("boolean operand")
+        if isinstance(arg, (int, float)):
+            return self.b.const(float(arg))
+        if not isinstance(arg, fx.Node):
+            raise Unsupported(f"operand of type {type(arg).__name__}")
+        if arg in self.nodes:
+            return self.nodes[arg]
+        source = self.low.value_source(arg)
+        return self._input(source, self.low.traced.shapes.get(arg.name), self.low.traced.dtypes.get(arg.name))
+
+    def _input(self, source: str, shape: tuple[int, ...] | None, dtype: torch.dtype | None) -> int:
+        if shape is None:
+            raise Unsupported(f"operand {source} is not a tensor")
+        if dtype not in _FLOAT_DTYPES:
+            raise Unsupported(f"operand {source} has dtype {dtype}")
+        if source not in self.input_ids:
+            self.input_ids[source] = len(self.inputs)
+            self.inputs.append(RegionInput(source=source, kind="", shape=tuple(shape)))
+        return self.b.load(self.input_ids[source])
+
+    def num(self, arg: Any, what: str) -> float:
+        if isinstance(arg, (int, float)) and not isinstance(arg, bool):
+            return float(arg)
+        raise Unsupported(f"{what} must be a number, got {type(arg).__name__}")
+
+    def param(self, module: str | None, attr: str, arg: Any) -> int | None:
+        if isinstance(arg, fx.Node):
+            return self.val(arg)
+        if arg is not None:
+            raise Unsupported(f"{attr} of type {type(arg).__name__}")
+        mod_path = module or (self.call.module if self.call else None)
+        if not mod_path:
+            return None
+        tensor = getattr(self.low.traced.gm.get_submodule(mod_path), attr, None)
+        if tensor is None:
+            return None
+        return self._input(f"{_attr_path(mod_path)}.{attr}", tuple(tensor.shape), tensor.dtype)
+
+    def reduce(self, kind: str, a: int, input_arg: Any, dims: Any, keepdim: bool) -> int:
+        shape = self.low.traced.shapes.get(input_arg.name) if isinstance(input_arg, fx.Node) else None
+        if shape is None:
+            raise Unsupported("reduction of a non-tensor")
+        norm = _dims(dims, len(shape))
+        self._fix_layout(shape, norm)
+        r = self.b.red(kind, a)
+        if not keepdim:
+            self.dropped.add(r)
+        return r
+
+    def reduce_trailing(self, kind: str, a: int, input_arg: Any, count: int) -> int:
+        shape = self.low.traced.shapes.get(input_arg.name) if isinstance(input_arg, fx.Node) else None
+        if shape is None or count > len(shape):
+            raise Unsupported("normalization of a non-tensor")
+        return self.reduce(kind, a, input_arg, tuple(range(len(shape) - count, len(shape))), True)
+
+    def _fix_layout(self, shape: tuple[int, ...], dims: tuple[int, ...]) -> None:
+        if self.dims is None:
+            self.elem, self.dims = tuple(shape), dims
+        elif tuple(shape) != self.elem or dims != self.dims:
+            raise _Mismatch()
+
+
+class _Lowering:
+    def __init__(self, traced: Traced):
+        self.traced = traced
+        self.modules = dict(traced.gm.named_modules())
+        self.names: dict[fx.Node, str] = {}  # nodes with a Python value in forward
+        self.lines: list[str] = []
+        self.regions: list[Region] = []
+        self.kept: list[str] = []
+        self.open: _RegionBuilder | None = None
+        self.alias: dict[fx.Node, fx.Node] = {}  # getitem(max(x, dim), 0) -> the max node
+
+    def value_source(self, node: fx.Node) -> str:
+        node = self.alias.get(node, node)
+        if node in self.names:
+            return self.names[node]
+        if node.op == "get_attr":
+            return _attr_path(str(node.target))
+        raise Unsupported(f"value {node.name} is not available to a fused region")
+
+    # -- regions
+    def _close(self) -> None:
+        rb, self.open = self.open, None
+        if rb is None or not rb.order:
+            return
+        users_outside = [n for n in rb.order if any(u not in rb.nodes and u not in self.alias for u in n.users)]
+        for n in rb.order:
+            for u in n.users:
+                if u in self.alias:
+                    users_outside.append(n)
+        users_outside = list(dict.fromkeys(users_outside))
+        if len(users_outside) != 1:
+            names = ", ".join(n.name for n in users_outside) or "none"
+            raise Unsupported(f"a fused region would need several outputs ({names})")
+        out_node = users_outside[0]
+        region = _finish_region(rb, out_node, self.traced)
+        self.regions.append(region)
+        var = f"t_{out_node.name}"
+        args = ", ".join(inp.source for inp in region.inputs)
+        self.lines.append(f"{var} = _region_{region.index}({args})")
+        self.names[out_node] = var
+        for alias_node, target in self.alias.items():
+            if target is out_node:
+                self.names[alias_node] = var
+
+    def _add_fusable(self, node: fx.Node, call: OpCall) -> None:
+        fn = OPS.get(call.name)
+        if fn is None:
+            raise Unsupported(f"no decomposition for {call.name}")
+        for attempt in range(2):
+            if self.open is None:
+                self.open = _RegionBuilder(len(self.regions), self)
+            rb = self.open
+            snap = rb.snapshot()
+            rb.call = call
+            try:
+                expr = fn(rb, call.args)
+            except _Mismatch:
+                rb.rollback(snap)
+                if attempt:
+                    raise Unsupported(f"{node.name}: reduction layout does not fit one kernel") from None
+                self._close()
+                continue
+            rb.nodes[node] = expr
+            rb.order.append(node)
+            return
+
+    def run(self) -> Plan:
+        params: list[str] = []
+        for node in self.traced.gm.graph.nodes:
+            if node.op == "placeholder":
+                self.names[node] = node.name
+                if node.args:
+                    params.append(f"{node.name}={_py(node.args[0], self.names)}")
+                else:
+                    params.append(str(node.target) if str(node.target).startswith("*") else node.name)
+                continue
+            if node.op == "get_attr":
+                self.names[node] = _attr_path(str(node.target))
+                continue
+            if node.op == "output":
+                self._close()
+                self.lines.append(f"return {_py(node.args[0], self.names)}")
+                continue
+            if self._alias(node):
+                continue
+            call = recognize(node, self.modules)
+            if call is not None:
+                self._add_fusable(node, call)
+                continue
+            if not is_kept(node, self.modules):
+                raise Unsupported(f"cannot generate a kernel for {_describe(node, self.traced)}")
+            self._close()
+            self._emit_kept(node)
+        return Plan(params=params, lines=self.lines, regions=self.regions, kept=self.kept)
+
+    def _alias(self, node: fx.Node) -> bool:
+        """getitem(max(x, dim), 0) / .values name the reduction's value itself."""
+        if node.op != "call_function" or not node.args or not isinstance(node.args[0], fx.Node):
+            return False
+        src = node.args[0]
+        call = recognize(src, self.modules) if src.op != "placeholder" else None
+        if call is None or call.name not in ("max_dim", "min_dim"):
+            return False
+        if node.target is operator.getitem and node.args[1] == 0 or (
+            node.target is getattr and node.args[1] == "values"
+        ):
+            self.alias[node] = src
+            if src in self.names:
+                self.names[node] = self.names[src]
+            return True
+        raise Unsupported("argmax/argmin indices are not generated")
+
+    def _emit_kept(self, node: fx.Node) -> None:
+        var = _var(node)
+        args = _call_args(node.args, dict(node.kwargs), self.names)
+        if node.op == "call_module":
+            self.lines.append(f"{var} = {_attr_path(str(node.target))}({args})")
+        elif node.op == "call_function":
+            self.lines.append(f"{var} = {_function_name(node.target)}({args})")
+        else:
+            recv = _py(node.args[0], self.names)
+            rest = _call_args(node.args[1:], dict(node.kwargs), self.names)
+            self.lines.append(f"{var} = {recv}.{node.target}({rest})")
+        self.names[node] = var
+        desc = _describe(node, self.traced)
+        view = node.op == "call_method" or node.target in (operator.getitem, getattr, torch.flatten, torch.reshape)
+        self.kept.append(("view:" if view else "") + desc)
+
+
+def _finish_region(rb: _RegionBuilder, out_node: fx.Node, traced: Traced) -> Region:
+    exprs = rb.b.exprs
+    out = rb.nodes[out_node]
+    out_shape = traced.shapes.get(out_node.name)
+    if out_shape is None:
+        raise Unsupported(f"{out_node.name} is not a tensor")
+    if rb.dims is None:
+        elem = tuple(out_shape)
+        for inp in rb.inputs:
+            if torch.broadcast_shapes(inp.shape, elem) != elem:
+                raise Unsupported(f"operand {inp.source} broadcasts beyond the output shape")
+        for inp in rb.inputs:
+            inp.level = CONST if math.prod(inp.shape) == 1 else ELEM
+            if inp.level == CONST:
+                inp.kind = "scalar"
+            elif _right(inp.shape, len(elem)) == elem:
+                inp.kind = "full"
+            else:
+                inp.kind = "band1" if _right(inp.shape, len(elem))[-1] == elem[-1] and elem[-1] > 1 else "band0"
+        levels = compute_levels(exprs, [i.level for i in rb.inputs])
+        return Region(rb.index, list(exprs), rb.inputs, out, elem, None, True, tuple(out_shape), levels)
+    elem, dims = rb.elem, rb.dims
+    keep_shape = tuple(1 if d in dims else s for d, s in enumerate(elem))
+    for inp in rb.inputs:
+        shp = _right(inp.shape, len(elem)) if len(inp.shape) <= len(elem) else None
+        if shp is None or torch.broadcast_shapes(shp, elem) != elem:
+            raise Unsupported(f"operand {inp.source} does not broadcast to the reduced shape")
+        if math.prod(shp) == 1:
+            inp.level, inp.kind = CONST, "scalar"
+        elif all(shp[d] == 1 for d in dims):
+            inp.level, inp.kind = ROW, "outfull"
+        elif shp == elem:
+            inp.level, inp.kind = ELEM, "full"
+        elif all((shp[d] == elem[d]) if d in dims else shp[d] == 1 for d in range(len(elem))):
+            inp.level, inp.kind = ELEM, "rpos"
+        else:
+            inp.level, inp.kind = ELEM, "full"  # materialised by the wrapper (expand + contiguous)
+    levels = compute_levels(exprs, [i.level for i in rb.inputs])
+    dropped = set(rb.dropped)
+    for i, e in enumerate(exprs):
+        if e.op in REDUCE and levels[e.args[0]] != ELEM:
+            raise Unsupported("reduction of an already reduced value")
+        if e.op not in REDUCE and e.args:
+            arg_dropped = [a for a in e.args if a in dropped]
+            if arg_dropped and levels[i] == ELEM:
+                raise Unsupported("a reduced value without keepdim is broadcast back over the row")
+            if arg_dropped and any(levels[a] == ROW and a not in dropped for a in e.args):
+                raise Unsupported("row values with and without keepdim are combined")
+            if arg_dropped:
+                dropped.add(i)
+    level = levels[out]
+    if level == ELEM:
+        if tuple(out_shape) != elem:
+            raise Unsupported("fused output shape differs from the reduced input")
+        keepdim = True
+    elif level == ROW:
+        keepdim = out not in dropped
+        want = keep_shape if keepdim else tuple(s for d, s in enumerate(elem) if d not in dims)
+        if tuple(out_shape) != want:
+            raise Unsupported(f"reduced output shape {tuple(out_shape)} is not {want}")
+    else:
+        raise Unsupported("a fused region that computes only constants")
+    return Region(rb.index, list(exprs), rb.inputs, out, elem, dims, keepdim, tuple(out_shape), levels)
+
+
+def _right(shape: tuple[int, ...], ndim: int) -> tuple[int, ...]:
+    return (1,) * (ndim - len(shape)) + tuple(shape)
+
+
+def lower(traced: Traced) -> Plan:
+    plan = _Lowering(traced).run()
+    if not plan.regions:
+        raise Unsupported("nothing to fuse: every operation is a library call kept in PyTorch")
+    return plan

@@ -1,0 +1,297 @@
+"""Recognise torch.fx nodes as operations the offline proposer can fuse or keeps in PyTorch.
+
+`recognize(node, modules)` names a node's operation canonically ("gelu", "add",
+"softmax", ...) with its arguments bound by name, whatever spelling the model used
+(torch.relu, F.relu, x.relu(), nn.ReLU(), operator.mul, torch.mul, x.mul(...)).
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+_REQ = object()  # marks a required argument in a signature
+
+
+@dataclass(slots=True)
+class OpCall:
+    name: str  # canonical operation name
+    args: dict[str, Any] = field(default_factory=dict)  # bound arguments (fx Nodes, numbers, tuples)
+    module: str | None = None  # submodule path for call_module nodes (parameters live there)
+
+
+# Canonical signatures: (name, default) pairs after the input tensor.
+SIGNATURES: dict[str, tuple[tuple[str, Any], ...]] = {
+    "relu": (),
+    "relu6": (),
+    "leaky_relu": (("negative_slope", 0.01),),
+    "gelu": (("approximate", "none"),),
+    "sigmoid": (),
+    "tanh": (),
+    "silu": (),
+    "elu": (("alpha", 1.0),),
+    "selu": (),
+    "celu": (("alpha", 1.0),),
+    "hardtanh": (("min_val", -1.0), ("max_val", 1.0)),
+    "hardsigmoid": (),
+    "hardswish": (),
+    "softplus": (("beta", 1.0), ("threshold", 20.0)),
+    "softsign": (),
+    "mish": (),
+    "logsigmoid": (),
+    "tanhshrink": (),
+    "clamp": (("min", None), ("max", None)),
+    "clamp_min": (("min", _REQ),),
+    "clamp_max": (("max", _REQ),),
+    "abs": (),
+    "exp": (),
+    "log": (),
+    "sqrt": (),
+    "rsqrt": (),
+    "neg": (),
+    "square": (),
+    "reciprocal": (),
+    "log1p": (),
+    "expm1": (),
+    "erf": (),
+    "pow": (("exponent", _REQ),),
+    "add": (("other", _REQ), ("alpha", 1)),
+    "sub": (("other", _REQ), ("alpha", 1)),
+    "rsub": (("other", _REQ), ("alpha", 1)),
+    "mul": (("other", _REQ),),
+    "div": (("other", _REQ), ("rounding_mode", None)),
+    "maximum": (("other", _REQ),),
+    "minimum": (("other", _REQ),),
+    "identity": (),
+    "dropout": (("p", 0.5), ("training", True), ("inplace", False)),
+    "sum": (("dim", None), ("keepdim", False), ("dtype", None)),
+    "mean": (("dim", None), ("keepdim", False), ("dtype", None)),
+    "amax": (("dim", ()), ("keepdim", False)),
+    "amin": (("dim", ()), ("keepdim", False)),
+    "max_dim": (("dim", _REQ), ("keepdim", False)),
+    "min_dim": (("dim", _REQ), ("keepdim", False)),
+    "logsumexp": (("dim", _REQ), ("keepdim", False)),
+    "softmax": (("dim", None), ("_stacklevel", 3), ("dtype", None)),
+    "log_softmax": (("dim", None), ("_stacklevel", 3), ("dtype", None)),
+    "layer_norm": (("normalized_shape", _REQ), ("weight", None), ("bias", None), ("eps", 1e-5)),
+    "rms_norm": (("normalized_shape", _REQ), ("weight", None), ("eps", None)),
+    "var": (("dim", None), ("unbiased", True), ("keepdim", False)),
+    "std": (("dim", None), ("unbiased", True), ("keepdim", False)),
+    "norm": (("p", "fro"), ("dim", None), ("keepdim", False)),
+    "normalize": (("p", 2.0), ("dim", 1), ("eps", 1e-12)),
+}
+
+_FUNCTIONS: dict[Any, str] = {}
+
+
+def _register(name: str, *fns: Any) -> None:
+    for fn in fns:
+        if fn is not None:
+            _FUNCTIONS[fn] = name
+
+
+_g = getattr
+_register("relu", torch.relu, F.relu, _g(torch, "relu_", None), _g(F, "relu_", None))
+_register("relu6", F.relu6)
+_register("leaky_relu", F.leaky_relu)
+_register("gelu", F.gelu)
+_register("sigmoid", torch.sigmoid, F.sigmoid)
+_register("tanh", torch.tanh, F.tanh)
+_register("silu", F.silu)
+_register("elu", F.elu)
+_register("selu", F.selu, torch.selu)
+_register("celu", F.celu)
+_register("hardtanh", F.hardtanh)
+_register("hardsigmoid", F.hardsigmoid)
+_register("hardswish", F.hardswish)
+_register("softplus", F.softplus)
+_register("softsign", F.softsign)
+_register("mish", F.mish)
+_register("logsigmoid", F.logsigmoid)
+_register("tanhshrink", F.tanhshrink)
+_register("clamp", torch.clamp, torch.clip)
+_register("clamp_min", torch.clamp_min)
+_register("clamp_max", torch.clamp_max)
+_register("abs", torch.abs, operator.abs)
+_register("exp", torch.exp)
+_register("log", torch.log)
+_register("sqrt", torch.sqrt)
+_register("rsqrt", torch.rsqrt)
+_register("neg", torch.neg, operator.neg)
+_register("square", torch.square)
+_register("reciprocal", torch.reciprocal)
+_register("log1p", torch.log1p)
+_register("expm1", torch.expm1)
+_register("erf", torch.erf, torch.special.erf)
+_register("pow", torch.pow, operator.pow)
+_register("add", torch.add, operator.add, operator.iadd)
+_register("sub", torch.sub, torch.subtract, operator.sub, operator.isub)
+_register("rsub", torch.rsub)
+_register("mul", torch.mul, torch.multiply, operator.mul, operator.imul)
+_register("div", torch.div, torch.divide, torch.true_divide, operator.truediv, operator.itruediv)
+_register("maximum", torch.maximum, torch.fmax)
+_register("minimum", torch.minimum, torch.fmin)
+_register("dropout", F.dropout)
+_register("sum", torch.sum)
+_register("mean", torch.mean)
+_register("amax", torch.amax)
+_register("amin", torch.amin)
+_register("logsumexp", torch.logsumexp)
+_register("softmax", torch.softmax, F.softmax)
+_register("log_softmax", torch.log_softmax, F.log_softmax)
+_register("layer_norm", F.layer_norm)
+_register("rms_norm", _g(F, "rms_norm", None))
+_register("var", torch.var)
+_register("std", torch.std)
+_register("norm", torch.norm)
+_register("normalize", F.normalize)
+
+_METHODS: dict[str, str] = {
+    name: name
+    for name in (
+        "relu", "sigmoid", "tanh", "abs", "exp", "log", "sqrt", "rsqrt", "neg", "square", "reciprocal",
+        "log1p", "expm1", "erf", "pow", "add", "sub", "mul", "div", "maximum", "minimum", "clamp",
+        "clamp_min", "clamp_max", "sum", "mean", "amax", "amin", "logsumexp", "softmax", "log_softmax",
+        "var", "std", "norm",
+    )
+}
+_METHODS.update({
+    "relu_": "relu", "sigmoid_": "sigmoid", "tanh_": "tanh", "add_": "add", "sub_": "sub", "mul_": "mul",
+    "div_": "div", "clamp_": "clamp", "clip": "clamp", "exp_": "exp", "abs_": "abs", "negative": "neg",
+    "multiply": "mul", "subtract": "sub", "divide": "div", "true_divide": "div", "pow_": "pow",
+    "contiguous": "identity", "float": "identity",
+})
+
+# Modules whose forward is one canonical operation: (name, attributes -> argument names).
+_MODULES: dict[type, tuple[str, dict[str, str]]] = {
+    nn.ReLU: ("relu", {}),
+    nn.ReLU6: ("relu6", {}),
+    nn.LeakyReLU: ("leaky_relu", {"negative_slope": "negative_slope"}),
+    nn.GELU: ("gelu", {"approximate": "approximate"}),
+    nn.Sigmoid: ("sigmoid", {}),
+    nn.Tanh: ("tanh", {}),
+    nn.SiLU: ("silu", {}),
+    nn.ELU: ("elu", {"alpha": "alpha"}),
+    nn.SELU: ("selu", {}),
+    nn.CELU: ("celu", {"alpha": "alpha"}),
+    nn.Hardtanh: ("hardtanh", {"min_val": "min_val", "max_val": "max_val"}),
+    nn.Hardsigmoid: ("hardsigmoid", {}),
+    nn.Hardswish: ("hardswish", {}),
+    nn.Softplus: ("softplus", {"beta": "beta", "threshold": "threshold"}),
+    nn.Softsign: ("softsign", {}),
+    nn.Mish: ("mish", {}),
+    nn.LogSigmoid: ("logsigmoid", {}),
+    nn.Tanhshrink: ("tanhshrink", {}),
+    nn.Identity: ("identity", {}),
+    nn.Softmax: ("softmax", {"dim": "dim"}),
+    nn.LogSoftmax: ("log_softmax", {"dim": "dim"}),
+    nn.LayerNorm: ("layer_norm", {"normalized_shape": "normalized_shape", "eps": "eps"}),
+    nn.Dropout: ("dropout", {"p": "p", "training": "training"}),
+}
+if hasattr(nn, "RMSNorm"):
+    _MODULES[nn.RMSNorm] = ("rms_norm", {"normalized_shape": "normalized_shape", "eps": "eps"})
+
+# Operations kept in PyTorch (library kernels); the fused tail runs after them.
+KEPT_MODULES: tuple[type, ...] = (
+    nn.Linear, nn.Bilinear, nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d,
+    nn.ConvTranspose3d, nn.MaxPool1d, nn.MaxPool2d, nn.MaxPool3d, nn.AvgPool1d, nn.AvgPool2d, nn.AvgPool3d,
+    nn.AdaptiveAvgPool1d, nn.AdaptiveAvgPool2d, nn.AdaptiveAvgPool3d, nn.AdaptiveMaxPool2d,
+    nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.GroupNorm, nn.InstanceNorm1d, nn.InstanceNorm2d,
+    nn.InstanceNorm3d, nn.Embedding, nn.Flatten, nn.Unflatten,
+)
+KEPT_FUNCTIONS: set[Any] = {
+    torch.matmul, torch.mm, torch.bmm, torch.addmm, torch.baddbmm, torch.einsum, F.linear, F.bilinear,
+    F.conv1d, F.conv2d, F.conv3d, F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d,
+    F.max_pool1d, F.max_pool2d, F.max_pool3d, F.avg_pool1d, F.avg_pool2d, F.avg_pool3d,
+    F.adaptive_avg_pool1d, F.adaptive_avg_pool2d, F.adaptive_avg_pool3d, F.batch_norm, F.group_norm,
+    F.instance_norm, F.embedding, operator.matmul, torch.flatten, torch.reshape, torch.transpose,
+    torch.permute, torch.squeeze, torch.unsqueeze, torch.cat, torch.stack, operator.getitem, getattr,
+}
+KEPT_METHODS: set[str] = {
+    "view", "reshape", "flatten", "permute", "transpose", "unsqueeze", "squeeze", "size", "dim",
+    "matmul", "bmm", "mm", "t", "expand", "expand_as", "view_as", "reshape_as", "unflatten",
+}
+
+
+def _bind(name: str, args: tuple, kwargs: dict) -> dict[str, Any] | None:
+    sig = SIGNATURES[name]
+    if not args:
+        return None
+    bound: dict[str, Any] = {"input": args[0]}
+    rest = list(args[1:])
+    if len(rest) > len(sig):
+        return None
+    for (pname, default), value in zip(sig, rest + [_REQ] * (len(sig) - len(rest))):
+        bound[pname] = value if value is not _REQ else kwargs.get(pname, default)
+    for key, value in kwargs.items():
+        if key == "input":
+            bound["input"] = value
+        elif key not in bound and key not in ("out", "inplace"):
+            return None
+        else:
+            bound[key] = value
+    if any(v is _REQ for v in bound.values()):
+        return None
+    return bound
+
+
+def _minmax_call(kind: str, args: tuple, kwargs: dict) -> OpCall | None:
+    """torch.max / torch.min: elementwise with a tensor, a reduction with a dim, or a full reduction."""
+    other = args[1] if len(args) > 1 else kwargs.get("other", kwargs.get("dim"))
+    if other is None:
+        return OpCall("a" + kind, {"input": args[0], "dim": (), "keepdim": False})
+    if isinstance(other, torch.fx.Node):
+        return OpCall(kind + "imum", {"input": args[0], "other": other})
+    bound = _bind(kind + "_dim", args, kwargs)
+    return OpCall(kind + "_dim", bound) if bound else None
+
+
+def recognize(node: torch.fx.Node, modules: dict[str, nn.Module]) -> OpCall | None:
+    """Canonical operation of a fusable node, or None (kept in PyTorch or unsupported)."""
+    if node.op == "call_module":
+        mod = modules.get(str(node.target))
+        if mod is None:
+            return None
+        entry = _MODULES.get(type(mod))
+        if entry is None:
+            return None
+        name, attrs = entry
+        if not node.args:
+            return None
+        bound: dict[str, Any] = {"input": node.args[0]}
+        for attr, pname in attrs.items():
+            bound[pname] = getattr(mod, attr)
+        return OpCall(name, bound, module=str(node.target))
+    if node.op == "call_function":
+        fn = node.target
+        if fn in (torch.max, torch.min):
+            return _minmax_call("max" if fn is torch.max else "min", node.args, dict(node.kwargs))
+        name = _FUNCTIONS.get(fn)
+    elif node.op == "call_method":
+        if node.target in ("max", "min"):
+            return _minmax_call(str(node.target), node.args, dict(node.kwargs))
+        name = _METHODS.get(str(node.target))
+        if name == "identity" and node.target == "float":
+            return OpCall("to_float32", {"input": node.args[0]})
+    else:
+        return None
+    if name is None:
+        return None
+    bound = _bind(name, node.args, dict(node.kwargs))
+    return OpCall(name, bound) if bound is not None else None
+
+
+def is_kept(node: torch.fx.Node, modules: dict[str, nn.Module]) -> bool:
+    """A node PyTorch keeps computing (library op or a view/shape query)."""
+    if node.op == "call_module":
+        return isinstance(modules.get(str(node.target)), KEPT_MODULES)
+    if node.op == "call_function":
+        return node.target in KEPT_FUNCTIONS
+    if node.op == "call_method":
+        return str(node.target) in KEPT_METHODS
+    return False
