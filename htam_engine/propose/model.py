@@ -171,17 +171,18 @@ class ModelProposer:
         """Ask until a complete reply arrives or the retry budget is spent."""
         reply = Reply()
         messages = prompt.messages()
-        for attempt in range(self.policy.retries + 1):
-            reply.attempts = attempt + 1
+        attempt = 0
+        while True:
+            reply.attempts += 1
             got: list[str] = []
             try:
                 text, usage, finish = await self._attempt(messages, max_tokens, seed, on_token, got)
             except Exception as exc:  # noqa: BLE001 - every fault is classified, none escapes
                 fault = classify(exc, mid_stream=bool(got))
-                if fault.status == 400 and (change := self.compat.adapt(fault.message)):
-                    log.info("the endpoint rejected a parameter: %s", change)
-                    fault.retryable = True
                 reply.faults.append(fault)
+                if fault.status == 400 and (change := self.compat.adapt(fault.message)):
+                    log.info("the endpoint rejected a parameter: %s; asking again", change)
+                    continue  # not a fault of the endpoint: costs no retry and no wait
                 if got:  # the server read the prompt and wrote part of a reply: that still costs
                     reply.usage += self._usage(messages, "".join(got), None)
                 if not fault.retryable or attempt == self.policy.retries:
@@ -189,7 +190,8 @@ class ModelProposer:
                     reply.failure = self._failure(reply)
                     return reply
                 wait = self.policy.delay(attempt, fault, self._rng)
-                log.info("model call attempt %d failed (%s); retrying in %.2f s", attempt + 1, fault.message, wait)
+                attempt += 1
+                log.info("model call attempt %d failed (%s); retrying in %.2f s", reply.attempts, fault.message, wait)
                 if got:
                     await _deliver(on_token, f"\n[{fault.kind.replace('_', ' ')}: retrying]\n")
                 await asyncio.sleep(wait)
@@ -197,7 +199,6 @@ class ModelProposer:
             reply.text, reply.finish_reason = text, finish
             reply.usage += self._usage(messages, text, usage)
             return reply
-        return reply  # not reached: the loop returns on success or on the last attempt
 
     async def _attempt(
         self, messages: list[dict[str, str]], max_tokens: int, seed: int | None, on_token: TokenSink | None, got: list[str]
@@ -273,7 +274,7 @@ class ModelProposer:
         last = reply.faults[-1]
         if not last.retryable:
             return redact(f"model endpoint refused the request: {last.message}")
-        kinds = ", ".join(sorted({f.kind for f in reply.faults}))
+        kinds = ", ".join(sorted({f.kind for f in reply.faults if f.retryable}))
         return redact(f"model endpoint failed after {reply.attempts} attempts ({kinds}); last: {last.message}")
 
 
