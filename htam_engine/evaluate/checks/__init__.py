@@ -17,14 +17,21 @@ Interface used by the evaluation worker (harness-core):
         Guards.verify() -> list[Finding]: call after timing too (timers/sync untouched,
         no stray threads or busy side streams).
         Guards.trust_current_threads(): threads alive now are the harness's own.
+        Threads started with no candidate code on the stack (the worker's helpers, torch's
+        compile pool, a compile of the reference) are trusted automatically; torch wrapping
+        its own functions (dynamo, on a torch.compile baseline) is not tampering.
+        Guards.trusted(): a `with` block for harness work whose side effects are accepted.
         Guards.uninstall(): restore everything (in-process tests).
+        A worker whose verify() reported anything should be replaced, not reused.
 
     check_candidate(ctx: CheckContext) -> CheckReport
         In the worker, after the candidate module imported. Builds Model and ModelNew
         under the same seed, runs correctness on several input sets (fresh get_inputs,
         signed-normal, heavy-tailed for tiny outputs, the unseen shape) and every runtime
-        integrity rule; returns status OK / INCORRECT / REJECTED / RUNTIME_ERROR, the
-        models to time and a fresh input set for timing.
+        integrity rule; returns status OK / INCORRECT / REJECTED / RUNTIME_ERROR
+        (COMPILE_ERROR when a build fails at construction or first launch), the models to
+        time and a fresh input set for timing. Stops at the first reject-level finding.
+        On the CPU, glibc's malloc perturbation is on only during the candidate's calls.
 """
 
 from htam_engine.evaluate.checks.candidate import check_candidate

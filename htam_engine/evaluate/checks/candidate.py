@@ -254,6 +254,7 @@ class _Checker:
     # -- the sequence -------------------------------------------------------------------------------------
     def run(self) -> CheckReport:
         inst, cfg = self.ctx.instance, self.cfg
+        self.guards.trust_code_of(inst.Model, inst.get_inputs)
         init = list(inst.get_init_inputs())
         try:
             ref_model = construct(inst.Model, init, cfg.seed, self.device)

@@ -86,12 +86,13 @@ def _trusted_roots() -> tuple[str, ...]:
 _TRUSTED_ROOTS = _trusted_roots()
 
 
-def candidate_on_stack() -> bool:
-    """True when any frame on the current stack runs code outside the platform and harness."""
+def candidate_on_stack(trusted_files: frozenset[str] | set[str] = frozenset()) -> bool:
+    """True when any frame on the current stack runs code outside the platform, the harness
+    and `trusted_files` (the problem's own module: the reference runs under torch.compile)."""
     frame = sys._getframe(1)
     while frame is not None:
         name = frame.f_code.co_filename
-        if not (name.startswith(_TRUSTED_ROOTS) or name.startswith("<frozen")):
+        if not (name.startswith(_TRUSTED_ROOTS) or name.startswith("<frozen") or name in trusted_files):
             return True
         frame = frame.f_back
     return False
@@ -121,21 +122,32 @@ def _callables(ns: Any) -> dict[str, Any]:
 
 def _framework_wrapper(current: Any, original: Any) -> bool:
     """True when torch itself wrapped `original` (torch._dynamo wraps torch.manual_seed and
-    nn.Module methods when first imported): the wrapper's code lives in torch's package and
-    its __wrapped__ chain reaches the original, so behaviour is unchanged."""
+    nn.Module.__init__/__setstate__ once a compile runs): the wrapper's code lives in torch's
+    package and reaches the original through __wrapped__ or its closure."""
     import torch
 
-    root = torch.__file__.rsplit("/", 1)[0] + "/"
-    fn, seen = current, 0
-    while fn is not None and seen < 8:
+    root = os.path.dirname(torch.__file__) + "/"
+    fn = current
+    for _ in range(8):
         code = getattr(fn, "__code__", None)
         if code is None or not code.co_filename.startswith(root):
             return False
-        fn = getattr(fn, "__wrapped__", None)
-        if fn is original:
+        cells = [c.cell_contents for c in (getattr(fn, "__closure__", None) or ()) if _filled(c)]
+        inner = getattr(fn, "__wrapped__", None)
+        if inner is original or any(c is original for c in cells):
             return True
-        seen += 1
+        fn = inner if inner is not None else next((c for c in cells if callable(c)), None)
+        if fn is None:
+            return False
     return False
+
+
+def _filled(cell: Any) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:  # an empty cell
+        return False
+    return True
 
 
 def _settings() -> dict[str, Any]:
@@ -198,6 +210,7 @@ class Guards:
         self._identities: dict[tuple[str, str], tuple[str, Any]] = {}
         self._settings: dict[str, Any] = {}
         self._trusted_threads: set[int] = set()
+        self._trusted_files: set[str] = set()
         self._trace = (sys.gettrace(), sys.getprofile())
         self._streams: "weakref.WeakSet[Any]" = weakref.WeakSet()
         self.installed = False
@@ -269,8 +282,10 @@ class Guards:
         original = threading.Thread.start
         trusted = self._trusted_threads
 
+        files = self._trusted_files
+
         def start(thread: threading.Thread) -> None:
-            mine = not candidate_on_stack()
+            mine = not candidate_on_stack(files)
             original(thread)
             if mine and thread.ident is not None:
                 trusted.add(thread.ident)
@@ -340,6 +355,15 @@ class Guards:
         """Threads alive now belong to the harness (call after starting the worker's own threads)."""
         self._trusted_threads.clear()
         self._trusted_threads.update(t.ident for t in threading.enumerate() if t.ident is not None)
+
+    def trust_code_of(self, *objects: Any) -> None:
+        """Code in the files defining these (the problem's Model, get_inputs) is the reference's:
+        threads started while it is on the stack (a torch.compile of it) are not the candidate's."""
+        for obj in objects:
+            fn = getattr(obj, "forward", obj)
+            code = getattr(fn, "__code__", None)
+            if code is not None and not code.co_filename.startswith("<"):
+                self._trusted_files.add(code.co_filename)
 
     @contextlib.contextmanager
     def trusted(self) -> Iterator[None]:

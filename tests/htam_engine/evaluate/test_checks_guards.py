@@ -147,3 +147,33 @@ def test_torch_wrapping_its_own_functions_is_not_tampering(guards):
         assert any(f.rule == "torch_tamper" for f in guards.verify())
     finally:
         torch.nn.functional.relu = original
+
+
+def test_dynamo_patching_module_init_for_a_compile_baseline_is_not_tampering(guards):
+    # What a torch.compile of the reference does to nn.Module (without paying for a compile).
+    from torch._dynamo.mutation_guard import install_generation_tagging_init
+
+    init, setstate = torch.nn.Module.__init__, torch.nn.Module.__setstate__
+    try:
+        install_generation_tagging_init()
+        assert torch.nn.Module.__init__ is not init
+        assert guards.verify() == []
+    finally:
+        torch.nn.Module.__init__, torch.nn.Module.__setstate__ = init, setstate
+
+
+def _reference_forward_starting_a_thread(stop: threading.Event) -> threading.Thread:
+    t = threading.Thread(target=stop.wait)
+    t.start()
+    return t
+
+
+def test_threads_started_under_the_reference_code_are_trusted(guards):
+    stop = threading.Event()
+    guards.trust_code_of(_reference_forward_starting_a_thread)  # as check_candidate does for Model
+    t = _reference_forward_starting_a_thread(stop)
+    try:
+        assert guards.stray_threads() == []
+    finally:
+        stop.set()
+        t.join()

@@ -1,0 +1,69 @@
+"""The checks through the real evaluation worker (a separate process): verdicts and findings
+arrive in the EvalResult, and a rejected candidate does not poison the next evaluation."""
+
+from __future__ import annotations
+
+import pytest
+
+from cheats.harness import candidate_path, problem_path
+from htam_engine.evaluate.config import EvalConfig
+from htam_engine.evaluate.result import Status
+
+
+def fast_config() -> EvalConfig:
+    return EvalConfig(timeout_s=120.0, trials=3, warmup=1, time_compile_baseline=False)
+
+
+@pytest.fixture(scope="module")
+def evaluator():
+    from htam_engine.evaluate.evaluator import Evaluator
+
+    ev = Evaluator("cpu")
+    yield ev
+    ev.close()
+
+
+@pytest.fixture(scope="module")
+def problems():
+    from htam_engine.problems import load_problem
+
+    return {name: load_problem(str(problem_path(name))) for name in ("relu", "softmax")}
+
+
+def run(evaluator, problems, problem: str, candidate: str):
+    return evaluator.evaluate(problems[problem], candidate_path(candidate).read_text(), fast_config())
+
+
+def test_honest_candidate_is_ok_after_a_rejected_one_in_the_same_evaluator(evaluator, problems):
+    cheat = run(evaluator, problems, "relu", "cheat_timer_hidden")  # patches time.monotonic at run time
+    assert cheat.status is Status.REJECTED and not cheat.correct
+    assert any(f.rule == "timer_tamper" and "time.monotonic" in f.message for f in cheat.integrity)
+    honest = run(evaluator, problems, "relu", "honest_relu_triton")
+    assert honest.status is Status.OK, (honest.diagnostics.message, honest.integrity)
+    assert honest.correct and honest.runtime_ms and honest.integrity == []
+
+
+def test_static_reject_never_reaches_the_worker(evaluator, problems):
+    r = run(evaluator, problems, "relu", "cheat_timer")
+    assert r.status is Status.REJECTED
+    assert r.integrity and all(f.rule == "monkey_patch" for f in r.integrity)
+    assert r.diagnostics.message.startswith("line ")
+
+
+@pytest.mark.parametrize("candidate,rule", [
+    ("cheat_cache_address_padded", "caching"),
+    ("cheat_empty_like", "uninitialized_memory"),
+])
+def test_runtime_cheats_are_rejected_in_the_worker(evaluator, problems, candidate, rule):
+    r = run(evaluator, problems, "relu", candidate)
+    assert r.status is Status.REJECTED, (r.diagnostics.message, r.integrity)
+    assert rule in {f.rule for f in r.integrity}
+    assert r.runtime_ms is None  # never timed
+
+
+def test_all_zeros_softmax_is_incorrect_with_a_mismatch_summary(evaluator, problems):
+    r = run(evaluator, problems, "softmax", "cheat_zeros")
+    assert r.status is Status.INCORRECT
+    mm = r.diagnostics.mismatch
+    assert mm is not None and mm.input_set == "get_inputs#0" and "whole-output" in mm.note
+    assert mm.expected_shape == [2, 4096] and mm.expected_dtype == "float32"
