@@ -31,7 +31,7 @@ def wait_screen(name: str, text: str, timeout: float) -> str:
 def test_launch_approve_memory_quit(tmp_path):
     name = f"htam-{uuid.uuid4().hex[:8]}"
     env = f"HTAM_SESSIONS_DIR={tmp_path} HTAM_BANK={tmp_path}/bank.htgbank TERM=xterm-256color"
-    cmd = f"cd {tmp_path} && env {env} htam --steps 1 --backend triton; echo EXIT=$?; sleep 30"
+    cmd = f"cd {tmp_path} && env {env} htam --steps 1; echo EXIT=$?; sleep 30"
     subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "80", "-y", "24", cmd], check=True)
     try:
         end = time.monotonic() + 120
@@ -41,7 +41,7 @@ def test_launch_approve_memory_quit(tmp_path):
             assert time.monotonic() < end, screen
             time.sleep(0.2)
         subprocess.run(["tmux", "send-keys", "-t", name, "a"], check=True)
-        wait_screen(name, "step 1/1", 240)
+        wait_screen(name, "step 1/1", 30)  # approved: back on the main screen while it evaluates
         subprocess.run(["tmux", "send-keys", "-t", name, "m"], check=True)
         wait_screen(name, "memory_access", 30)
         subprocess.run(["tmux", "send-keys", "-t", name, "Escape"], check=True)
