@@ -237,3 +237,14 @@ async def test_endpoint_check_reports_reachability_and_the_model(loopback, model
     loopback.stop()
     down = await proposer.check()
     assert not down.ok and "connection error" in down.message
+
+
+async def test_concurrent_samples_share_one_proposer(loopback, model_config, kit):
+    loopback.add(*[Reply(kit.fenced(kit.GOOD_CODE), chunk_chars=50, chunk_delay_s=0.01) for _ in range(3)])
+    proposer = ModelProposer(model_config.model)
+    streams: dict[int, list[str]] = {0: [], 1: [], 2: []}
+    requests = [kit.make_request(sample=i) for i in range(3)]
+    proposals = await asyncio.gather(*(proposer.propose(r, streams[r.sample].append) for r in requests))
+    assert all(p.code == kit.GOOD_CODE for p in proposals)
+    assert all("".join(streams[i]) == proposals[i].raw_output for i in range(3))
+    assert sorted(r.body["seed"] for r in loopback.chat_requests()) == [0, 1, 2]
