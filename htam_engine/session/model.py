@@ -35,6 +35,9 @@ class Candidate:
 
 @dataclass(slots=True)
 class StepRecord:
+    """One finished step. Once saved, a step is not changed in place (saving reuses its packed
+    bytes; replacing its candidates, results or decisions with new objects is detected)."""
+
     step: int  # from 1
     state: State
     selection: Selection

@@ -2,7 +2,9 @@
 
 Format version 2 (current) body:
     {"schema": {record class: [field names]}, "session": <Session, positional (session/codec.py)>}
-The memory snapshot (Session.memory_initial) is the HTG's columnar plain data. The envelope's
+The memory snapshot (Session.memory_initial) is the HTG's columnar plain data. Saving reuses
+the packed bytes of steps saved before (session/packing.py), so a save costs one new step
+plus a copy. The envelope's
 meta map holds what a listing needs (problem, steps, best speedup, updated_at) so listing a
 folder does not decode whole sessions.
 Version 1 (a flat map of named records with "format_version": 1 and no envelope) loads
@@ -20,6 +22,7 @@ from htam_engine.cli.errors import InputError
 from htam_engine.session import codec
 from htam_engine.session.fileio import open_envelope, read_raw, write_envelope
 from htam_engine.session.model import Session
+from htam_engine.session.packing import pack_session
 
 FORMAT_VERSION = 2
 SESSION_KIND = "htam-session"
@@ -54,7 +57,7 @@ def save_session(session: Session, path: str | os.PathLike) -> None:
     """Atomic write (temp file in the same folder, flush, fsync, rename, fsync folder)."""
     session.updated_at = time.time()
     with codec.gc_paused():
-        body = {"schema": _schema(), "session": codec.encode(session)}
+        body = pack_session(session, _schema())
         write_envelope(path, SESSION_KIND, FORMAT_VERSION, body, meta=session_meta(session))
 
 
