@@ -78,3 +78,26 @@ async def test_approve_veto_browse_branch_export_on_the_real_engine(server, tmp_
         branched = [p for p in tmp_path.glob("*.htam") if p.name != "demo.htam"]
         assert len(branched) == 1 and len(load_session(branched[0]).steps) == 1
         await pilot.press("escape")
+
+
+async def test_offline_proposer_candidate_is_shown_and_vetoed(tmp_path, monkeypatch):
+    """The demo problem with the offline proposer: its candidate reaches the approval screen
+    (C++ in the kernel view) and a veto goes into the saved session. Nothing is compiled."""
+    from htam_engine.evaluate.pool import WorkerPool
+    from htam_engine.problems import DEMO_PROBLEM, load_problem
+    from htam_engine.propose.offline import OfflineProposer
+
+    monkeypatch.setenv("HTAM_SESSIONS_DIR", str(tmp_path))
+    engine = Engine(load_problem(DEMO_PROBLEM), SessionConfig(backend="cpp", device="cpu", policy="ask", steps=1),
+                    proposer=OfflineProposer(), pool=WorkerPool(1, "cpu"), htg=HTG.seed(),
+                    session_path=tmp_path / "offline.htam", interactive=True)
+    app = HtamApp(engine, sessions_dir=tmp_path, settings=UiSettings(bell=False, refresh_hz=50))
+    async with app.run_test(size=SMALL) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen), timeout=60)
+        assert "class ModelNew" in app.screen.request.code
+        await pilot.press("v", *"not now", "enter")
+        await wait_for(pilot, lambda: app.view.engine_state == "finished", timeout=30)
+        session = load_session(tmp_path / "offline.htam")
+        assert session.steps[0].candidates[0].decision.reason == "not now"
+        await pilot.press("k")
+        await wait_text(pilot, "kernel (C++)")
