@@ -1,0 +1,344 @@
+"""GPU benchmark of the loop: a batch over the built-in suite, evaluation throughput, compile time.
+
+Run on a CUDA machine (the lead runs it on the H200):
+
+    python3 tests/bench/gpu_batch.py [--parts batch,throughput,compile] [--steps 2] [--jobs 16]
+                                     [--parallel 32] [--sequential 6] [--workers 16]
+
+Parts (each robust to single failures; results are written after every part):
+
+batch       `htam batch builtin --device cuda --backend cuda` with the offline proposer at GPU
+            sizes (problems in flight: --jobs); its metrics (correctness, fast_p, geomean vs
+            eager and torch.compile).
+throughput  distinct CUDA load_inline candidates (the offline proposer's candidates for every
+            built-in problem x template) evaluated (compile, check, time) with the parallel
+            pool (--workers slots) and, in the same run, a subset of the same candidates one at
+            a time through a single worker; candidates per minute for each, and the per-stage
+            times. Each mode uses its own fresh compile cache, so neither reuses the other's builds.
+compile     the per-candidate compile time before and after cutting it, on one typical CUDA
+            candidate compiled under distinct names (nothing cached): the usual layout (torch
+            headers in the .cu), the same with a shared precompiled torch/extension.h for the
+            host translation unit, and the split layout (kernel .cu with only CUDA headers,
+            `no_implicit_headers`, torch wrapper in the host unit with the precompiled header).
+
+Writes JSON to $OUT/gpu_batch.json when OUT is set (else ./gpu_batch.json) and prints a summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import inspect
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+OUT = Path(os.environ.get("OUT") or ".")
+REPORT: dict[str, Any] = {}
+
+
+def save() -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "gpu_batch.json").write_text(json.dumps(REPORT, indent=2, default=str))
+
+
+def part(name: str):
+    """Run one part; a failure is recorded and the next part still runs."""
+
+    def wrap(fn):
+        def run(*a, **kw):
+            t0 = time.time()
+            try:
+                REPORT[name] = fn(*a, **kw)
+            except Exception as exc:  # noqa: BLE001 - a bench keeps going
+                REPORT[name] = {"error": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()[-3000:]}
+            REPORT[name]["wall_s"] = round(time.time() - t0, 1)
+            save()
+            print(f"== {name}: {json.dumps(REPORT[name], default=str)[:1500]}", flush=True)
+
+        return run
+
+    return wrap
+
+
+def fresh_cache(tag: str) -> str:
+    d = tempfile.mkdtemp(prefix=f"htam-bench-{tag}-")
+    os.environ["HTAM_CACHE_DIR"] = d
+    os.environ["TORCH_EXTENSIONS_DIR"] = os.path.join(d, "torch_extensions")
+    return d
+
+
+# ---------------------------------------------------------------------------- batch
+@part("batch")
+def run_batch(args: argparse.Namespace) -> dict[str, Any]:
+    from htam_engine.loop.batch import Batch, BatchSpec
+    from htam_engine.loop.suite import load_suite
+
+    fresh_cache("batch")
+    out = OUT / "batch"
+    spec = BatchSpec(suites=["builtin"], out=str(out), steps=args.steps, samples=1, device="cuda", backend="cuda",
+                     proposer="offline", jobs=args.jobs, workers=args.workers)
+    suite = load_suite(spec.suites, device="cuda")
+    done_lines: list[str] = []
+
+    def on_done(d: Any) -> None:
+        line = f"[{d.index}/{d.total}] {d.problem}: " + (d.error or f"{d.row['status']} {d.row['speedup_eager']}")
+        done_lines.append(line)
+        print(line, flush=True)
+
+    doc = asyncio.run(Batch(spec).run(suite.problems, on_done=on_done))
+    return {"metrics": doc["metrics"], "problems": len(suite.problems), "broken": [str(b) for b in suite.broken],
+            "out": str(out), "lines": done_lines}
+
+
+# ---------------------------------------------------------------------------- throughput
+async def offline_candidates(limit: int) -> list[tuple[Any, str, str]]:
+    """(problem, code, template) for distinct CUDA sources of the offline proposer."""
+    from htam_engine.families import Backend
+    from htam_engine.memory import make_state
+    from htam_engine.memory.types import Retrieval, Selection
+    from htam_engine.problems import builtin_names, load_problem
+    from htam_engine.propose.base import ProposalRequest
+    from htam_engine.propose.offline import TEMPLATE_IDS, OfflineProposer
+
+    proposer = OfflineProposer()
+    seen: set[str] = set()
+    out: list[tuple[Any, str, str]] = []
+    for name in builtin_names():
+        try:
+            problem = load_problem(name, device="cuda")
+        except Exception:  # noqa: BLE001
+            continue
+        state = make_state("start", problem.family, Backend.CUDA, "unknown", None)
+        for sample in range(len(TEMPLATE_IDS)):
+            req = ProposalRequest(problem=problem, backend=Backend.CUDA, state=state,
+                                  selection=Selection("", [], "bench"), retrieval=Retrieval("", [], []),
+                                  sample=sample)
+            try:
+                prop = await proposer.propose(req)
+            except Exception:  # noqa: BLE001 - a generator fault loses this candidate only
+                continue
+            if prop.code and prop.code not in seen:
+                seen.add(prop.code)
+                out.append((problem, prop.code, prop.template or ""))
+    # round-robin over problems, so the one-at-a-time prefix covers many of them
+    by_problem: dict[str, list[tuple[Any, str, str]]] = {}
+    for c in out:
+        by_problem.setdefault(c[0].id, []).append(c)
+    mixed: list[tuple[Any, str, str]] = []
+    while any(by_problem.values()):
+        for queue in by_problem.values():
+            if queue:
+                mixed.append(queue.pop(0))
+    return mixed[:limit]
+
+
+def stage_row(r: Any, wall: float) -> dict[str, Any]:
+    return {"status": r.status.value, "wall_s": round(wall, 2), "compile_s": round(r.stages.compile_s, 2),
+            "check_s": round(r.stages.check_s, 2), "time_s": round(r.stages.time_s, 2),
+            "cached": r.stages.compile_cached, "speedup_eager": r.speedup_eager}
+
+
+async def evaluate_all(cands: list[tuple[Any, str, str]], workers: int) -> tuple[float, list[dict[str, Any]]]:
+    from htam_engine.evaluate.config import EvalConfig
+    from htam_engine.evaluate.pool import WorkerPool
+
+    pool = WorkerPool(workers, "cuda")
+    cfg = EvalConfig(backend="cuda", device="cuda", timeout_s=900.0)
+    rows: list[dict[str, Any]] = []
+
+    async def one(problem: Any, code: str, tid: str) -> None:
+        t = time.perf_counter()
+        try:
+            r = await pool.evaluate(problem, code, dataclasses.replace(cfg, overrides=dict(problem.overrides)))
+            rows.append({"problem": problem.id, "template": tid, **stage_row(r, time.perf_counter() - t)})
+        except Exception as exc:  # noqa: BLE001
+            rows.append({"problem": problem.id, "template": tid, "error": str(exc)})
+
+    t0 = time.perf_counter()
+    try:
+        if workers == 1:
+            for c in cands:
+                await one(*c)
+        else:
+            await asyncio.gather(*(one(*c) for c in cands))
+    finally:
+        await pool.close()
+    return time.perf_counter() - t0, rows
+
+
+@part("throughput")
+def run_throughput(args: argparse.Namespace) -> dict[str, Any]:
+    cands = asyncio.run(offline_candidates(args.parallel))
+    if not cands:
+        raise RuntimeError("the offline proposer produced no CUDA candidates")
+    out: dict[str, Any] = {"candidates": len(cands), "workers": args.workers, "cpu_cores": os.cpu_count()}
+    fresh_cache("parallel")
+    wall_p, rows_p = asyncio.run(evaluate_all(cands, args.workers))
+    fresh_cache("sequential")
+    seq = cands[: args.sequential]
+    wall_s, rows_s = asyncio.run(evaluate_all(seq, 1))
+    rate_p = len(cands) / (wall_p / 60)
+    rate_s = len(seq) / (wall_s / 60)
+    ok_compiles = [r["compile_s"] for r in rows_s if "compile_s" in r and not r.get("cached")]
+    out.update({
+        "parallel": {"n": len(cands), "wall_s": round(wall_p, 1), "per_minute": round(rate_p, 2), "rows": rows_p},
+        "sequential": {"n": len(seq), "wall_s": round(wall_s, 1), "per_minute": round(rate_s, 2), "rows": rows_s},
+        "speedup_of_rate": round(rate_p / rate_s, 2) if rate_s else None,
+        "median_compile_s_one_at_a_time": round(statistics.median(ok_compiles), 1) if ok_compiles else None,
+        "statuses": {s: sum(1 for r in rows_p if r.get("status") == s) for s in {r.get("status") for r in rows_p}},
+    })
+    return out
+
+
+# ---------------------------------------------------------------------------- compile time
+KERNEL = r"""
+__global__ void scale_relu_kernel(const float* __restrict__ x, float* __restrict__ y, float a, long n) {
+    long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
+    if (i < n) { float v = a * x[i]; y[i] = v > 0.f ? v : 0.f; }
+}
+"""
+USUAL_CU = "#include <torch/extension.h>\n" + KERNEL + r"""
+torch::Tensor scale_relu(torch::Tensor x, double a) {
+    auto y = torch::empty_like(x);
+    long n = x.numel();
+    scale_relu_kernel<<<(n + 255) / 256, 256>>>(x.data_ptr<float>(), y.data_ptr<float>(), (float)a, n);
+    return y;
+}
+"""
+USUAL_CPP = "torch::Tensor scale_relu(torch::Tensor x, double a);"
+SPLIT_CU = "#include <cuda_runtime.h>\n" + KERNEL + r"""
+void scale_relu_launch(const float* x, float* y, float a, long n, cudaStream_t s) {
+    scale_relu_kernel<<<(n + 255) / 256, 256, 0, s>>>(x, y, a, n);
+}
+"""
+SPLIT_CPP = r"""#include <torch/extension.h>
+#include <c10/cuda/CUDAStream.h>
+void scale_relu_launch(const float* x, float* y, float a, long n, cudaStream_t s);
+torch::Tensor scale_relu(torch::Tensor x, double a) {
+    auto y = torch::empty_like(x);
+    scale_relu_launch(x.data_ptr<float>(), y.data_ptr<float>(), (float)a, x.numel(),
+                      c10::cuda::getCurrentCUDAStream());
+    return y;
+}
+"""
+
+
+def build_pch(pch_dir: Path, extra_cflags: list[str]) -> float:
+    """A precompiled torch/extension.h under pch_dir/torch/, built with the flags load_inline uses
+    for the host translation unit; load_inline finds it through extra_include_paths=[pch_dir]
+    (-I directories are searched before the -isystem torch ones; gcc takes the .gch when the
+    flags match and silently falls back to the header when they do not)."""
+    from torch.utils.cpp_extension import include_paths
+
+    (pch_dir / "torch").mkdir(parents=True, exist_ok=True)
+    incs = include_paths("cuda") + [sysconfig.get_path("include", scheme="posix_prefix")]
+    header = Path(incs[0]) / "torch" / "extension.h"
+    link = pch_dir / "torch" / "extension.h"
+    if not link.exists():
+        link.symlink_to(header)  # gcc wants the header beside its .gch
+    cmd = [os.environ.get("CXX", "c++"), "-x", "c++-header", str(header), "-o", str(pch_dir / "torch" / "extension.h.gch"),
+           "-DTORCH_API_INCLUDE_EXTENSION_H", "-fPIC", "-std=c++20", *extra_cflags]
+    for inc in incs:
+        cmd += ["-isystem", inc]
+    t = time.perf_counter()
+    subprocess.run(cmd, check=True, capture_output=True)
+    return time.perf_counter() - t
+
+
+def compile_once(tag: str, variant: str, pch_dir: Path | None) -> dict[str, Any]:
+    import torch
+    from torch.utils.cpp_extension import load_inline
+
+    d = tempfile.mkdtemp(prefix=f"htam-compile-{tag}-")
+    kw: dict[str, Any] = {"build_directory": d, "functions": ["scale_relu"], "verbose": False}
+    if pch_dir is not None:
+        kw["extra_include_paths"] = [str(pch_dir)]
+        kw["extra_cflags"] = ["-Winvalid-pch"]  # a warning in the log if the header was not used
+    if variant == "split":
+        kw.update(cpp_sources=SPLIT_CPP, cuda_sources=SPLIT_CU, no_implicit_headers=True)
+    else:
+        kw.update(cpp_sources=USUAL_CPP, cuda_sources=USUAL_CU)
+    t = time.perf_counter()
+    mod = load_inline(name=f"bench_{tag}", **kw)
+    wall = time.perf_counter() - t
+    x = torch.randn(4096, device="cuda")
+    ok = bool(torch.allclose(mod.scale_relu(x, 2.0), torch.relu(2 * x)))
+    units = {}
+    log = Path(d) / ".ninja_log"
+    if log.exists():
+        for line in log.read_text().splitlines()[1:]:
+            start, end, _, target, _ = line.split("\t")
+            units[target] = round((int(end) - int(start)) / 1000, 1)
+    shutil.rmtree(d, ignore_errors=True)
+    return {"wall_s": round(wall, 1), "correct": ok, "units_s": units}
+
+
+@part("compile")
+def run_compile(args: argparse.Namespace) -> dict[str, Any]:
+    from torch.utils.cpp_extension import load_inline
+
+    os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0")
+    stamp = int(time.time())
+    pch_dir = Path(tempfile.mkdtemp(prefix="htam-pch-"))
+    out: dict[str, Any] = {"arch_list": os.environ["TORCH_CUDA_ARCH_LIST"], "reps": args.reps}
+    out["pch_build_s"] = round(build_pch(pch_dir, []), 1)
+    variants = [("usual", "usual", None), ("usual+pch", "usual", pch_dir)]
+    if "no_implicit_headers" in inspect.signature(load_inline).parameters:
+        variants.append(("split+pch", "split", pch_dir))
+    for label, variant, pch in variants:
+        runs = []
+        for i in range(args.reps):
+            try:
+                runs.append(compile_once(f"{label.replace('+', '_')}_{stamp}_{i}", variant, pch))
+            except Exception as exc:  # noqa: BLE001
+                runs.append({"error": str(exc)[-2000:]})
+        walls = [r["wall_s"] for r in runs if "wall_s" in r]
+        out[label] = {"median_s": statistics.median(walls) if walls else None, "runs": runs}
+    base = out["usual"]["median_s"]
+    for label, _, _ in variants[1:]:
+        m = out[label]["median_s"]
+        out[label]["cut"] = round(1 - m / base, 3) if base and m else None
+    shutil.rmtree(pch_dir, ignore_errors=True)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--parts", default="compile,throughput,batch")
+    ap.add_argument("--steps", type=int, default=2)
+    ap.add_argument("--jobs", type=int, default=16)
+    ap.add_argument("--workers", type=int, default=os.cpu_count() or 8)
+    ap.add_argument("--parallel", type=int, default=32, help="distinct candidates for the parallel pool")
+    ap.add_argument("--sequential", type=int, default=6, help="of those, how many one at a time")
+    ap.add_argument("--reps", type=int, default=2, help="compiles per variant in the compile part")
+    args = ap.parse_args()
+    import torch
+
+    if not torch.cuda.is_available():
+        print("needs a CUDA GPU")
+        sys.exit(0)
+    REPORT["device"] = {"name": torch.cuda.get_device_name(0), "torch": torch.__version__, "cuda": torch.version.cuda,
+                        "cores": os.cpu_count(), "gpus": torch.cuda.device_count()}
+    parts = {"compile": run_compile, "throughput": run_throughput, "batch": run_batch}
+    for name in args.parts.split(","):
+        parts[name.strip()](args)
+    save()
+    print(f"wrote {OUT / 'gpu_batch.json'}")
+
+
+if __name__ == "__main__":
+    main()
