@@ -17,6 +17,7 @@ Standard library only. It stops by itself after `lifetime_s`.
         client = AsyncOpenAI(base_url=srv.base_url, api_key="k")
 
     python -m tests.support.loopback_server --script replies.json --port 8765
+    python -m tests.support.loopback_server --reply broken.txt --default candidate.py --port 8765
 """
 
 from __future__ import annotations
@@ -385,17 +386,34 @@ if pytest is not None:
             yield server
 
 
+def _file_reply(path: str) -> Reply:
+    """A reply holding a file's text; a .py file is fenced as a model would send it."""
+    text = Path(path).read_text(encoding="utf-8")
+    return Reply(f"Here is the candidate.\n\n```python\n{text}```\n" if path.endswith(".py") else text)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tests.support.loopback_server", description=__doc__.splitlines()[0])
-    ap.add_argument("--script", required=True, help="JSON: a list of replies, or {replies, default, model}")
+    ap.add_argument("--script", help="JSON: a list of replies, or {replies, default, model}")
+    ap.add_argument("--reply", action="append", default=[], metavar="FILE",
+                    help="a reply from a file (a .py file is sent as a fenced module); repeatable, after --script's")
+    ap.add_argument("--default", metavar="FILE", help="the reply once the script is used up (default: HTTP 400)")
+    ap.add_argument("--model", help="model name the server reports")
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--lifetime", type=float, default=DEFAULT_LIFETIME_S, help="seconds before it stops by itself")
     args = ap.parse_args(argv)
+    if not (args.script or args.reply or args.default):
+        ap.error("give --script, --reply or --default")
     try:
-        script = Script.load(args.script)
+        script = Script.load(args.script) if args.script else Script([])
+        script.replies.extend(_file_reply(f) for f in args.reply)
+        if args.default:
+            script.default = _file_reply(args.default)
     except (OSError, ValueError, TypeError) as exc:
-        print(f"loopback_server: {args.script}: {exc}", file=sys.stderr)
+        print(f"loopback_server: {exc}", file=sys.stderr)
         return 2
+    if args.model:
+        script.model = args.model
     server = LoopbackServer(script, port=args.port, lifetime_s=args.lifetime).start()
     print(f"listening on {server.base_url}", flush=True)
     try:

@@ -67,3 +67,16 @@ def test_server_runs_as_a_script_and_stops_by_itself(tmp_path):
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_server_script_mode_serves_candidate_files(tmp_path):
+    from tests.support.loopback_server import main  # in-process: same code path, no second interpreter
+
+    candidate = tmp_path / "cand.py"
+    candidate.write_text("class ModelNew:\n    pass\n")
+    assert main(["--script", str(tmp_path / "missing.json")]) == 2
+    with pytest.raises(SystemExit):
+        main([])
+    from tests.support.loopback_server import _file_reply
+
+    assert _file_reply(str(candidate)).content.endswith("```python\nclass ModelNew:\n    pass\n```\n")
