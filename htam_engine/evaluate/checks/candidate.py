@@ -15,6 +15,7 @@ reference on each set, freed memory poisoned before each candidate call):
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import torch
@@ -34,6 +35,10 @@ from htam_engine.evaluate.seeding import build_models, construct
 # own, and never less than this many ulps of the output dtype (fast-math exp/rsqrt stay in).
 PRECISION_RATIO = 32.0
 PRECISION_FLOOR_ULPS = 64.0
+# How long to watch extra OS threads after forward returns for them to end.
+NATIVE_THREAD_WATCH_S = 1.0
+# Bound before any candidate runs (a candidate may patch the time module).
+_monotonic, _sleep = time.monotonic, time.sleep
 # Outputs this small (elements) are losses / scalar reductions: add a heavy-tailed set.
 TINY_OUTPUT = 16
 
@@ -76,6 +81,17 @@ def _numel(out: Any) -> int:
     return sum(t.numel() for t in tensors(out)) + sum(1 for leaf in flatten(out) if isinstance(leaf.value, (int, float)))
 
 
+def _fingerprint(t: torch.Tensor) -> tuple[float, float]:
+    """Two position-weighted sums: cheap to keep, and any rewrite of the values changes them."""
+    if t.numel() == 0:
+        return (0.0, 0.0)
+    v = t.detach().reshape(-1)
+    v = torch.view_as_real(v).reshape(-1) if v.is_complex() else v
+    v = torch.nan_to_num(v.double(), nan=1.5e300, posinf=1.7e300, neginf=-1.7e300)
+    w = torch.arange(1, v.numel() + 1, device=v.device, dtype=torch.float64).remainder_(1009).add_(1)
+    return (float((v * w).sum()), float(v.abs().sum()))
+
+
 def _same_init(a: list[Any], b: list[Any]) -> bool:
     if len(a) != len(b):
         return False
@@ -97,11 +113,12 @@ class _Checker:
         self.findings: list[Finding] = []
         self.mismatch: Mismatch | None = None
         self.sizes: set[int] = set()
-        self.live: list[tuple[str, Any, list[torch.Tensor]]] = []  # outputs handed out so far
+        # Outputs handed out so far, with a fingerprint of their values: later calls must
+        # neither return the same memory nor overwrite them. Bounded (see _check_reuse).
+        self.live: list[tuple[str, Any, list[tuple[float, float]]]] = []
         self.exact: Float64Reference | None = None
         self._exact_cache: dict[str, Any] = {}
         self.baseline_launches = 0
-        self.calls = 0
 
     # -- bookkeeping -------------------------------------------------------------------------------
     def find(self, rule: str, message: str, severity: str = "reject") -> None:
@@ -174,15 +191,23 @@ class _Checker:
     def _check_threads(self, label: str, threads_before: set[int | None], native_before: int | None) -> None:
         """No thread the candidate started may outlive forward."""
         new = [t for t in self.guards.stray_threads() if t.ident not in threads_before]
-        native_after = native_thread_count()
-        self.calls += 1
         if new:
             self.find("background_thread", f"forward on {label} left {len(new)} thread(s) running "
                                            f"({', '.join(t.name for t in new[:3])})")
-        elif self.calls > 2 and native_before is not None and native_after is not None and native_after > native_before:
-            # The first calls may create thread pools (OpenMP, torch's intra-op pool) for good.
-            self.find("background_thread", f"forward on {label} left {native_after - native_before} native "
-                                           "thread(s) running")
+            return
+        native_after = native_thread_count()
+        if native_before is None or native_after is None or native_after <= native_before:
+            return
+        # More OS threads than before: a pool created for good (OpenMP, the CUDA driver) stays,
+        # while work left running ends soon after forward returned.
+        deadline = _monotonic() + NATIVE_THREAD_WATCH_S
+        while _monotonic() < deadline:
+            _sleep(0.02)
+            now = native_thread_count()
+            if now is not None and now <= native_before:
+                self.find("background_thread", f"forward on {label} returned while {native_after - native_before} "
+                                               "native thread(s) it started were still running")
+                return
 
     def _check_async(self, out: Any, label: str) -> None:
         """On CUDA: nothing may still be running when forward returns."""
@@ -203,10 +228,15 @@ class _Checker:
         own = [t for t in tensors(out) if not any(overlaps(t, x) for x in tensors(inputs))]
         for prev_label, prev, _ in self.live:
             if any(overlaps(t, p) for t in own for p in tensors(prev)):
-                self.find("caching", f"forward on {label} returned the same memory as its output for {prev_label} "
-                                     "(a cached result or one reused output buffer)")
+                self.find("output_reuse", f"forward on {label} returned the same memory as its output for "
+                                          f"{prev_label} (a cached result or one reused output buffer)")
                 break
-        self.live.append((label, out, [t.clone() for t in tensors(out)]))
+        self.live.append((label, out, [_fingerprint(t) for t in tensors(out)]))
+        # Keep the fresh get_inputs outputs (the repeats refer to them) and the latest two:
+        # big outputs must not pile up across a dozen calls.
+        keep = [e for i, e in enumerate(self.live) if e[0].startswith("get_inputs#") and " " not in e[0]
+                or i >= len(self.live) - 2]
+        self.live[:] = keep
 
     # -- the float64 yardstick ---------------------------------------------------------------------------
     def exact_outputs(self, label: str, pristine: list[Any]) -> Any | None:
@@ -285,8 +315,8 @@ class _Checker:
         self.check_other_distributions(ref_model, new_model, pristine0, ref0, seed0)
         self.check_unseen_shape(ref_model, new_model, init, seed0)
         self.check_caching(ref_model, new_model, sets, results, seed0)
-        for label, out, clones in self.live:
-            if any(not same_values(a, b) for a, b in zip(tensors(out), clones)):
+        for label, out, prints in self.live:
+            if any(_fingerprint(t) != p for t, p in zip(tensors(out), prints)):
                 self.find("output_reuse", f"the output returned for {label} changed during later calls "
                                           "(one output buffer reused across calls)")
                 break

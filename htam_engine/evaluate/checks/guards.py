@@ -306,7 +306,8 @@ class Guards:
 
             def __new__(cls, *args: Any, **kwargs: Any) -> Any:
                 s = super().__new__(cls, *args, **kwargs)
-                registry.add(s)
+                if "stream_id" not in kwargs:  # a new CUDA stream, not a view of an existing one
+                    registry.add(s)
                 return s
 
         Stream.__qualname__ = Stream.__name__ = "Stream"

@@ -36,6 +36,7 @@ CAUGHT = [
     ("relu", "cheat_cache_address", REJECTED, "caching", "cache"),
     ("relu", "cheat_cache_address_padded", REJECTED, "caching", "new values were written"),
     ("relu", "cheat_cache_content", REJECTED, "caching", "cache"),
+    ("relu", "cheat_output_buffer", REJECTED, "output_reuse", "same memory"),
     # 3. modifying or aliasing inputs
     ("relu", "cheat_mutate_input", REJECTED, "input_mutation", "modified input #0"),
     ("relu", "cheat_alias_input", REJECTED, "input_alias", "shares memory with input #0"),

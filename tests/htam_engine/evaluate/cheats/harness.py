@@ -57,8 +57,8 @@ def import_candidate(path: Path) -> Any:
     return module
 
 
-def run_check(problem: str, candidate: str, overrides: dict | None = None, **config: Any):
-    """check_candidate(problem, candidate) on the CPU with fresh guards; returns the CheckReport."""
+def run_check(problem: str, candidate: str, overrides: dict | None = None, device: str = "cpu", **config: Any):
+    """check_candidate(problem, candidate) with fresh guards; returns the CheckReport."""
     from htam_engine.evaluate.checks import CheckContext, check_candidate, install_guards
     from htam_engine.evaluate.config import EvalConfig
     from htam_engine.problems import instantiate, load_problem, unseen_shape_overrides, with_overrides
@@ -66,16 +66,16 @@ def run_check(problem: str, candidate: str, overrides: dict | None = None, **con
     prob = load_problem(str(problem_path(problem)), overrides)
     threads = set(threading.enumerate())
     with restored():
-        guards = install_guards("cpu")
+        guards = install_guards(device)
         try:
             module = import_candidate(candidate_path(candidate))
             ctx = CheckContext(
-                instance=instantiate(prob, "cpu"),
+                instance=instantiate(prob, device),
                 model_new_cls=module.ModelNew,
-                device="cpu",
-                config=EvalConfig(**config),
+                device=device,
+                config=EvalConfig(device=device, **config),
                 guards=guards,
-                make_variant=lambda ov: instantiate(with_overrides(prob, ov), "cpu"),
+                make_variant=lambda ov: instantiate(with_overrides(prob, ov), device),
                 unseen_overrides=unseen_shape_overrides(prob),
             )
             return check_candidate(ctx)
