@@ -38,7 +38,7 @@ from typing import Any, Mapping
 
 from htam_engine.cli.errors import InputError
 from htam_engine.propose.pricing import Price, PriceTable, parse_prices
-from htam_engine.propose.redact import MASK, register_secret
+from htam_engine.propose.redact import MASK, redact, register_secret
 
 
 class Secret:
@@ -97,7 +97,11 @@ class ModelSettings:
             if f.name == "api_key":
                 continue
             v = getattr(self, f.name)
-            d[f.name] = {k: [p.input_per_m, p.output_per_m] for k, p in v.items()} if f.name == "prices" else v
+            if f.name == "prices":
+                v = {k: [p.input_per_m, p.output_per_m] for k, p in v.items()}
+            elif f.name == "base_url":
+                v = redact(v)  # a URL may carry credentials (user:password@host, ?api-key=)
+            d[f.name] = v
         d["has_api_key"] = bool(self.api_key)
         return d
 

@@ -22,6 +22,7 @@ _PATTERNS = [
     re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}"),
     re.compile(r"(?i)(bearer\s+)[A-Za-z0-9_\-\.=:+/]{8,}"),
     re.compile(r"(?i)(api[_-]?key[\"']?\s*[:=]\s*[\"']?)[^\s\"'&,}]{8,}"),
+    re.compile(r"(?i)(://[^/\s:@]+:)[^/\s@]+(?=@)"),  # a password in a URL: http://user:pass@host
 ]
 
 

@@ -56,6 +56,15 @@ def test_redact_masks_registered_and_secret_shaped_values(kit):
     text = redact("a plain-registered-secret-value b sk-abcdefghijklmnopqrstuvwx c Bearer abc.def-ghi_jkl d api_key=zzzzzzzzzzzz")
     assert text == "a [redacted] b [redacted] c Bearer [redacted] d api_key=[redacted]"
     assert redact("ordinary text with a short sk-1 token") == "ordinary text with a short sk-1 token"
+    assert redact("http://user:hunter2pass@host:8000/v1 and http://host:8000/v1") == "http://user:[redacted]@host:8000/v1 and http://host:8000/v1"
+
+
+def test_credentials_in_the_base_url_stay_out_of_the_settings_dict(tmp_path):
+    from htam_engine.propose.config import load_config
+
+    cfg = load_config({"base_url": "https://bob:s3cretpass@llm.example/v1?api-key=0123456789abcdef"}, env={}, user_file=tmp_path / "u", project_file=tmp_path / "p")
+    shown = cfg.model.to_dict()["base_url"]
+    assert "s3cretpass" not in shown and "0123456789abcdef" not in shown and shown.startswith("https://bob:[redacted]@llm.example/v1")
 
 
 def _plain(p: Proposal) -> dict:
