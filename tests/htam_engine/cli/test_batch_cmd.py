@@ -9,25 +9,17 @@ import signal
 import time
 
 import pytest
-from cli_support import NO_KERNEL, PROBLEM, QUICK, TRITON_CODE, fenced, htam, htam_child, model_env
+from cli_support import QUICK, htam, htam_child
 
 from htam_engine.loop.metrics import rows_from_sessions, suite_metrics
-from tests.support.loopback_server import LoopbackServer, Reply
 
 
-@pytest.fixture
-def server():
-    with LoopbackServer(default=Reply(fenced(NO_KERNEL), delay_s=0.5), model="loopback-model") as srv:
-        yield srv
-
-
-def test_batch_completes_after_an_interruption_and_its_numbers_follow_from_the_sessions(server, tmp_path):
-    server.add(Reply(fenced(TRITON_CODE)))  # the first problem gets a correct kernel
+def test_batch_completes_after_an_interruption_and_its_numbers_follow_from_the_sessions(tmp_path):
     suite = tmp_path / "suite.txt"
-    suite.write_text(f"# a list file\n{PROBLEM}\nbuiltin:relu\n\nbuiltin:softmax\n")
+    suite.write_text("# a list file\nbuiltin:relu\n\nbuiltin:softmax\nbuiltin:affine_gelu_scale\n")
     out = tmp_path / "out"
-    env = model_env(server, tmp_path)
-    args = ["batch", str(suite), "--steps", "1", "--out", str(out), "--proposer", "model", "--backend", "triton",
+    env = {"HTAM_CONFIG": str(tmp_path / "none.toml"), "HTAM_SESSIONS_DIR": str(tmp_path / "sessions")}
+    args = ["batch", str(suite), "--steps", "1", "--out", str(out), "--proposer", "offline", "--backend", "triton",
             "--set", "batch_size=4", *QUICK]
     proc = htam_child(args, env)
     ledger = out / "batch.json"
@@ -35,20 +27,20 @@ def test_batch_completes_after_an_interruption_and_its_numbers_follow_from_the_s
     while time.monotonic() < deadline:
         if ledger.exists() and json.loads(ledger.read_text())["done"]:
             break
-        time.sleep(0.05)
+        time.sleep(0.02)
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=30)
-    assert len(json.loads(ledger.read_text())["done"]) in (1, 2)
+    assert 1 <= len(json.loads(ledger.read_text())["done"]) < 3
 
     code, stdout, err = htam([*args, "--json"], env)
     assert code == 0, err
     assert "(already done)" in err
     doc = json.loads(stdout)
-    assert [r["problem"] for r in doc["rows"]] == [doc["rows"][0]["problem"], "builtin:relu", "builtin:softmax"]
-    assert doc["unfinished"] == []
+    assert [r["problem"] for r in doc["rows"]] == ["builtin:relu", "builtin:softmax", "builtin:affine_gelu_scale"]
+    assert doc["unfinished"] == [] and all(r["steps"] == 1 for r in doc["rows"])
     m = doc["metrics"]
-    assert m["problems"] == 3 and m["correct"] == 1
-    assert m["fast_p_eager"]["fast_0"] == pytest.approx(1 / 3)
+    assert m["problems"] == 3 and m["correct"] >= 1  # the offline proposer's Triton kernels pass the harness
+    assert m["fast_p_eager"]["fast_0"] == pytest.approx(m["correct"] / 3)
 
     # recomputed from the session files alone
     sessions = sorted((out / "sessions").glob("*.htam"))

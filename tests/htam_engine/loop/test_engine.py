@@ -256,3 +256,18 @@ async def test_a_consumer_that_never_reads_does_not_hold_the_engine(problem, mod
     assert len(session.steps) == 3
     kinds = [e.kind for e in stuck.drain()]
     assert kinds.count("step_finished") == 3 and kinds.count("session_saved") >= 3  # none dropped
+
+
+async def test_offline_proposer_session_finds_a_correct_kernel(pool, tmp_path):
+    from htam_engine.problems import load_problem
+    from htam_engine.propose.offline import OfflineProposer
+
+    problem = load_problem("relu", {"batch_size": 4, "dim": 1024})
+    engine = Engine(problem, SessionConfig(backend="triton", steps=2, samples=2, proposer="offline"),
+                    proposer=OfflineProposer(), pool=pool, session_path=tmp_path / "off.htam", eval_config=fast_eval())
+    session, events = await run_collecting(engine)
+    assert len(session.steps) == 2 and all(len(r.candidates) == 2 for r in session.steps)
+    assert session.best_result is not None and session.best_result.ok
+    assert all(c.template for r in session.steps for c in r.candidates if c.code)
+    assert [e.kind for e in events].count("direction_selected") == 2
+    assert len(load_session(tmp_path / "off.htam").steps) == 2
