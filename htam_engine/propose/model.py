@@ -273,9 +273,21 @@ class ModelProposer:
     def _failure(self, reply: Reply) -> str:
         last = reply.faults[-1]
         if not last.retryable:
-            return redact(f"model endpoint refused the request: {last.message}")
+            return redact(f"model endpoint refused the request: {last.message}{self._hint(last.status)}")
         kinds = ", ".join(sorted({f.kind for f in reply.faults if f.retryable}))
         return redact(f"model endpoint failed after {reply.attempts} attempts ({kinds}); last: {last.message}")
+
+
+    def _hint(self, status: int | None) -> str:
+        """What a person most likely has to fix for a refusal."""
+        s = self.settings
+        if status in (401, 403):
+            return f" (check the key in ${s.api_key_env}, or set api_key_env to the variable that holds it)"
+        if status == 404:
+            base = s.base_url or "the OpenAI API"
+            tail = "" if s.base_url.rstrip("/").endswith("/v1") or not s.base_url else "; OpenAI-compatible URLs usually end in /v1"
+            return f" (is model {s.model!r} served at {base}?{tail})"
+        return ""
 
 
 def _context_overflow(reply: Reply) -> bool:

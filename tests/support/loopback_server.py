@@ -174,7 +174,7 @@ class LoopbackServer:
         return {"base_url": self.base_url, "model": self.script.model}
 
     def chat_requests(self) -> list[Recorded]:
-        return [r for r in self.requests if r.path.endswith("/chat/completions")]
+        return [r for r in self.requests if _route(r.path) == "/v1/chat/completions"]
 
     def wait_for(self, predicate, timeout_s: float = 5.0) -> bool:
         """Poll until `predicate()` holds (for things the server notices asynchronously)."""
@@ -201,6 +201,10 @@ def _reply(r: Reply | str) -> Reply:
     return r if isinstance(r, Reply) else Reply(str(r))
 
 
+def _route(path: str) -> str:
+    return path.split("?", 1)[0].rstrip("/")
+
+
 def _estimate_tokens(text: str) -> int:
     return max(1, len(text) // 4)
 
@@ -216,7 +220,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         self.close_connection = True
         rec = self._record(None)
-        if self.path.rstrip("/").endswith("/models"):
+        if _route(self.path) == "/v1/models":
             model = self.server_ref.script.model
             self._json(200, {"object": "list", "data": [{"id": model, "object": "model", "created": 0, "owned_by": "loopback"}]})
             rec.finished = True
@@ -232,7 +236,7 @@ class _Handler(BaseHTTPRequestHandler):
             body = {"_raw": raw.decode("utf-8", "replace")}
         rec = self._record(body)
         self.close_connection = True
-        if not self.path.rstrip("/").endswith("/chat/completions"):
+        if _route(self.path) != "/v1/chat/completions":  # like real servers: only under /v1
             self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
             return
         index, reply = self.server_ref._take()

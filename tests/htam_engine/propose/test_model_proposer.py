@@ -112,6 +112,7 @@ async def test_client_errors_are_not_retried(loopback, model_config, kit):
     loopback.add(Reply(status=401), Reply(kit.fenced(kit.GOOD_CODE)))
     proposal = await ModelProposer(model_config.model).propose(kit.make_request())
     assert proposal.code is None and "refused the request" in proposal.failure and "401" in proposal.failure
+    assert "check the key in $OPENAI_API_KEY" in proposal.failure
     assert len(loopback.chat_requests()) == 1
 
 
@@ -248,3 +249,9 @@ async def test_concurrent_samples_share_one_proposer(loopback, model_config, kit
     assert all(p.code == kit.GOOD_CODE for p in proposals)
     assert all("".join(streams[i]) == proposals[i].raw_output for i in range(3))
     assert sorted(r.body["seed"] for r in loopback.chat_requests()) == [0, 1, 2]
+
+
+async def test_a_wrong_base_url_gets_a_hint(loopback, model_config, kit):
+    model_config.model.base_url = loopback.base_url.removesuffix("/v1")  # POST /chat/completions: no such route
+    proposal = await ModelProposer(model_config.model).propose(kit.make_request())
+    assert "HTTP 404" in proposal.failure and "usually end in /v1" in proposal.failure
