@@ -11,6 +11,9 @@ from __future__ import annotations
 import os
 import sys
 
+# RLIMIT_CPU of every worker process unless HTAM_WORKER_CPU_S says otherwise (6 hours).
+DEFAULT_CPU_S = 6 * 3600
+
 
 def _apply_limits() -> None:
     """Resource limits the engine asked for, applied before anything heavy is imported."""
@@ -24,6 +27,41 @@ def _apply_limits() -> None:
     if as_mb:
         limit = int(as_mb) * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    # A backstop, not the timeout: CPU seconds any one process of the tree may burn, so a
+    # child that escaped every kill (its own session, re-parented) still ends one day.
+    cpu_s = int(os.environ.get("HTAM_WORKER_CPU_S") or DEFAULT_CPU_S)
+    soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    if hard == resource.RLIM_INFINITY or hard > cpu_s:
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s))
+
+
+def _adopt_orphans() -> None:
+    """Become a child subreaper (Linux): a candidate's grandchild whose parent exits is
+    re-parented to this worker instead of init, so killing the worker's tree still finds it
+    even after it left the process group with setsid()."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    pr_set_child_subreaper = 36
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_child_subreaper, 1, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass  # without it, an escaped grandchild still meets RLIMIT_CPU
+
+
+def _kill_descendants() -> None:
+    try:
+        import psutil
+
+        family = psutil.Process().children(recursive=True)
+    except Exception:  # noqa: BLE001 - best effort on the way out; the group kill follows
+        return
+    for child in family:
+        try:
+            child.kill()
+        except psutil.Error:
+            pass
 
 
 def _watch_parent() -> None:
@@ -38,6 +76,7 @@ def _watch_parent() -> None:
         while True:
             time.sleep(1.0)
             if os.getppid() != parent:
+                _kill_descendants()  # those that left the group with setsid() too
                 os.killpg(os.getpgrp(), signal.SIGKILL)
 
     threading.Thread(target=watch, name="htam-parent-watch", daemon=True).start()
@@ -46,6 +85,7 @@ def _watch_parent() -> None:
 def main() -> int:
     rfd, wfd = (int(x) for x in os.environ["HTAM_WORKER_FDS"].split(","))
     _apply_limits()
+    _adopt_orphans()
     _watch_parent()
     import faulthandler
 
@@ -63,17 +103,21 @@ def main() -> int:
         torch.set_num_threads(int(threads))  # before the guards snapshot torch's settings
     runner = Runner(device, lambda msg: send_reply(wfd, msg))
     send_reply(wfd, {"t": "ready", "pid": os.getpid(), "device": device})
-    while True:
-        try:
-            req = recv_request(rfd)
-        except (ProtocolError, OSError, EOFError):
-            return 0
-        if req.get("op") != "eval":
-            return 0
-        result, healthy = runner.evaluate(req["problem"], req["code"], req["config"], req["backend"], req["key"])
-        send_reply(wfd, {"t": "result", "result": result.to_dict(), "healthy": healthy})
-        if not healthy:
-            return 0
+    try:
+        while True:
+            try:
+                req = recv_request(rfd)
+            except (ProtocolError, OSError, EOFError):
+                return 0
+            if req.get("op") != "eval":
+                return 0
+            result, healthy = runner.evaluate(req["problem"], req["code"], req["config"], req["backend"], req["key"])
+            send_reply(wfd, {"t": "result", "result": result.to_dict(), "healthy": healthy})
+            if not healthy:
+                return 0
+    finally:
+        # Children a candidate left running would be re-parented away once this process exits.
+        _kill_descendants()
 
 
 if __name__ == "__main__":
