@@ -35,19 +35,23 @@ PENALTIES: dict[str, float] = {
     "skipped": 0.0,
 }
 REWARD_CLAMP = 2.0
+# A correct candidate, however slow, is worth more than any failure: its reward stays above the
+# mildest failure penalty (a slow but correct kernel is a baseline to build on).
+OK_FLOOR = -0.4
 NOTABLE = 0.3  # |reward| at or above this leaves a learned note on the edge
 LEARNED_NOTES_KEPT = 8
 
 
 def compute_reward(prev_speedup: float | None, new_speedup: float | None, status: str | Status) -> float:
-    """log(new / prev) for a correct candidate (prev defaults to eager = 1), else a penalty."""
+    """log(new / prev) for a correct candidate (prev defaults to eager = 1), within
+    [OK_FLOOR, REWARD_CLAMP]; a failure gets its status's penalty."""
     s = status.value if isinstance(status, Status) else str(status)
     if s not in ("ok", "faster", "slower"):
         return PENALTIES.get(s, -0.5)
     if new_speedup is None or not math.isfinite(new_speedup) or new_speedup <= 0:
         return PENALTIES["failed"]
     prev = prev_speedup if prev_speedup is not None and math.isfinite(prev_speedup) and prev_speedup > 0 else 1.0
-    return max(-REWARD_CLAMP, min(REWARD_CLAMP, math.log(new_speedup / prev)))
+    return max(OK_FLOOR, min(REWARD_CLAMP, math.log(new_speedup / prev)))
 
 
 def _status_str(status: str | Status) -> str:
