@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -82,6 +83,20 @@ def worker_env(device: str, as_limit_mb: int | None, cpu_threads: int | None = N
     return env
 
 
+def worker_command() -> list[str]:
+    """The worker's command line, behind `HTAM_WORKER_WRAPPER` when a site sets one.
+
+    The wrapper is a command prefix (split like a shell would) that must run the rest of
+    its arguments with the environment and open descriptors it was given: `env`,
+    `bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --unshare-net --`, `nice -n 5`...
+    """
+    try:
+        wrapper = shlex.split(os.environ.get("HTAM_WORKER_WRAPPER", ""))
+    except ValueError as exc:
+        raise WorkerStartError(f"HTAM_WORKER_WRAPPER is not a valid command line ({exc})") from None
+    return [*wrapper, sys.executable, "-m", "htam_engine.evaluate.worker"]
+
+
 def default_memory_limit_mb() -> float:
     """Without a configured limit, a worker tree may use 80 % of the machine's memory."""
     return psutil.virtual_memory().total * 0.8 / (1024 * 1024)
@@ -126,6 +141,7 @@ class WorkerProcess:
         return self.proc is not None and self.proc.poll() is None
 
     def start(self, timeout_s: float = START_TIMEOUT_S) -> None:
+        command = worker_command()
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
         out_r, out_w = os.pipe()
@@ -133,10 +149,14 @@ class WorkerProcess:
         env["HTAM_WORKER_FDS"] = f"{req_r},{rep_w}"
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "htam_engine.evaluate.worker"],
+                command,
                 stdin=subprocess.DEVNULL, stdout=out_w, stderr=out_w,
                 pass_fds=(req_r, rep_w), env=env, start_new_session=True, close_fds=True,
             )
+        except OSError as exc:  # the wrapper (or the interpreter) cannot be run
+            for fd in (req_w, rep_r, out_r):
+                os.close(fd)
+            raise WorkerStartError(f"evaluation worker failed to start ({exc})") from None
         finally:
             for fd in (req_r, rep_w, out_w):
                 os.close(fd)
