@@ -18,12 +18,16 @@ def server():
         yield srv
 
 
-def test_run_json_prints_the_session_summary(server, tmp_path):
+def test_run_json_prints_the_session_summary(server, tmp_path, monkeypatch, capsys):
+    from htam_engine.cli import main
+
+    for k, v in model_env(server, tmp_path).items():
+        monkeypatch.setenv(k, v)
     server.add(Reply(fenced(NO_KERNEL)), Reply(fenced(TRITON_CODE)))
     session = tmp_path / "one.htam"
-    code, out, err = htam(["run", str(PROBLEM), "--proposer", "model", "--backend", "triton", "--steps", "2",
-                           "--session", str(session), "--json", *QUICK], model_env(server, tmp_path))
-    assert code == 0, err
+    assert main(["run", str(PROBLEM), "--proposer", "model", "--backend", "triton", "--steps", "2",
+                 "--session", str(session), "--json", *QUICK]) == 0
+    out, err = capsys.readouterr()
     doc = one_json(out)
     assert [s["step"] for s in doc["steps"]] == [1, 2]
     assert doc["steps"][0]["status"] == "rejected" and doc["best"]["status"] == "ok"
@@ -33,11 +37,15 @@ def test_run_json_prints_the_session_summary(server, tmp_path):
     assert (tmp_path / "bank.htgbank").exists()  # what the session learned went into the bank
 
 
-def test_plain_output_names_the_best_candidate(server, tmp_path):
-    code, out, err = htam(["run", str(PROBLEM), "--proposer", "model", "--backend", "triton", "--steps", "1",
-                           "--no-bank", *QUICK], model_env(server, tmp_path))
-    assert code == 0, err
-    assert "no correct candidate in 1 steps" in out
+def test_plain_output_names_the_best_candidate(server, tmp_path, monkeypatch, capsys):
+    from htam_engine.cli import main
+
+    for k, v in model_env(server, tmp_path).items():
+        monkeypatch.setenv(k, v)
+    assert main(["run", str(PROBLEM), "--proposer", "model", "--backend", "triton", "--steps", "1",
+                 "--no-bank", *QUICK]) == 0
+    out, err = capsys.readouterr()
+    assert "no correct candidate in 1 steps" in out and "step 1/1" in err
     assert list((tmp_path / "sessions").glob("*.htam"))
     assert not (tmp_path / "bank.htgbank").exists()
 
