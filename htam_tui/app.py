@@ -38,22 +38,34 @@ PERSON = "person"
 @dataclass(slots=True)
 class UiSettings:
     """Config `[ui]`: refresh_hz (lower it on a slow link), bell on pending decisions,
-    auto_open_approval (open the prompt as soon as a decision is requested)."""
+    auto_open_approval (open the prompt as soon as a decision is requested), theme (a
+    Textual theme name, e.g. "ansi-dark" to use the terminal's own colours)."""
 
     refresh_hz: float = bridge.DEFAULT_REFRESH_HZ
     bell: bool = True
     auto_open_approval: bool = True
+    theme: str | None = None
 
     @classmethod
     def from_config(cls, ui: dict[str, Any] | None) -> "UiSettings":
-        ui = dict(ui or {})
+        """Settings from config `[ui]`; a bad value is an InputError naming the setting (exit 2)."""
+        from htam_engine.cli.errors import InputError
+
+        def flag(name: str, value: Any) -> bool:
+            if not isinstance(value, bool):
+                raise ValueError(f"{value!r} is not true or false")
+            return value
+
+        convert = {"refresh_hz": lambda n, v: max(0.5, float(v)), "bell": flag, "auto_open_approval": flag,
+                   "theme": lambda n, v: str(v)}
         s = cls()
-        if "refresh_hz" in ui:
-            s.refresh_hz = max(0.5, float(ui["refresh_hz"]))
-        if "bell" in ui:
-            s.bell = bool(ui["bell"])
-        if "auto_open_approval" in ui:
-            s.auto_open_approval = bool(ui["auto_open_approval"])
+        for name, value in dict(ui or {}).items():
+            if name not in convert:
+                continue  # settings other parts of htam read
+            try:
+                setattr(s, name, convert[name](name, value))
+            except (TypeError, ValueError) as exc:
+                raise InputError(f"config [ui] {name}: {exc}") from None
         return s
 
 
@@ -101,6 +113,11 @@ class HtamApp(App[int]):
 
     def on_mount(self) -> None:
         Input.cursor_blink = False  # no repaint twice a second over a slow link (and stable screenshots)
+        if self.settings.theme:
+            if self.settings.theme in self.available_themes:
+                self.theme = self.settings.theme
+            else:
+                self.report(f"config [ui] theme: unknown theme {self.settings.theme!r}")
         if self.keymap:
             self.set_keymap(self.keymap)
         if self.engine is not None:

@@ -171,8 +171,8 @@ class TimingsPane(Pane):
             yield Static(id="chart")
 
     def show(self, view: ViewState) -> None:
-        self.query_one("#trials", Static).update(render.trial_line(view.trial_timings, view.stage))
         width = max(8, self.size.width - 18)
+        self.query_one("#trials", Static).update(render.trial_line(view.trial_timings, view.stage, width + 14))
         self.query_one("#chart", Static).update(
             render.speedup_chart(view.step_speedups, 1.0, view.compile_baseline, width=width, height=4)
         )

@@ -126,12 +126,24 @@ def speedup_chart(speedups: list[float | None], eager: float = 1.0, compiled: fl
     return Text("\n").join(rows)
 
 
-def trial_line(timings: list[float], stage: str) -> Text:
-    t = Text(no_wrap=True)
+def sparkline(values: list[float], width: int) -> str:
+    """The last `width` values as block characters scaled between their min and max."""
+    values = values[-width:]
+    if not values:
+        return ""
+    lo, hi = min(values), max(values)
+    span = (hi - lo) or 1.0
+    return "".join(BLOCKS[1 + round((v - lo) / span * (len(BLOCKS) - 2))] for v in values)
+
+
+def trial_line(timings: list[float], stage: str, width: int = 30) -> Text:
+    """The running evaluation's stage and its per-trial times (ms) as they come in."""
+    t = Text(no_wrap=True, overflow="ellipsis")
     t.append(f"{stage or 'idle'} ", style="bold")
     if timings:
         ordered = sorted(timings)
-        t.append(f"{len(timings)} trials  median {ordered[len(ordered) // 2]:.4g} ms  min {ordered[0]:.4g} ms")
+        t.append(f"{len(timings)} trials med {ordered[len(ordered) // 2]:.4g} min {ordered[0]:.4g} ms\n")
+        t.append(sparkline(timings, width), style="cyan")
     return t
 
 

@@ -37,17 +37,18 @@ def handle(args: argparse.Namespace) -> int:
     from htam_engine.propose.config import load_config
     from htam_engine.session import sessions_dir
 
+    from htam_tui.app import HtamApp, UiSettings
+
     spec = app_spec(args)
-    config = load_config()  # [ui] settings and [keys] remapping; bad files exit 2 before the screen opens
+    config = load_config()  # [ui] settings and [keys] remapping; bad ones exit 2 before anything starts
+    settings = UiSettings.from_config(config.ui)
     engine = open_engine(spec, interactive=True)
 
     def resume_engine(path: Path) -> Any:
         return open_engine(dataclasses.replace(spec, problem=None, resume=str(path), session=None,
                                                ablation=None, overrides={}), interactive=True)
 
-    from htam_tui.app import HtamApp, UiSettings
-
-    app = HtamApp(engine, sessions_dir=Path(sessions_dir()), settings=UiSettings.from_config(config.ui),
+    app = HtamApp(engine, sessions_dir=Path(sessions_dir()), settings=settings,
                   keymap=config.keys, engine_factory=resume_engine)
     code = app.run()
     return int(code or 0)

@@ -1,0 +1,80 @@
+"""The app's plain parts: event folding, renderers, settings, and live streaming into the source pane."""
+
+from __future__ import annotations
+
+import pytest
+from engine_double import CODE_V1, _selection, compile_error, ok_result
+from pilot import SMALL, wait_for, wait_text
+from screen_text import screen_text
+from textual.widgets import TextArea
+
+from htam_engine.cli.errors import InputError
+from htam_engine.loop import events as ev
+from htam_tui import render
+from htam_tui.app import HtamApp, UiSettings
+from htam_tui.bridge import EngineEvents
+from htam_tui.screens.approval import result_line
+from htam_tui.view import ViewState
+
+
+def test_view_folds_a_step():
+    v = ViewState()
+    v.apply_all([
+        ev.SessionStarted(0, problem_id="p", steps_planned=4),
+        ev.StepStarted(1),
+        ev.DirectionSelected(1, selection=_selection(1)),
+        ev.CandidateProposed(1, code=CODE_V1),
+        ev.ApprovalRequested(1, request_id="1-0", code=CODE_V1),
+    ])
+    assert (v.problem, v.steps_planned, v.step, v.pending_count) == ("p", 4, 1, 1)
+    dirty = v.apply_all([ev.DecisionMade(1, request_id="1-0", action="approve", by="person"),
+                         ev.EvaluationFinished(1, result=ok_result(2.0)), ev.StepFinished(1, best_speedup=2.0, improved=True)])
+    assert {"status", "timings"} <= dirty
+    assert v.pending_count == 0 and v.best_speedup == 2.0 and v.best_code == CODE_V1
+    assert v.step_speedups == [2.0] and v.compile_baseline == pytest.approx(1.25)
+    v.apply_all([ev.StepStarted(2), ev.EvaluationFinished(2, result=compile_error()), ev.StepFinished(2)])
+    assert v.step_speedups == [2.0, None]
+    assert v.problems[0].line == 7 and v.problems[0].file == "main.cpp"
+
+
+def test_chart_marks_baselines_and_failures():
+    chart = render.speedup_chart([1.5, None, 2.0], eager=1.0, compiled=1.25, width=10, height=4).plain
+    assert "eager 1.00x" in chart and "compile 1.25x" in chart and "✗" in chart
+
+
+def test_kernel_sources_and_diff():
+    (line, src), = render.kernel_sources(CODE_V1)
+    assert line == 5 and "#include <torch/extension.h>" in src
+    assert render.kernel_sources("import triton\n") == []
+    assert "+    y = 2" in render.unified_diff("y = 1\n", "    y = 2\n")
+    assert render.unified_diff(None, "x").startswith("(no previous best")
+
+
+def test_result_line_shows_a_measured_result():
+    assert "1.60x vs eager" in result_line(ok_result(1.6)).plain
+    assert "compile_error" in result_line(compile_error()).plain
+    assert "not evaluated yet" in result_line(None).plain
+
+
+def test_ui_settings_from_config():
+    s = UiSettings.from_config({"refresh_hz": 2, "bell": False, "theme": "ansi-dark"})
+    assert (s.refresh_hz, s.bell, s.theme) == (2.0, False, "ansi-dark")
+    with pytest.raises(InputError, match="could not convert"):
+        UiSettings.from_config({"refresh_hz": "fast"})
+    with pytest.raises(InputError, match="bell"):
+        UiSettings.from_config({"bell": "loud"})
+
+
+async def test_source_grows_live_while_the_model_streams():
+    app = HtamApp(None, settings=UiSettings(bell=False, theme="ansi-dark"))
+    async with app.run_test(size=SMALL) as pilot:
+        assert app.theme == "ansi-dark"
+        app.post_message(EngineEvents([ev.StepStarted(1), ev.TokensStreamed(1, text="Here is\n")]))
+        await wait_text(pilot, "model writing")
+        area = app.query_one("#source", TextArea)
+        app.post_message(EngineEvents([ev.TokensStreamed(1, text="the kernel")]))
+        await wait_for(pilot, lambda: area.text == "Here is\nthe kernel")
+        app.post_message(EngineEvents([ev.CandidateProposed(1, code=CODE_V1)]))
+        await wait_for(pilot, lambda: area.text == CODE_V1 and area.language == "python")
+        app.post_message(EngineEvents([ev.EvaluationProgress(1, stage="timing", timings=[1.0, 1.2, 0.9])]))
+        await wait_text(pilot, "3 trials")
