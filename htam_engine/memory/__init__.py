@@ -7,7 +7,9 @@
     delta = update(htg, history=history, state=state, direction=sel.direction, strategies=[...], ...)
 """
 
-from htam_engine.memory.bank import BankFileError, default_bank_path, load_bank, merge_session, save_bank
+from htam_engine.memory.bank import (
+    BankFileError, bank_lock, default_bank_path, load_bank, merge_into_bank, merge_session, save_bank,
+)
 from htam_engine.memory.graph import HTG, START, MemoryDataError
 from htam_engine.memory.learn import apply_delta, compute_reward, record_lesson, update
 from htam_engine.memory.retrieve import retrieve
@@ -21,7 +23,7 @@ from htam_engine.memory.types import (
 __all__ = [
     "ABLATIONS", "BankFileError", "DirectionScore", "HTG", "HistoryEntry", "MemoryDataError", "Retrieval", "START",
     "SelectConfig", "Selection", "State", "StrategyView", "TransitionNote", "TransitionRow", "TransitionTerm",
-    "apply_delta", "compute_reward", "default_bank_path", "edge_value", "estimate_bottleneck", "load_bank",
+    "apply_delta", "bank_lock", "compute_reward", "default_bank_path", "merge_into_bank", "edge_value", "estimate_bottleneck", "load_bank",
     "make_state", "merge_session", "record_lesson", "retrieve", "save_bank", "select_direction", "similarity",
     "speedup_bucket", "update",
 ]

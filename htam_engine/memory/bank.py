@@ -7,9 +7,11 @@ a branch that shares its parent's first steps) never counts a step twice.
 
 from __future__ import annotations
 
+import fcntl
 import os
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterator
 
 from htam_engine.cli.errors import InputError
 from htam_engine.memory.graph import HTG, MemoryDataError
@@ -63,6 +65,30 @@ def save_bank(htg: HTG, path: str | os.PathLike | None = None) -> Path:
     with gc_paused():
         write_envelope(p, BANK_KIND, BANK_VERSION, htg.to_data())
     return p
+
+
+@contextmanager
+def bank_lock(path: str | os.PathLike) -> Iterator[None]:
+    """Exclusive lock on a bank (a sidecar .lock file), so concurrent merges do not lose updates."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    with open(p.with_name(p.name + ".lock"), "a+b") as f:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+
+def merge_into_bank(session: "Session", path: str | os.PathLike | None = None) -> int:
+    """Load the bank, merge the session, save it, under the bank's lock; returns steps merged."""
+    p = Path(path) if path is not None else default_bank_path()
+    with bank_lock(p):
+        bank = load_bank(p)
+        n = merge_session(bank, session)
+        if n or not p.exists():
+            save_bank(bank, p)
+    return n
 
 
 def merge_session(bank: HTG, session: "Session") -> int:

@@ -106,7 +106,7 @@ class HTG:
         for n in doc["notes"]:
             sources = [START, *h._directions] if n["from"] == "*" else [n["from"]]
             for f in sources:
-                e = h._edge(f, n["to"])
+                e = h.ensure_edge(f, n["to"])
                 e["prior"] = float(n.get("value", 0.0))
                 e["notes"].append({"when": n.get("when", ""), "why": n.get("why", ""), "risk": n.get("risk", ""),
                                    "source": "prior", "session": "", "step": 0})
@@ -157,8 +157,8 @@ class HTG:
                 return sid
         return None
 
-    def _edge(self, a: str, b: str) -> dict:
-        """The transition edge a -> b, created empty on first use."""
+    def ensure_edge(self, a: str, b: str) -> dict:
+        """The transition edge a -> b (its attribute map), created empty on first use."""
         if b not in self._members or (a != START and a not in self._members):
             raise MemoryDataError(f"unknown transition {a!r} -> {b!r}")
         if not self.g.has_edge(a, b):
@@ -167,7 +167,7 @@ class HTG:
 
     def add_transition(self, a: str, b: str, bucket: str, n: int, succ: int, rsum: float, rsq: float) -> None:
         """Add experience to edge a -> b in a state bucket (counts add up)."""
-        e = self._edge(a, b)
+        e = self.ensure_edge(a, b)
         st = e["stats"].get(bucket)
         if st is None:
             e["stats"][bucket] = [n, succ, rsum, rsq]
@@ -187,7 +187,7 @@ class HTG:
                 a_[2] += rsum
 
     def add_note(self, a: str, b: str, note: dict) -> None:
-        self._edge(a, b)["notes"].append(dict(note))
+        self.ensure_edge(a, b)["notes"].append(dict(note))
 
     # ---- queries ------------------------------------------------------------------------
     def directions(self) -> list[str]:
@@ -225,6 +225,10 @@ class HTG:
 
     def strategies(self, direction: str | None = None) -> list[StrategyView]:
         return [self.view(s) for s in self.strategy_ids(direction)]
+
+    def uses(self, id: str) -> list[tuple[str, int, float]]:
+        """Where a strategy was used last (session id, step, reward), oldest first."""
+        return [(u[0], int(u[1]), float(u[2])) for u in self.strategy_attrs(id)["uses"]]
 
     def edge(self, a: str, b: str) -> dict | None:
         """The transition edge's attributes, or None when there is no experience or prior."""
@@ -347,7 +351,7 @@ class HTG:
         h.g.add_edges_from(members, kind="member")
         edges = d["edges"]
         for i, a in enumerate(edges["from"]):
-            e = h._edge(a, edges["to"][i])
+            e = h.ensure_edge(a, edges["to"][i])
             e["prior"] = float(edges["prior"][i])
             e["notes"] = [dict(x) for x in edges["notes"][i]]
         buckets = d["buckets"]

@@ -46,7 +46,7 @@ def _memory_v1(m: dict[str, Any]) -> dict[str, Any]:
         n, rs = int(e.get("count", 0)), float(e.get("reward_sum", 0.0))
         if n:
             h.add_transition(e["from"], e["to"], e["bucket"], n, int(e.get("successes", 0)), rs, rs * rs / n)
-        edge = h._edge(e["from"], e["to"])
+        edge = h.ensure_edge(e["from"], e["to"])
         edge["prior"] = float(e.get("prior", 0.0))
         for note in e.get("notes") or ():
             edge["notes"].append({"when": note.get("when", ""), "why": note.get("why", ""),

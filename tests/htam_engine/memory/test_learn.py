@@ -40,7 +40,7 @@ def test_update_records_the_transition_and_the_strategies():
     assert e["stats"][S.key()] == [1, 1, pytest.approx(r), pytest.approx(r * r)]
     a = h.strategy_attrs(FUSE)
     assert (a["tries"], a["successes"], a["ctx"]["elementwise|cuda"][0], a["last_used"]) == (1, 1, 1, 100.0)
-    assert a["uses"] == [["s", 1, pytest.approx(r)]]
+    assert h.uses(FUSE) == [("s", 1, pytest.approx(r))]
     assert delta["reward"] == pytest.approx(r)
     assert any(n["source"] == "learned" for n in e["notes"])  # a notable gain leaves a note
     first = _step(HTG.seed(), [])["transitions"][0]

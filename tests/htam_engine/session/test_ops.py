@@ -116,3 +116,28 @@ def test_merge_into_the_bank_is_idempotent_and_counts_add_up(tmp_path, built):
     other, _ = build_session(4, seed=11)
     assert merge_session(bank, other) == 4
     assert bank.counts()["sessions_merged"] == 3
+
+
+def test_concurrent_merges_into_one_bank_lose_nothing(tmp_path):
+    """Several processes finishing sessions at once: the lock serializes load-merge-save."""
+    import os
+
+    from htam_engine.memory import load_bank, merge_into_bank
+
+    bank = tmp_path / "memory.htgbank"
+    sessions = [build_session(3, seed=20 + i)[0] for i in range(4)]
+    pids = []
+    for s in sessions:
+        pid = os.fork()
+        if pid == 0:
+            try:
+                merge_into_bank(s, bank)
+            finally:
+                os._exit(0)
+        pids.append(pid)
+    for pid in pids:
+        os.waitpid(pid, 0)
+    merged = load_bank(bank)
+    assert sorted(merged.merged) == sorted(s.id for s in sessions)
+    assert merged.counts()["experience"] == 12
+    assert merge_into_bank(sessions[0], bank) == 0
