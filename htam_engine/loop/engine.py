@@ -19,14 +19,14 @@ import random
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 from htam_engine.cli.errors import UsageError
 from htam_engine.evaluate.config import EvalConfig
 from htam_engine.evaluate.result import EvalResult, Status
 from htam_engine.families import Backend, Bottleneck
 from htam_engine.loop import events as ev
-from htam_engine.loop.approval import POLICIES, Approvals, check_policy, policy_verdict
+from htam_engine.loop.approval import Approvals, check_policy, policy_verdict
 from htam_engine.loop.bus import EventBus, Subscription
 from htam_engine.memory import (
     HTG,
@@ -541,7 +541,3 @@ def outcome_status(outcome: Candidate | None) -> tuple[str | None, float | None,
         return "failed", None, None  # the proposer produced no candidate
     return None, None, None
 
-
-async def collect(subscription: AsyncIterator[ev.Event]) -> list[ev.Event]:
-    """Every event until the stream ends (tests, batch summaries)."""
-    return [e async for e in subscription]
