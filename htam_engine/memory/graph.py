@@ -32,6 +32,7 @@ from typing import Any, Iterable
 
 import networkx as nx
 
+from htam_engine.memory.check import DataCheckError, check_data
 from htam_engine.memory.types import StrategyView, TransitionNote, TransitionRow
 
 START = "_start"
@@ -323,9 +324,10 @@ class HTG:
 
     @classmethod
     def _from_data(cls, d: dict[str, Any]) -> "HTG":
-        if not isinstance(d, dict) or d.get("schema") != DATA_SCHEMA:
-            raise MemoryDataError(f"memory data schema {d.get('schema') if isinstance(d, dict) else None!r} "
-                               f"is not {DATA_SCHEMA}")
+        try:
+            check_data(d, DATA_SCHEMA)
+        except DataCheckError as exc:
+            raise MemoryDataError(str(exc)) from None
         h = cls()
         dirs = d["directions"]
         for i, did in enumerate(dirs["id"]):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from htam_engine.memory.check import DataCheckError, check_data
 from htam_engine.memory.graph import DATA_SCHEMA
 from htam_engine.session.codec import CodecError
 from htam_engine.session.model import Session
@@ -11,8 +12,10 @@ def check_session(s: Session) -> None:
     """Raise CodecError (one line) when the session's parts contradict each other."""
     if not s.id:
         raise CodecError("session has no id")
-    if not isinstance(s.memory_initial, dict) or s.memory_initial.get("schema") != DATA_SCHEMA:
-        raise CodecError("memory snapshot missing or of an unknown schema")
+    try:
+        check_data(s.memory_initial, DATA_SCHEMA)
+    except DataCheckError as exc:
+        raise CodecError(f"memory snapshot: {exc}") from None
     for i, rec in enumerate(s.steps, start=1):
         if rec.step != i:
             raise CodecError(f"step {i} is numbered {rec.step}")

@@ -44,3 +44,32 @@ def test_a_damaged_bank_gives_one_clear_error_and_stays_untouched(tmp_path, dama
         load_bank(p)
     assert isinstance(err.value, InputError) and str(p) in str(err.value) and "\n" not in str(err.value)
     assert p.read_bytes() == bad
+
+
+WRONG = {
+    "prior a list": lambda d: d["directions"]["prior"].__setitem__(0, [1]),
+    "title a number": lambda d: d["strategies"]["title"].__setitem__(3, 7),
+    "tries a string": lambda d: d["strategies"]["tries"].__setitem__(0, "many"),
+    "short column": lambda d: d["strategies"]["pitfalls"].pop(),
+    "ctx rows": lambda d: d["strategies"]["ctx"].__setitem__(0, {"a|b": [1]}),
+    "bucket index": lambda d: d["transitions"]["bucket"].__setitem__(0, 10**6),
+    "reward text": lambda d: d["transitions"]["sum"].__setitem__(0, "lots"),
+    "notes not maps": lambda d: d["edges"]["notes"].__setitem__(0, ["x"]),
+    "merged": lambda d: d.__setitem__("merged", {"s": "all"}),
+    "unknown direction": lambda d: d["strategies"]["direction"].__setitem__(0, "elsewhere"),
+    "schema": lambda d: d.__setitem__("schema", 99),
+}
+
+
+@pytest.mark.parametrize("case", list(WRONG))
+def test_wrong_types_inside_a_bank_are_caught_at_load(tmp_path, case):
+    from htam_engine.session.fileio import write_envelope
+
+    h = grow(HTG.seed(), random.Random(2), 5, 30)
+    h.ensure_edge("data_reuse", "vectorization")["notes"].append({"why": "x"})
+    d = h.to_data()
+    WRONG[case](d)
+    p = tmp_path / "m.htgbank"
+    write_envelope(p, "htam-bank", 1, d)
+    with pytest.raises(BankFileError, match="m.htgbank"):
+        load_bank(p)
