@@ -137,3 +137,33 @@ def test_records_that_gained_or_lost_fields_load_by_name(tmp_path, small):
     back = load_session(p)
     assert len(back.steps) == len(small.steps) and all(r.memory_delta == {} for r in back.steps)
     assert back.steps[2].selection == small.steps[2].selection
+
+
+def test_random_damage_never_escapes_as_another_error(tmp_path, small):
+    """Fuzz: truncations, bit flips and overwritten bytes either load the original or raise
+    SessionFileError / BankFileError; the damaged file is left as it was."""
+    from htam_engine.memory import BankFileError, load_bank, save_bank
+
+    sp, bp = tmp_path / "s.htam", tmp_path / "m.htgbank"
+    save_session(small, sp)
+    save_bank(HTG.seed(), bp)
+    rng = random.Random(0)
+    for path, loader, error in ((sp, load_session, SessionFileError), (bp, load_bank, BankFileError)):
+        original = path.read_bytes()
+        for _ in range(300):
+            b = bytearray(original)
+            roll = rng.random()
+            if roll < 0.3:
+                b = b[: rng.randrange(len(b))]
+            elif roll < 0.9:
+                for _ in range(rng.randint(1, 3)):
+                    b[rng.randrange(len(b))] ^= 1 << rng.randrange(8)
+            else:
+                j = rng.randrange(len(b))
+                b[j:j + 4] = rng.randbytes(4)
+            path.write_bytes(b)
+            try:
+                loader(path)
+            except error:
+                pass
+            assert path.read_bytes() == b
