@@ -78,7 +78,7 @@ class HtamApp(App[int]):
 
     def __init__(
         self,
-        engine: Any | None = None,
+        engine: "bridge.EngineLike | None" = None,
         *,
         htg: Any | None = None,
         sessions_dir: Path | None = None,
@@ -96,7 +96,7 @@ class HtamApp(App[int]):
         self.view = ViewState()
         self.session: Any = None  # what engine.run() returned
         self.source_width = 60  # percent of the body
-        self.bottom_height = 8
+        self.bottom_height = 7
 
     # ---- layout -------------------------------------------------------------------------
     def compose(self) -> ComposeResult:

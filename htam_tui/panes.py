@@ -174,5 +174,5 @@ class TimingsPane(Pane):
         width = max(8, self.size.width - 18)
         self.query_one("#trials", Static).update(render.trial_line(view.trial_timings, view.stage, width + 14))
         self.query_one("#chart", Static).update(
-            render.speedup_chart(view.step_speedups, 1.0, view.compile_baseline, width=width, height=4)
+            render.speedup_chart(view.step_speedups, 1.0, view.compile_baseline, width=width, height=max(3, self.size.height - 4))
         )
