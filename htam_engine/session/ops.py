@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import secrets
 import time
@@ -15,6 +16,7 @@ from htam_engine.memory.learn import apply_delta
 from htam_engine.memory.types import HistoryEntry
 from htam_engine.problems.model import Problem
 from htam_engine.propose.base import Usage
+from htam_engine.propose.redact import redact
 from htam_engine.session import codec
 from htam_engine.session.model import Candidate, ProblemRef, Session, SessionConfig, StepRecord
 from htam_engine.session.paths import SESSION_SUFFIX, sessions_dir
@@ -41,6 +43,9 @@ def default_session_path(session: Session) -> Path:
 def new_session(problem: Problem, config: SessionConfig, memory: HTG, path: str | os.PathLike | None = None) -> Session:
     """A session starting from this memory (its snapshot is stored); saved at path when given."""
     now = time.time()
+    # Never an API key in a session: a key registered with the proposer, or a password in the
+    # endpoint URL, is masked before the config is stored.
+    config = dataclasses.replace(config, base_url=redact(config.base_url) if config.base_url else "")
     s = Session(id=new_session_id(problem.id),
                 problem=ProblemRef(id=problem.id, source=problem.source, path=problem.path,
                                    overrides=dict(problem.overrides)),

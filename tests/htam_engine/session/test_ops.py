@@ -141,3 +141,11 @@ def test_concurrent_merges_into_one_bank_lose_nothing(tmp_path):
     assert sorted(merged.merged) == sorted(s.id for s in sessions)
     assert merged.counts()["experience"] == 12
     assert merge_into_bank(sessions[0], bank) == 0
+
+
+def test_a_password_in_the_endpoint_url_never_reaches_the_session(tmp_path):
+    cfg = SessionConfig(proposer="model", base_url="https://me:hunter2secret@llm.example/v1")
+    s = new_session(problem(), cfg, HTG.seed(), path=tmp_path / "k.htam")
+    assert "hunter2secret" not in s.config.base_url and "llm.example" in s.config.base_url
+    assert b"hunter2secret" not in (tmp_path / "k.htam").read_bytes()
+    assert cfg.base_url.endswith("@llm.example/v1")  # the caller's config is left alone
