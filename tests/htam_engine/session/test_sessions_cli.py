@@ -64,3 +64,26 @@ def test_branch_and_export(capsys, folder, tmp_path):
 def test_bad_input_is_one_line_with_the_right_exit_code(capsys, folder, argv, code):
     got, out, err = run(capsys, *[a.format(d=folder) for a in argv])
     assert got == code and out == "" and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_resume_hands_over_to_the_run_command(capsys, folder, monkeypatch):
+    from htam_engine.cli import run_cmd
+
+    seen = {}
+
+    def fake_run(args):  # test double: the real run compiles kernels for minutes
+        seen.update(resume=args.resume, steps=args.steps, json=args.json, problem=args.problem)
+        return 0
+
+    monkeypatch.setattr(run_cmd, "handle", fake_run)
+    assert main(["sessions", "resume", str(folder / "one.htam"), "--steps", "3", "--json"]) == 0
+    assert seen == {"resume": str(folder / "one.htam"), "steps": 3, "json": True, "problem": None}
+
+
+def test_v1_files_are_listed(capsys, tmp_path):
+    from v1_writer import write_v1
+
+    write_v1(tmp_path / "old.htam")
+    code, out, _ = run(capsys, "sessions", "list", str(tmp_path), "--json")
+    row = json.loads(out)["sessions"][0]
+    assert code == 0 and (row["session"], row["steps"], row["best_speedup"]) == ("v1-session", 2, 1.5)
