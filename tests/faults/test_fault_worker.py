@@ -1,0 +1,194 @@
+"""Candidates that crash, hang, hog memory, flood output or fork: each gets its status within
+its timeout plus a small margin, the next candidate evaluates correctly on a fresh or healthy
+worker, and no process of theirs is left behind."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from dataclasses import dataclass
+
+import pytest
+from fault_support import (
+    HONEST,
+    candidate,
+    descendants,
+    group_members,
+    load_test_problem,
+    quick_config,
+    tagged,
+    wait_until,
+    worker_processes,
+)
+
+from htam_engine.evaluate.evaluator import Evaluator
+from htam_engine.evaluate.pool import WorkerPool
+from htam_engine.evaluate.result import Status
+
+# Seconds past the timeout allowed for noticing the fault, killing the tree and reaping it.
+MARGIN_S = 5.0
+HANG_TIMEOUT_S = 4.0
+# The escaped grandchild: its own session, re-parented away from the worker; found by this tag.
+_DAEMON = (
+    "import os, time\n"
+    "if os.fork() == 0:\n"
+    "    os.setsid()\n"
+    "    if os.fork() == 0:\n"
+    "        os.execvp('sleep', ['sleep', '4243.2'])\n"
+    "    os._exit(0)\n"
+    "os.wait()\n"
+)
+
+
+@dataclass(frozen=True)
+class Fault:
+    name: str
+    code: str
+    statuses: tuple[Status, ...]
+    timeout_s: float = 60.0
+    memory_mb: int | None = None
+    tag: str = ""  # a process this fault starts; it must be gone afterwards
+    words: tuple[str, ...] = ()  # one of these appears in the result's message
+
+
+FAULTS = [
+    Fault("raise", candidate("raise RuntimeError('candidate fault 17')"), (Status.RUNTIME_ERROR,),
+          words=("candidate fault 17",)),
+    Fault("abort", candidate("os.abort()", header="import os"), (Status.RUNTIME_ERROR,), words=("SIGABRT",)),
+    Fault("segfault_native", candidate("ctypes.memset(0, 1, 64)", header="import ctypes"),
+          (Status.RUNTIME_ERROR,), words=("SIGSEGV",)),
+    Fault("hang_python", candidate("while True:\n    pass"), (Status.TIMEOUT,), timeout_s=HANG_TIMEOUT_S,
+          words=("timed out",)),
+    Fault("hang_native", candidate("ctypes.CDLL(None).sleep(100000)", header="import ctypes"), (Status.TIMEOUT,),
+          timeout_s=HANG_TIMEOUT_S, words=("timed out",)),
+    Fault("host_memory", candidate("hog = []\nwhile True:\n    hog.append(b'x' * (1 << 26))"),
+          (Status.RUNTIME_ERROR,), memory_mb=2500, words=("memory", "Memory")),
+    Fault("flood_output", candidate("for _ in range(4):\n    os.write(1, b'o' * (1 << 20))\n"
+                                    "    os.write(2, b'e' * (1 << 20))", header="import os"),
+          (Status.OK, Status.REJECTED, Status.RUNTIME_ERROR)),
+    Fault("fork_child_and_hang", candidate("while True:\n    pass", header="import os\nif os.fork() == 0:\n"
+                                           "    os.execvp('sleep', ['sleep', '4243.1'])"),
+          (Status.TIMEOUT,), timeout_s=HANG_TIMEOUT_S, tag="4243.1"),
+    Fault("escaped_grandchild_and_hang", candidate("while True:\n    pass", header=_DAEMON), (Status.TIMEOUT,),
+          timeout_s=HANG_TIMEOUT_S, tag="4243.2"),
+]
+
+
+@pytest.fixture(scope="module")
+def problem():
+    return load_test_problem()
+
+
+@pytest.fixture(scope="module")
+def evaluator():
+    ev = Evaluator("cpu")
+    yield ev
+    ev.close()
+    assert wait_until(lambda: not worker_processes(), 10), "a worker outlived Evaluator.close()"
+
+
+def _honest(ev, problem):
+    t0 = time.monotonic()
+    r = ev.evaluate(problem, HONEST, quick_config())
+    return r, time.monotonic() - t0
+
+
+@pytest.mark.parametrize("fault", FAULTS, ids=[f.name for f in FAULTS])
+def test_fault_gets_its_status_and_the_next_candidate_is_fine(fault, problem, evaluator, figures):
+    warm, _ = _honest(evaluator, problem)  # a warm worker: the timeout clock is the candidate's alone
+    assert warm.status is Status.OK, warm.diagnostics.message
+    (before,) = worker_processes()
+    t0 = time.monotonic()
+    r = evaluator.evaluate(problem, fault.code, quick_config(timeout_s=fault.timeout_s, memory_limit_mb=fault.memory_mb))
+    wall = time.monotonic() - t0
+    survived = False
+    try:
+        assert r.status in fault.statuses, (r.status, r.diagnostics.message, r.diagnostics.log[-1500:])
+        assert wall <= fault.timeout_s + MARGIN_S, f"status after {wall:.1f} s (timeout {fault.timeout_s} s)"
+        if fault.words:
+            assert any(w in r.diagnostics.message for w in fault.words), r.diagnostics.message
+        assert len(r.diagnostics.log) < 200_000  # output is bounded, whatever the candidate printed
+        if r.status is not Status.OK:  # a failed candidate's worker is gone, with its whole group
+            assert wait_until(lambda: not before.is_running() or before.status() == "zombie", 5)
+            assert wait_until(lambda: not group_members(before.pid), 5), group_members(before.pid)
+        if fault.tag and r.status is not Status.OK:
+            assert wait_until(lambda: not tagged(fault.tag), 5), f"left behind: {tagged(fault.tag)}"
+        after, recover_s = _honest(evaluator, problem)
+        assert after.status is Status.OK, after.diagnostics.message
+        assert len(worker_processes()) == 1
+        survived = True
+    finally:
+        figures.add("candidate crashes, hangs, floods, forks, memory", tried=1, survived=int(survived),
+                    recover_s=recover_s if survived and r.status is not Status.OK else None)
+
+
+def test_forked_child_of_a_passing_candidate_dies_with_its_worker(problem):
+    """A candidate that passes but leaves a child behind: the child lives only as long as the
+    worker (it is in the worker's group) and goes when the worker is closed."""
+    ev = Evaluator("cpu")
+    try:
+        code = candidate(header=_DAEMON.replace("4243.2", "4243.3"))
+        r = ev.evaluate(problem, code, quick_config())
+        assert r.status in (Status.OK, Status.REJECTED), r.diagnostics.message
+    finally:
+        ev.close()
+    assert wait_until(lambda: not tagged("4243.3"), 5), f"left behind: {tagged('4243.3')}"
+
+
+async def test_engine_loop_stays_responsive_through_a_hang(problem):
+    """The pool runs workers off the event loop: a heartbeat keeps ticking while a worker
+    hangs until its timeout, and the pool then evaluates an honest candidate."""
+    beats: list[float] = []
+    stop = asyncio.Event()
+
+    async def heartbeat() -> None:
+        while not stop.is_set():
+            beats.append(time.monotonic())
+            await asyncio.sleep(0.05)
+
+    others = {p.pid for p in worker_processes()}  # the module's evaluator keeps its worker
+    hb = asyncio.create_task(heartbeat())
+    async with WorkerPool(1, "cpu") as pool:
+        hang = await pool.evaluate(problem, candidate("while True:\n    pass"), quick_config(timeout_s=HANG_TIMEOUT_S))
+        good = await pool.evaluate(problem, HONEST, quick_config())
+    stop.set()
+    await hb
+    assert hang.status is Status.TIMEOUT
+    assert good.status is Status.OK, good.diagnostics.message
+    gaps = [b - a for a, b in zip(beats, beats[1:])]
+    assert max(gaps) < 1.0, f"event loop blocked for {max(gaps):.2f} s"
+    assert wait_until(lambda: {p.pid for p in worker_processes()} <= others, 10)
+
+
+def test_no_descendants_left_after_the_suite(evaluator):
+    evaluator.close()
+    assert wait_until(lambda: not [p for p in descendants() if p.status() != "zombie"], 10), descendants()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kind", ["illegal_address", "device_memory"])
+def test_gpu_faults_leave_a_healthy_worker_for_the_next_candidate(kind, figures):
+    from htam_engine.problems import load_problem
+    from fault_support import PROBLEM
+
+    problem = load_problem(str(PROBLEM), device="cuda")
+    if kind == "illegal_address":
+        code = HONEST.replace("tl.store(y_ptr + offs,", "tl.store(y_ptr + offs + (1 << 42),")
+    else:
+        code = candidate("hog = []\nwhile True:\n    hog.append(torch.empty(1 << 31, dtype=torch.uint8, device=x.device))")
+    ev = Evaluator("cuda")
+    try:
+        assert ev.evaluate(problem, HONEST, quick_config(device="cuda")).status is Status.OK
+        t0 = time.monotonic()
+        r = ev.evaluate(problem, code, quick_config(device="cuda", timeout_s=60))
+        assert time.monotonic() - t0 < 60 + MARGIN_S
+        assert r.status is Status.RUNTIME_ERROR, (r.status, r.diagnostics.message)
+        t0 = time.monotonic()
+        after = ev.evaluate(problem, HONEST, quick_config(device="cuda"))
+        recover = time.monotonic() - t0
+        assert after.status is Status.OK, after.diagnostics.message
+        figures.add("GPU faults (illegal address, device memory)", tried=1, survived=1, recover_s=recover)
+    finally:
+        ev.close()
+    assert wait_until(lambda: not worker_processes(), 10)
