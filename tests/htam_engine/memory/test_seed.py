@@ -23,9 +23,11 @@ def test_seed_has_the_global_directions_each_with_four_actionable_strategies():
 
 
 def test_seed_templates_are_ones_the_offline_proposer_implements_and_all_are_used():
+    from htam_engine.propose.offline.templates import TEMPLATE_IDS
+
     h = HTG.seed()
     used = {h.strategy_attrs(s)["template"] for s in h.strategy_ids()} - {None}
-    assert used == OFFLINE_TEMPLATES
+    assert used == OFFLINE_TEMPLATES == set(TEMPLATE_IDS)
 
 
 def test_seed_carries_expert_transition_notes():
