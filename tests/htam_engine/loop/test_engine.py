@@ -271,3 +271,43 @@ async def test_offline_proposer_session_finds_a_correct_kernel(pool, tmp_path):
     assert all(c.template for r in session.steps for c in r.candidates if c.code)
     assert [e.kind for e in events].count("direction_selected") == 2
     assert len(load_session(tmp_path / "off.htam").steps) == 2
+
+
+async def test_a_fault_inside_a_step_becomes_a_failed_step_and_the_session_goes_on(
+        problem, model_proposer, pool, tmp_path, monkeypatch):
+    import htam_engine.loop.engine as engine_mod
+
+    real = engine_mod.retrieve
+    calls = {"n": 0}
+
+    def flaky_retrieve(*a, **kw):  # the memory fails once (a corrupt bank, say)
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise RuntimeError("strategy table unreadable")
+        return real(*a, **kw)
+
+    monkeypatch.setattr(engine_mod, "retrieve", flaky_retrieve)
+    engine = make_engine(problem, model_proposer, pool, tmp_path, steps=2)
+    session, events = await run_collecting(engine)
+    assert [r.step for r in session.steps] == [1, 2]
+    assert session.steps[0].candidates == [] and "strategy table unreadable" in session.steps[0].selection.reason
+    assert session.steps[1].candidates[0].result is not None
+    errors = [e for e in events if e.kind == "error"]
+    assert errors and errors[0].step == 1 and errors[0].where == "step"
+
+
+async def test_a_proposer_that_raises_fails_only_its_sample(problem, pool, tmp_path):
+    class Broken:  # test double: a proposer with a bug
+        name = "broken"
+
+        async def propose(self, request, on_token=None):
+            raise ValueError("template table missing")
+
+        async def reflect(self, request, code, result):
+            return None
+
+    engine = make_engine(problem, Broken(), pool, tmp_path, steps=2)
+    session, events = await run_collecting(engine)
+    assert len(session.steps) == 2
+    c = session.steps[0].candidates[0]
+    assert c.code is None and "template table missing" in c.failure and session.steps[0].reward < 0
