@@ -18,17 +18,19 @@ def fmt_speedup(x: float | None) -> str:
 
 
 def status_line(v) -> Text:
-    """The one-line status: problem, backend, device, step k/N, best, tokens, cost, policy, pending."""
+    """The one-line status, most urgent first so a narrow terminal keeps it: pending decisions,
+    engine state, step k of N, best speedup, policy, problem, backend/device, tokens and cost."""
     t = Text(no_wrap=True, overflow="ellipsis")
-    if v.pending:  # first, so it survives a narrow terminal
+    if v.pending:
         t.append(f" DECISION PENDING ({len(v.pending)}) o ", style="bold reverse yellow")
-    t.append(f" {v.problem or '-'} ", style="bold")
-    t.append(f"{v.backend or '-'}/{v.device or '-'} ")
+    t.append(f" [{v.engine_state}] ", style="bold")
     t.append(f"step {v.step}/{v.steps_planned or '?'} ")
     t.append(f"best {fmt_speedup(v.best_speedup)} ", style="bold green" if (v.best_speedup or 0) > 1 else "")
-    t.append(f"tok {v.tokens} ${v.cost_usd:.2f} ")
     t.append(f"policy {v.policy or '-'} ")
-    t.append(f"[{v.engine_state}] ")
+    problem = v.problem or "-"
+    t.append(f"{problem if len(problem) <= 28 else problem[:27] + '…'} ", style="bold")
+    t.append(f"{v.backend or '-'}/{v.device or '-'} ")
+    t.append(f"tok {v.tokens} ${v.cost_usd:.2f}")
     return t
 
 

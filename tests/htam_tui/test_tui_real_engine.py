@@ -101,3 +101,45 @@ async def test_offline_proposer_candidate_is_shown_and_vetoed(tmp_path, monkeypa
         assert session.steps[0].candidates[0].decision.reason == "not now"
         await pilot.press("k")
         await wait_text(pilot, "kernel (C++)")
+
+
+async def test_steering_commands_reach_the_real_engine(tmp_path, monkeypatch):
+    """Step budget, forced direction, skip, veto, pause/resume and stop on the real engine
+    (offline proposer, demo problem); no candidate is evaluated, so nothing compiles."""
+    from htam_engine.evaluate.pool import WorkerPool
+    from htam_engine.problems import DEMO_PROBLEM, load_problem
+    from htam_engine.propose.offline import OfflineProposer
+
+    monkeypatch.setenv("HTAM_SESSIONS_DIR", str(tmp_path))
+    engine = Engine(load_problem(DEMO_PROBLEM), SessionConfig(backend="cpp", device="cpu", policy="ask", steps=3),
+                    proposer=OfflineProposer(), pool=WorkerPool(1, "cpu"), htg=HTG.seed(),
+                    session_path=tmp_path / "steer.htam", interactive=True)
+    app = HtamApp(engine, sessions_dir=tmp_path, settings=UiSettings(bell=False, refresh_hz=50))
+
+    def approval(step):
+        return lambda: isinstance(app.screen, ApprovalScreen) and app.screen.request.step == step
+
+    async with app.run_test(size=SMALL) as pilot:
+        await wait_for(pilot, approval(1), timeout=60)
+        await pilot.press("escape", "n", "4", "enter")
+        await wait_text(pilot, "step 1/4 ")
+        assert engine.steps_planned == 4
+        await pilot.press("g")
+        await wait_text(pilot, "Direction for the next step")
+        await pilot.press("end", "enter")
+        await wait_for(pilot, lambda: engine._forced is not None)
+        forced = engine._forced
+        await pilot.press("o", "s")  # skip step 1's candidate
+        await wait_for(pilot, approval(2), timeout=60)
+        await pilot.press("escape", "p")  # pause: takes effect after this step
+        await pilot.press("o", "v", *"no", "enter")
+        await wait_text(pilot, "[paused]", timeout=30)
+        assert len(engine.session.steps) == 2
+        await pilot.press("p")
+        await wait_for(pilot, approval(3), timeout=60)
+        await pilot.press("escape", "x")  # stop: the pending candidate becomes a skip
+        await wait_for(pilot, lambda: app.view.engine_state == "finished", timeout=30)
+        session = load_session(tmp_path / "steer.htam")
+        assert session.steps[1].selection.direction == forced and session.steps[1].selection.mode == "forced"
+        assert [s.candidates[0].decision.action for s in session.steps] == ["skip", "veto", "skip"]
+        assert engine.finish_reason == "stopped"
