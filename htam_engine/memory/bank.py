@@ -52,7 +52,7 @@ def load_bank(path: str | os.PathLike | None = None) -> HTG:
         if version == 0:
             raise BankFileError(f"{p}: not a memory bank file")
         try:
-            return HTG.from_data(body)
+            return HTG.from_data(body, copy=False)
         except MemoryDataError as exc:
             raise BankFileError(f"{p}: {exc}") from None
 
@@ -63,7 +63,7 @@ def save_bank(htg: HTG, path: str | os.PathLike | None = None) -> Path:
 
     p = Path(path) if path is not None else default_bank_path()
     with gc_paused():
-        write_envelope(p, BANK_KIND, BANK_VERSION, htg.to_data())
+        write_envelope(p, BANK_KIND, BANK_VERSION, htg.to_data(copy=False))
     return p
 
 

@@ -31,6 +31,16 @@ def _all(values: list, pred, what: str) -> None:
             raise DataCheckError(f"{what}[{i}] has the wrong type ({type(v).__name__})")
 
 
+def _all_of(values: list, types: frozenset[type], what: str) -> None:
+    """Every value's exact type is in types (one C-level pass: long columns stay cheap)."""
+    if not set(map(type, values)) <= types:
+        _all(values, lambda v: type(v) in types, what)
+
+
+STR = frozenset({str})
+NUMS = frozenset({int, float})
+
+
 def _str_list(v: Any) -> bool:
     return isinstance(v, list) and all(isinstance(x, str) for x in v)
 
@@ -71,18 +81,15 @@ def check_data(d: Any, schema: int) -> None:
     dirs = d.get("directions")
     ids = _col(dirs, "id", "directions")
     for name in ("title", "description", "source"):
-        col = _col(dirs, name, "directions")
-        _all(col, lambda v: isinstance(v, str), f"directions.{name}")
-    _all(ids, lambda v: isinstance(v, str), "directions.id")
+        _all_of(_col(dirs, name, "directions"), STR, f"directions.{name}")
+    _all_of(ids, STR, "directions.id")
     _all(_col(dirs, "prior", "directions"), _prior, "directions.prior")
     st = d.get("strategies")
     checks = {
-        "id": lambda v: isinstance(v, str), "direction": lambda v: isinstance(v, str),
-        "title": lambda v: isinstance(v, str), "description": lambda v: isinstance(v, str),
-        "pitfalls": lambda v: isinstance(v, str), "template": lambda v: v is None or isinstance(v, str),
-        "families": _str_list, "backends": _str_list, "states": _str_list, "source": lambda v: isinstance(v, str),
-        "tries": _is_num, "successes": _is_num, "gain_sum": _is_num, "ctx": _ctx, "last_used": _is_num,
-        "uses": _uses,
+        "id": STR, "direction": STR, "title": STR, "description": STR, "pitfalls": STR,
+        "template": frozenset({str, type(None)}), "families": _str_list, "backends": _str_list,
+        "states": _str_list, "source": STR, "tries": NUMS, "successes": NUMS, "gain_sum": NUMS, "ctx": _ctx,
+        "last_used": NUMS, "uses": _uses,
     }
     n = None
     for name, pred in checks.items():
@@ -92,7 +99,10 @@ def check_data(d: Any, schema: int) -> None:
         if n is not None and len(col) != n:
             raise DataCheckError(f"strategies.{name} has {len(col)} rows, not {n}")
         n = len(col)
-        _all(col, pred, f"strategies.{name}")
+        if isinstance(pred, frozenset):
+            _all_of(col, pred, f"strategies.{name}")
+        else:
+            _all(col, pred, f"strategies.{name}")
     edges = d.get("edges")
     efrom = _col(edges, "from", "edges")
     for name, pred in (("from", lambda v: isinstance(v, str)), ("to", lambda v: isinstance(v, str)),
@@ -107,13 +117,15 @@ def check_data(d: Any, schema: int) -> None:
     tr = d.get("transitions")
     tfrom = _col(tr, "from", "transitions")
     nb = len(buckets)
-    for name, pred in (("from", lambda v: isinstance(v, str)), ("to", lambda v: isinstance(v, str)),
-                       ("bucket", lambda v: isinstance(v, int) and 0 <= v < nb), ("n", _is_num), ("succ", _is_num),
-                       ("sum", _is_num), ("sq", _is_num)):
+    for name, types in (("from", STR), ("to", STR), ("bucket", frozenset({int})), ("n", NUMS), ("succ", NUMS),
+                        ("sum", NUMS), ("sq", NUMS)):
         col = _col(tr, name, "transitions")
         if len(col) != len(tfrom):
             raise DataCheckError(f"transitions.{name} has {len(col)} rows, not {len(tfrom)}")
-        _all(col, pred, f"transitions.{name}")
+        _all_of(col, types, f"transitions.{name}")
+    bix = tr["bucket"]
+    if bix and not (0 <= min(bix) and max(bix) < nb):
+        raise DataCheckError("transitions.bucket refers to a bucket that is not there")
     merged = d.get("merged", {})
     if not isinstance(merged, dict) or not all(
             isinstance(k, str) and isinstance(v, list) and all(isinstance(x, int) for x in v) for k, v in merged.items()):

@@ -65,6 +65,7 @@ _STRATEGY_COLUMNS = (
     "id", "direction", "title", "description", "pitfalls", "template", "families", "backends",
     "states", "source", "tries", "successes", "gain_sum", "ctx", "last_used", "uses",
 )
+_MUTABLE_COLUMNS = ("families", "backends", "states", "ctx", "uses")
 _STRATEGY_DEFAULTS: dict[str, Any] = {
     "pitfalls": "", "template": None, "families": [], "backends": [], "states": [], "source": "learned",
     "tries": 0, "successes": 0, "gain_sum": 0.0, "ctx": {}, "last_used": 0.0, "uses": [],
@@ -78,6 +79,27 @@ def _fresh(v: Any) -> Any:
     if isinstance(v, dict):
         return {k: (list(x) if isinstance(x, list) else dict(x) if isinstance(x, dict) else x) for k, x in v.items()}
     return v
+
+
+def _accumulate(e: dict, bucket: str, lv: tuple[str, ...], n: int, succ: int, rs: float, rq: float) -> None:
+    """Add one experience record to a transition edge's bucket stats and level aggregates."""
+    st = e["stats"].get(bucket)
+    if st is None:
+        e["stats"][bucket] = [n, succ, rs, rq]
+    else:
+        st[0] += n
+        st[1] += succ
+        st[2] += rs
+        st[3] += rq
+    agg = e["agg"]
+    for level in lv:
+        x = agg.get(level)
+        if x is None:
+            agg[level] = [n, succ, rs]
+        else:
+            x[0] += n
+            x[1] += succ
+            x[2] += rs
 
 
 class HTG:
@@ -168,24 +190,18 @@ class HTG:
 
     def add_transition(self, a: str, b: str, bucket: str, n: int, succ: int, rsum: float, rsq: float) -> None:
         """Add experience to edge a -> b in a state bucket (counts add up)."""
-        e = self.ensure_edge(a, b)
-        st = e["stats"].get(bucket)
-        if st is None:
-            e["stats"][bucket] = [n, succ, rsum, rsq]
-        else:
-            st[0] += n
-            st[1] += succ
-            st[2] += rsum
-            st[3] += rsq
-        agg = e["agg"]
-        for lv in levels(bucket):
-            a_ = agg.get(lv)
-            if a_ is None:
-                agg[lv] = [n, succ, rsum]
-            else:
-                a_[0] += n
-                a_[1] += succ
-                a_[2] += rsum
+        _accumulate(self.ensure_edge(a, b), bucket, levels(bucket), n, succ, rsum, rsq)
+
+    def _load_transitions(self, tr: dict[str, list], buckets: list[str]) -> None:
+        """Bulk add_transition for from_data: one edge lookup per edge, levels once per bucket."""
+        lv = [levels(b) for b in buckets]
+        edge_of: dict[tuple[str, str], dict] = {}
+        for a, b, bi, n, succ, rs, rq in zip(tr["from"], tr["to"], tr["bucket"], tr["n"], tr["succ"], tr["sum"],
+                                             tr["sq"], strict=True):
+            e = edge_of.get((a, b))
+            if e is None:
+                e = edge_of[(a, b)] = self.ensure_edge(a, b)
+            _accumulate(e, buckets[bi], lv[bi], n, succ, rs, rq)
 
     def add_note(self, a: str, b: str, note: dict) -> None:
         self.ensure_edge(a, b)["notes"].append(dict(note))
@@ -278,20 +294,22 @@ class HTG:
         }
 
     # ---- plain data ---------------------------------------------------------------------
-    def to_data(self) -> dict[str, Any]:
+    def to_data(self, *, copy: bool = True) -> dict[str, Any]:
+        """Columnar plain data; copy=False shares mutable values with the graph (pack it at once)."""
+        fresh = _fresh if copy else (lambda v: v)
         dirs = {"id": [], "title": [], "description": [], "prior": [], "source": []}
         for d in self._directions:
             a = self.g.nodes[d]
             dirs["id"].append(d)
             for c in ("title", "description", "prior", "source"):
-                dirs[c].append(_fresh(a[c]))
+                dirs[c].append(fresh(a[c]))
         cols: dict[str, list] = {c: [] for c in _STRATEGY_COLUMNS}
         nodes = self.g.nodes
         for sid in self.strategy_ids():
             a = nodes[sid]
             cols["id"].append(sid)
             for c in _STRATEGY_COLUMNS[1:]:
-                cols[c].append(_fresh(a[c]))
+                cols[c].append(fresh(a[c]))
         bucket_ix: dict[str, int] = {}
         tr = {"from": [], "to": [], "bucket": [], "n": [], "succ": [], "sum": [], "sq": []}
         edges = {"from": [], "to": [], "prior": [], "notes": []}
@@ -299,7 +317,7 @@ class HTG:
             edges["from"].append(a)
             edges["to"].append(b)
             edges["prior"].append(e["prior"])
-            edges["notes"].append([dict(x) for x in e["notes"]])
+            edges["notes"].append([dict(x) for x in e["notes"]] if copy else e["notes"])
             for bucket, (n, s, rs, rq) in e["stats"].items():
                 ix = bucket_ix.setdefault(bucket, len(bucket_ix))
                 tr["from"].append(a)
@@ -313,17 +331,19 @@ class HTG:
                 "buckets": list(bucket_ix), "transitions": tr, "merged": {k: list(v) for k, v in self.merged.items()}}
 
     @classmethod
-    def from_data(cls, d: dict[str, Any]) -> "HTG":
-        """Inverse of to_data; raises MemoryDataError (one line) on malformed data."""
+    def from_data(cls, d: dict[str, Any], *, copy: bool = True) -> "HTG":
+        """Inverse of to_data; raises MemoryDataError (one line) on malformed data.
+
+        copy=False lets the graph take over d's lists and maps (d fresh from a file, used once)."""
         try:
-            return cls._from_data(d)
+            return cls._from_data(d, copy)
         except MemoryDataError:
             raise
         except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
             raise MemoryDataError(f"malformed memory data ({type(exc).__name__}: {exc})") from None
 
     @classmethod
-    def _from_data(cls, d: dict[str, Any]) -> "HTG":
+    def _from_data(cls, d: dict[str, Any], copy: bool) -> "HTG":
         try:
             check_data(d, DATA_SCHEMA)
         except DataCheckError as exc:
@@ -337,12 +357,15 @@ class HTG:
         if any(len(cols.get(c, ())) != n for c in _STRATEGY_COLUMNS if c in cols):
             raise MemoryDataError("strategy columns differ in length")
         nodes, members = [], []
-        column = {c: cols.get(c) for c in _STRATEGY_COLUMNS}
-        for i in range(n):
-            attrs = {c: _fresh(column[c][i] if column[c] is not None else _STRATEGY_DEFAULTS[c])
-                     for c in _STRATEGY_COLUMNS[1:]}
+        names = _STRATEGY_COLUMNS[1:]
+        # mutable attributes are copied unless the caller hands d over; defaults always are
+        fresh = [c for c in _MUTABLE_COLUMNS if copy or cols.get(c) is None]
+        rows = zip(cols["id"], *(cols.get(c) or [_STRATEGY_DEFAULTS[c]] * n for c in names))
+        for sid, *values in rows:
+            attrs = dict(zip(names, values))
+            for c in fresh:
+                attrs[c] = _fresh(attrs[c])
             attrs["kind"] = "strategy"
-            sid = column["id"][i]
             direction = attrs["direction"]
             if direction not in h._members or not isinstance(sid, str):
                 raise MemoryDataError(f"strategy {sid!r} under unknown direction {direction!r}")
@@ -356,11 +379,7 @@ class HTG:
             e = h.ensure_edge(a, edges["to"][i])
             e["prior"] = float(edges["prior"][i])
             e["notes"] = [dict(x) for x in edges["notes"][i]]
-        buckets = d["buckets"]
-        tr = d["transitions"]
-        for a, b, bi, nn, s, rs, rq in zip(tr["from"], tr["to"], tr["bucket"], tr["n"], tr["succ"], tr["sum"],
-                                          tr["sq"], strict=True):
-            h.add_transition(a, b, buckets[bi], nn, s, rs, rq)
+        h._load_transitions(d["transitions"], d["buckets"])
         h.merged = {str(k): list(v) for k, v in (d.get("merged") or {}).items()}
         return h
 
