@@ -107,7 +107,7 @@ def handle(args: argparse.Namespace) -> int:
         from htam_engine.cli import print_json
         from htam_engine.session import summarize
 
-        print_json(summarize(session))
+        print_json(summarize(session, engine.session_path))
     else:
         print(best_line(session, engine))
     return 0
