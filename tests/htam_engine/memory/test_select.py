@@ -5,6 +5,8 @@ import random
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from htg_builders import grow, random_history, random_state
 
 from htam_engine.memory import HTG, START, HistoryEntry, MemoryDataError, SelectConfig, edge_value, make_state, select_direction
@@ -168,3 +170,23 @@ def test_selection_on_a_large_bank_is_fast():
     for _ in range(20):
         select_direction(h, state, hist, rng=rng)
     assert (time.perf_counter() - t) / 20 < 0.010
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32), n_hist=st.integers(0, 10),
+       ablation=st.sampled_from([None, "no-prefix", "no-position", "flat", "random", "no-update"]),
+       temperature=st.sampled_from([0.0, 0.3, 2.0]))
+def test_selection_invariants_on_random_memories(seed, n_hist, ablation, temperature):
+    rng = random.Random(seed)
+    h = grow(HTG.seed(), rng, rng.randint(0, 60), rng.randint(0, 600))
+    history = random_history(rng, h, n_hist) + [HistoryEntry(random_state(rng), "not-a-direction")] * (seed % 2)
+    state = random_state(rng)
+    cfg = SelectConfig(ablation=ablation, temperature=temperature)
+    sel = select_direction(h, state, history, rng=random.Random(seed), config=cfg)
+    assert sel.direction in h.directions()
+    assert sorted(s.direction for s in sel.scores) == sorted(h.directions())
+    assert [s.total for s in sel.scores] == sorted((s.total for s in sel.scores), reverse=True)
+    for s in sel.scores:
+        assert s.total == pytest.approx(s.transition + s.prior + s.exploration)
+    again = select_direction(h, state, history, rng=random.Random(seed), config=cfg)
+    assert again == sel
