@@ -22,7 +22,10 @@ compile     the per-candidate compile time before and after cutting it, on one t
             host translation unit, and the split layout (kernel .cu with only CUDA headers,
             `no_implicit_headers`, torch wrapper in the host unit with the precompiled header).
 
-Writes JSON to $OUT/gpu_batch.json when OUT is set (else ./gpu_batch.json) and prints a summary.
+Writes JSON to $OUT/gpu_batch.json when OUT is set (else ./gpu_batch.json), adding to what an
+earlier invocation wrote there, and prints a summary. Each part takes several minutes on a 16-core
+box (a CUDA load_inline compile is ~70 s); to stay under a 10-minute command limit run one part
+per invocation:  --parts compile,  --parts throughput,  --parts batch --steps 1.
 """
 
 from __future__ import annotations
@@ -49,6 +52,14 @@ sys.path.insert(0, str(ROOT))
 
 OUT = Path(os.environ.get("OUT") or ".")
 REPORT: dict[str, Any] = {}
+
+
+def load_previous() -> None:
+    """Parts run by separate invocations accumulate in one file."""
+    try:
+        REPORT.update(json.loads((OUT / "gpu_batch.json").read_text()))
+    except (OSError, ValueError):
+        pass
 
 
 def save() -> None:
@@ -334,6 +345,7 @@ def main() -> None:
     if not torch.cuda.is_available():
         print("needs a CUDA GPU")
         sys.exit(0)
+    load_previous()
     REPORT["device"] = {"name": torch.cuda.get_device_name(0), "torch": torch.__version__, "cuda": torch.version.cuda,
                         "cores": os.cpu_count(), "gpus": torch.cuda.device_count()}
     parts = {"compile": run_compile, "throughput": run_throughput, "batch": run_batch}
