@@ -121,7 +121,7 @@ async def offline_candidates(limit: int) -> list[tuple[Any, str, str]]:
     """(problem, code, template) for distinct CUDA sources of the offline proposer."""
     from htam_engine.families import Backend
     from htam_engine.memory import make_state
-    from htam_engine.memory.types import Retrieval, Selection
+    from htam_engine.memory.types import Retrieval, Selection, StrategyView
     from htam_engine.problems import builtin_names, load_problem
     from htam_engine.propose.base import ProposalRequest
     from htam_engine.propose.offline import TEMPLATE_IDS, OfflineProposer
@@ -135,10 +135,10 @@ async def offline_candidates(limit: int) -> list[tuple[Any, str, str]]:
         except Exception:  # noqa: BLE001
             continue
         state = make_state("start", problem.family, Backend.CUDA, "unknown", None)
-        for sample in range(len(TEMPLATE_IDS)):
+        for tid in TEMPLATE_IDS:  # a retrieval naming one template steers the proposer to it
+            hint = StrategyView(id=f"bench-{tid}", direction="", title=tid, description="", template=tid)
             req = ProposalRequest(problem=problem, backend=Backend.CUDA, state=state,
-                                  selection=Selection("", [], "bench"), retrieval=Retrieval("", [], []),
-                                  sample=sample)
+                                  selection=Selection("", [], "bench"), retrieval=Retrieval("", [hint], []))
             try:
                 prop = await proposer.propose(req)
             except Exception:  # noqa: BLE001 - a generator fault loses this candidate only
