@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from htam_engine.propose.offline.ir import ELEM, ROW, Region
+from htam_engine.propose.offline.ir import ELEM, ROW, Region, needed
 from htam_engine.propose.offline.printers import CPrinter, emit_defs, leaf_ref
 from htam_engine.propose.offline.schedule import Reduction, build_schedule, elem_defs, row_defs
 
@@ -120,7 +120,7 @@ def ew_source(region: Region, variant: str, fast: bool) -> str:
     bands = [k for k, i in enumerate(region.inputs) if i.kind in ("band0", "band1")]
     name = f"region_{region.index}"
     extra = "".join(f", int64_t div{k}, int64_t mod{k}" for k in bands)
-    ids = elem_defs(region, [region.out]) if region.levels[region.out] == ELEM else []
+    ids = needed(region.exprs, [region.out])
 
     def body(idx: str, suffix: str) -> list[str]:
         def load(k: int) -> str:

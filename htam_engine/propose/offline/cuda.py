@@ -1,0 +1,492 @@
+"""CUDA C++ kernels for fused regions, built with torch.utils.cpp_extension.load_inline.
+
+Elementwise kernels are templated on the index type (32-bit when the tensor is
+small enough, avoiding 64-bit division); the vec4 template reads and writes
+float4 when pointers are 16-byte aligned and rows are 4-aligned, with a scalar
+tail. Row kernels: a block per row with a shared-memory tree (block), a warp per
+row with shuffles (warp), merged online passes (online), float4 rows (vec4);
+reducing a middle dimension uses one thread per (outer, inner) column.
+"""
+
+from __future__ import annotations
+
+from htam_engine.propose.offline.ir import ROW, Region, needed
+from htam_engine.propose.offline.lower import Plan
+from htam_engine.propose.offline.printers import CPrinter, emit_defs, leaf_ref
+from htam_engine.propose.offline.schedule import Reduction, build_schedule, elem_defs, row_defs
+from htam_engine.propose.offline.templates import Variant
+
+HEADER = """#include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAException.h>
+#include <algorithm>
+#include <cstdint>
+#include <cmath>
+
+static inline bool htam_aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
+
+static inline int htam_num_sms() {
+  static int sms = 0;
+  if (sms == 0) {
+    int dev = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  }
+  return sms;
+}
+"""
+
+THREADS = 256
+CFLAGS = ["-O3"]
+CUDA_FLAGS = ["-O3"]
+FAST_CUDA_FLAGS = ["-O3", "--use_fast_math"]
+
+
+def _ind(lines: list[str], n: int = 2) -> list[str]:
+    return [" " * n + ln if ln else ln for ln in lines]
+
+
+def _decl(ctype: str, name: str, value: str) -> str:
+    return f"const {ctype} {name} = {value};"
+
+
+def _kparams(region: Region) -> list[str]:
+    return [f"const float* __restrict__ p{k}" for k in range(len(region.inputs))] + ["float* __restrict__ po"]
+
+
+def _hparams(region: Region) -> list[str]:
+    return [f"torch::Tensor in{k}" for k in range(len(region.inputs))] + ["torch::Tensor out"]
+
+
+def _kargs(region: Region) -> list[str]:
+    return [f"in{k}.data_ptr<float>()" for k in range(len(region.inputs))] + ["out.data_ptr<float>()"]
+
+
+def _launch(kernel: str, grid: str, block: str, args: list[str]) -> list[str]:
+    return [f"{kernel}<<<{grid}, {block}, 0, at::cuda::getCurrentCUDAStream()>>>({', '.join(args)});",
+            "C10_CUDA_KERNEL_LAUNCH_CHECK();"]
+
+
+# ---------------------------------------------------------------- elementwise
+
+
+def ew_source(region: Region, variant: Variant) -> str:
+    pr = CPrinter(cuda=True, fast=variant.fast)
+    idx = region.index
+    bands = [k for k, i in enumerate(region.inputs) if i.kind in ("band0", "band1")]
+    band_params = [f"IT div{k}, IT mod{k}" for k in bands]
+    ids = needed(region.exprs, [region.out])
+
+    def body(i: str, suffix: str, vec_loads: dict[int, str] | None = None) -> list[str]:
+        def load(k: int) -> str:
+            kind = region.inputs[k].kind
+            if vec_loads and k in vec_loads:
+                return vec_loads[k]
+            if kind == "scalar":
+                return f"__ldg(p{k})"
+            if kind == "full":
+                return f"__ldg(p{k} + {i})"
+            if kind == "band1":
+                return f"__ldg(p{k} + ((r{suffix} / div{k}) % mod{k}) * L + j{suffix})"
+            return f"__ldg(p{k} + (r{suffix} / div{k}) % mod{k})"
+
+        ref = leaf_ref(region, pr, "0.0f", load, lambda e: f"v{e}{suffix}")
+        lines = []
+        if bands:
+            lines += [f"const IT r{suffix} = {i} / L;", f"const IT j{suffix} = {i} - r{suffix} * L;"]
+        lines += emit_defs(region, ids, pr, ref, lambda e: f"v{e}{suffix}", _decl)
+        return lines, ref(region.out)
+
+    def store(i: str) -> list[str]:
+        lines, value = body(i, "")
+        return lines + [f"po[{i}] = {value};"]
+
+    params = ", ".join(_kparams(region) + ["IT n", "IT L"] + band_params)
+    src = [f"template <typename IT>", f"__global__ void k_region_{idx}({params}) {{"]
+    if variant.ew == "stride":
+        src += _ind(["for (IT i = (IT)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (IT)gridDim.x * blockDim.x) {"]
+                    + _ind(store("i")) + ["}"])
+    else:
+        src += _ind(["const IT i = (IT)blockIdx.x * blockDim.x + threadIdx.x;", "if (i >= n) return;"] + store("i"))
+    src.append("}")
+    if variant.ew == "vec4":
+        src += ["", "template <typename IT>", f"__global__ void k_region_{idx}_vec4({params}) {{"]
+        inner = ["const IT c = (IT)blockIdx.x * blockDim.x + threadIdx.x;", "const IT i0 = c * 4;",
+                 "if (i0 + 4 <= n) {"]
+        vec = []
+        for k, inp in enumerate(region.inputs):
+            if inp.kind == "full":
+                vec.append(f"const float4 q{k} = __ldg(reinterpret_cast<const float4*>(p{k} + i0));")
+        lanes, outs = [], []
+        comps = "xyzw"
+        for lane in range(4):
+            loads = {k: f"q{k}.{comps[lane]}" for k, inp in enumerate(region.inputs) if inp.kind == "full"}
+            lane_lines, value = body(f"(i0 + {lane})", f"_{lane}", loads)
+            lanes += lane_lines
+            outs.append(value)
+        inner += _ind(vec + lanes + [f"*reinterpret_cast<float4*>(po + i0) = make_float4({', '.join(outs)});"])
+        inner += ["} else {", "  for (IT i = i0; i < n; ++i) {"] + _ind(store("i"), 4) + ["  }", "}"]
+        src += _ind(inner) + ["}"]
+    host_params = ", ".join(_hparams(region) + ["int64_t L"] + [f"int64_t div{k}, int64_t mod{k}" for k in bands])
+    host = [f"void region_{idx}({host_params}) {{", "  const int64_t n = out.numel();", f"  const int threads = {THREADS};"]
+    band_args = [f"(IT)div{k}, (IT)mod{k}" for k in bands]
+
+    def launches(it: str) -> list[str]:
+        args = _kargs(region) + ["(IT)n", "(IT)L"] + band_args
+        args = [a.replace("(IT)", f"({it})") for a in args]
+        if variant.ew == "stride":
+            grid = "(unsigned)std::max<int64_t>(1, std::min<int64_t>((n + threads - 1) / threads, (int64_t)htam_num_sms() * 8))"
+            return _launch(f"k_region_{idx}<{it}>", grid, "threads", args)
+        scalar = _launch(f"k_region_{idx}<{it}>", "(unsigned)((n + threads - 1) / threads)", "threads", args)
+        if variant.ew != "vec4":
+            return scalar
+        checks = " && ".join(
+            [f"htam_aligned16(in{k}.data_ptr<float>())" for k, i in enumerate(region.inputs) if i.kind == "full"]
+            + ["htam_aligned16(out.data_ptr<float>())"])
+        vec = _launch(f"k_region_{idx}_vec4<{it}>", "(unsigned)((n / 4 + 1 + threads - 1) / threads)", "threads", args)
+        return [f"if ({checks}) {{"] + _ind(vec) + ["} else {"] + _ind(scalar) + ["}"]
+
+    host += _ind(["if (n == 0) return;", "if (n < (int64_t)1 << 30) {"] + _ind(launches("int32_t")) + ["} else {"]
+                 + _ind(launches("int64_t")) + ["}"]) + ["}"]
+    return "\n".join(src + [""] + host) + "\n"
+
+
+def ew_signature(region: Region) -> str:
+    bands = [k for k, i in enumerate(region.inputs) if i.kind in ("band0", "band1")]
+    params = ", ".join(_hparams(region) + ["int64_t L"] + [f"int64_t div{k}, int64_t mod{k}" for k in bands])
+    return f"void region_{region.index}({params});"
+
+
+# ---------------------------------------------------------------- rows
+
+_INIT = {"red_sum": "0.0f", "red_mean": "0.0f", "red_max": "-INFINITY", "red_min": "INFINITY"}
+_OP = {"red_sum": "{a} + {b}", "red_mean": "{a} + {b}", "red_max": "fmaxf({a}, {b})", "red_min": "fminf({a}, {b})"}
+
+
+def _combine(op: str, acc: str, v: str) -> str:
+    return f"{acc} = {_OP[op].format(a=acc, b=v)};"
+
+
+class _RowCuda:
+    """Per-row code for one kernel flavour: 'block' / 'online' / 'vec4' (block per row) or 'warp'."""
+
+    def __init__(self, region: Region, variant: Variant, flavour: str):
+        self.r = region
+        self.flavour = flavour
+        self.pr = CPrinter(cuda=True, fast=variant.fast)
+        self.sched = build_schedule(region, online=flavour == "online")
+        self.defined: set[int] = set()
+        self.vec = flavour == "vec4"
+
+    def ref(self, suffix: str = "", vec_loads: dict[int, str] | None = None):
+        def load(k: int) -> str:
+            kind = self.r.inputs[k].kind
+            if vec_loads and k in vec_loads:
+                return vec_loads[k]
+            return {
+                "scalar": f"__ldg(p{k})", "outfull": f"__ldg(p{k} + o)", "rpos": f"__ldg(p{k} + r{suffix})",
+            }.get(kind, f"__ldg(row{k} + r{suffix})")
+
+        return leaf_ref(self.r, self.pr, "cnt", load, lambda i: f"v{i}" if self.r.levels[i] != 2 else f"v{i}{suffix}")
+
+    def elem(self, roots: list[int], suffix: str = "", vec_loads: dict[int, str] | None = None) -> list[str]:
+        ids = elem_defs(self.r, roots)
+        return emit_defs(self.r, ids, self.pr, self.ref(suffix, vec_loads), lambda i: f"v{i}{suffix}", _decl)
+
+    def rows(self, roots: list[int]) -> list[str]:
+        ids = row_defs(self.r, roots, self.defined)
+        self.defined.update(ids)
+        return emit_defs(self.r, ids, self.pr, self.ref(), lambda i: f"v{i}", _decl)
+
+    def loop(self, per_element) -> list[str]:
+        """A strided loop over the row calling per_element(suffix, vec_loads) for each element."""
+        step = "32" if self.flavour == "warp" else "blockDim.x"
+        start = "lane" if self.flavour == "warp" else "threadIdx.x"
+        if not self.vec:
+            return [f"for (int64_t r = {start}; r < R; r += {step}) {{"] + _ind(per_element("", None)) + ["}"]
+        comps = "xyzw"
+        lines = [f"for (int64_t c4 = {start}; c4 < R / 4; c4 += {step}) {{"]
+        body = []
+        for k, inp in enumerate(self.r.inputs):
+            if inp.kind in ("full", "rpos"):
+                base = f"row{k}" if inp.kind == "full" else f"p{k}"
+                body.append(f"const float4 q{k} = __ldg(reinterpret_cast<const float4*>({base}) + c4);")
+        for lane in range(4):
+            loads = {k: f"q{k}.{comps[lane]}" for k, inp in enumerate(self.r.inputs) if inp.kind in ("full", "rpos")}
+            body += [f"const int64_t r_{lane} = c4 * 4 + {lane};"] + per_element(f"_{lane}", loads)
+        lines += _ind(body) + ["}", f"for (int64_t r = (R / 4) * 4 + {start}; r < R; r += {step}) {{"]
+        lines += _ind(per_element("", None)) + ["}"]
+        return lines
+
+    def reduce_lines(self, tag: str, vars_ops: list[tuple[str, str]]) -> list[str]:
+        """Combine per-thread accumulators across the row's threads; every thread gets the result."""
+        if self.flavour == "warp":
+            lines = ["for (int off = 16; off > 0; off >>= 1) {"]
+            for var, combine in vars_ops:
+                lines.append(f"  {{ const float other = __shfl_xor_sync(0xffffffffu, {var}, off); "
+                             f"{combine.replace('$b', 'other').replace('$a', var)} }}")
+            return lines + ["}"]
+        lines = []
+        for var, _ in vars_ops:
+            lines.append(f"sh_{var}[threadIdx.x] = {var};")
+        lines.append("__syncthreads();")
+        lines.append("for (int s = blockDim.x / 2; s > 0; s >>= 1) {")
+        lines.append("  if (threadIdx.x < s) {")
+        for var, combine in vars_ops:
+            lines.append(f"    {{ const float other = sh_{var}[threadIdx.x + s]; float mine = sh_{var}[threadIdx.x]; "
+                         f"{combine.replace('$b', 'other').replace('$a', 'mine')} sh_{var}[threadIdx.x] = mine; }}")
+        lines += ["  }", "  __syncthreads();", "}"]
+        for var, _ in vars_ops:
+            lines.append(f"{var} = sh_{var}[0];")
+        lines.append("__syncthreads();")
+        return lines
+
+    def pass_lines(self, reds: list[Reduction]) -> tuple[list[str], list[str]]:
+        """(code, shared-array names) for one schedule pass."""
+        exprs = self.r.exprs
+        roots = [red.arg for red in reds]
+        lines = self.rows(roots)
+        init, fin, shared, vars_ops = [], [], [], []
+        for red in reds:
+            a = red.ids[0]
+            if red.kind == "plain":
+                op = exprs[a].op
+                init.append(f"float acc{a} = {_INIT[op]};")
+                vars_ops.append((f"acc{a}", _combine(op, "$a", "$b")))
+                fin.append(f"const float v{a} = acc{a} / cnt;" if op == "red_mean" else f"const float v{a} = acc{a};")
+            elif red.kind == "softmax":
+                m, s = red.ids
+                init += [f"float om{m} = -INFINITY;", f"float os{m} = 0.0f;"]
+                fin += [f"const float v{m} = om{m};", f"const float v{s} = os{m};"]
+            else:
+                mu, sq = red.ids
+                init += [f"float wn{mu} = 0.0f;", f"float wm{mu} = 0.0f;", f"float wq{mu} = 0.0f;"]
+                fin += [f"const float v{mu} = " + (f"wm{mu};" if exprs[mu].op == "red_mean" else f"wm{mu} * cnt;"),
+                        f"const float v{sq} = " + (f"wq{mu} / cnt;" if exprs[sq].op == "red_mean" else f"wq{mu};")]
+
+        def per_element(suffix: str, vec_loads: dict[int, str] | None) -> list[str]:
+            out = self.elem(roots, suffix, vec_loads)
+            ref = self.ref(suffix, vec_loads)
+            for red in reds:
+                a = red.ids[0]
+                v = ref(red.arg)
+                if red.kind == "plain":
+                    out.append(_combine(exprs[a].op, f"acc{a}", v))
+                elif red.kind == "softmax":
+                    m = a
+                    out += [f"{{ const float x_ = {v}; if (x_ > om{m}) {{ os{m} = os{m} * __expf(om{m} - x_) + 1.0f; "
+                            f"om{m} = x_; }} else {{ os{m} += __expf(x_ - om{m}); }} }}"]
+                else:
+                    mu = a
+                    out += [f"{{ const float x_ = {v}; wn{mu} += 1.0f; const float d_ = x_ - wm{mu}; "
+                            f"wm{mu} += d_ / wn{mu}; wq{mu} += d_ * (x_ - wm{mu}); }}"]
+            return out
+
+        body = lines + init + self.loop(per_element)
+        # cross-thread combination
+        plain = [(v, op) for v, op in vars_ops]
+        if plain:
+            body += self.reduce_lines("p", plain)
+            shared += [v for v, _ in plain]
+        for red in reds:
+            if red.kind == "softmax":
+                m = red.ids[0]
+                body += self._pair_reduce(f"om{m}", f"os{m}", shared)
+            elif red.kind == "welford":
+                body += self._welford_reduce(red.ids[0], shared)
+        for red in reds:
+            self.defined.update(red.ids)
+        return body + fin, shared
+
+    def _pair_reduce(self, m: str, s: str, shared: list[str]) -> list[str]:
+        # (m, s) pairs combine as m = max(m1, m2), s = s1 e^(m1-m) + s2 e^(m2-m); -inf-safe
+        comb = ("{ const float mm = fmaxf($m1, $m2); "
+                "const float a1 = ($m1 == -INFINITY) ? 0.0f : $s1 * __expf($m1 - mm); "
+                "const float a2 = ($m2 == -INFINITY) ? 0.0f : $s2 * __expf($m2 - mm); "
+                "$m1 = mm; $s1 = a1 + a2; }")
+        if self.flavour == "warp":
+            c = comb.replace("$m1", m).replace("$s1", s).replace("$m2", "om_").replace("$s2", "os_")
+            return ["for (int off = 16; off > 0; off >>= 1) {",
+                    f"  const float om_ = __shfl_xor_sync(0xffffffffu, {m}, off);",
+                    f"  const float os_ = __shfl_xor_sync(0xffffffffu, {s}, off);", f"  {c}", "}"]
+        shared += [m, s]
+        c = comb.replace("$m1", "ma").replace("$s1", "sa").replace("$m2", "mb").replace("$s2", "sb")
+        return [f"sh_{m}[threadIdx.x] = {m}; sh_{s}[threadIdx.x] = {s};", "__syncthreads();",
+                "for (int st = blockDim.x / 2; st > 0; st >>= 1) {", "  if (threadIdx.x < st) {",
+                f"    float ma = sh_{m}[threadIdx.x], sa = sh_{s}[threadIdx.x];",
+                f"    const float mb = sh_{m}[threadIdx.x + st], sb = sh_{s}[threadIdx.x + st];",
+                f"    {c}", f"    sh_{m}[threadIdx.x] = ma; sh_{s}[threadIdx.x] = sa;", "  }", "  __syncthreads();",
+                "}", f"{m} = sh_{m}[0]; {s} = sh_{s}[0];", "__syncthreads();"]
+
+    def _welford_reduce(self, mu: int, shared: list[str]) -> list[str]:
+        # Chan et al.: n = na + nb, d = mb - ma, mean = ma + d nb / n, M2 = M2a + M2b + d^2 na nb / n
+        comb = ("{ const float nn = $na + $nb; if (nn > 0.0f) { const float d = $mb - $ma; "
+                "$ma = $ma + d * ($nb / nn); $qa = $qa + $qb + d * d * ($na * $nb / nn); $na = nn; } }")
+        n, m, q = f"wn{mu}", f"wm{mu}", f"wq{mu}"
+        if self.flavour == "warp":
+            c = comb.replace("$na", n).replace("$ma", m).replace("$qa", q)
+            c = c.replace("$nb", "nb_").replace("$mb", "mb_").replace("$qb", "qb_")
+            return ["for (int off = 16; off > 0; off >>= 1) {",
+                    f"  const float nb_ = __shfl_xor_sync(0xffffffffu, {n}, off);",
+                    f"  const float mb_ = __shfl_xor_sync(0xffffffffu, {m}, off);",
+                    f"  const float qb_ = __shfl_xor_sync(0xffffffffu, {q}, off);", f"  {c}", "}"]
+        shared += [n, m, q]
+        c = comb.replace("$na", "na").replace("$ma", "ma").replace("$qa", "qa")
+        c = c.replace("$nb", "nb").replace("$mb", "mb").replace("$qb", "qb")
+        return [f"sh_{n}[threadIdx.x] = {n}; sh_{m}[threadIdx.x] = {m}; sh_{q}[threadIdx.x] = {q};", "__syncthreads();",
+                "for (int st = blockDim.x / 2; st > 0; st >>= 1) {", "  if (threadIdx.x < st) {",
+                f"    float na = sh_{n}[threadIdx.x], ma = sh_{m}[threadIdx.x], qa = sh_{q}[threadIdx.x];",
+                f"    const float nb = sh_{n}[threadIdx.x + st], mb = sh_{m}[threadIdx.x + st], "
+                f"qb = sh_{q}[threadIdx.x + st];",
+                f"    {c}", f"    sh_{n}[threadIdx.x] = na; sh_{m}[threadIdx.x] = ma; sh_{q}[threadIdx.x] = qa;",
+                "  }", "  __syncthreads();", "}", f"{n} = sh_{n}[0]; {m} = sh_{m}[0]; {q} = sh_{q}[0];",
+                "__syncthreads();"]
+
+    def kernel(self, name: str) -> list[str]:
+        params = ", ".join(_kparams(self.r) + ["int64_t outer", "int64_t R", "float cnt"])
+        if self.flavour == "warp":
+            head = ["const int64_t o = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;",
+                    "const int lane = threadIdx.x & 31;", "if (o >= outer) return;"]
+        else:
+            head = ["const int64_t o = blockIdx.x;"]
+        for k, inp in enumerate(self.r.inputs):
+            if inp.kind == "full":
+                head.append(f"const float* __restrict__ row{k} = p{k} + o * R;")
+        body, shared = [], []
+        for reds in self.sched.passes:
+            lines, sh = self.pass_lines(reds)
+            body += lines
+            shared += sh
+        out = self.r.out
+        body += self.rows([out])
+        ref = self.ref()
+        if self.r.levels[out] == ROW:
+            first = "lane == 0" if self.flavour == "warp" else "threadIdx.x == 0"
+            body.append(f"if ({first}) po[o] = {ref(out)};")
+        else:
+            def write(suffix: str, vec_loads: dict[int, str] | None) -> list[str]:
+                lines = self.elem([out], suffix, vec_loads)
+                return lines + [f"po[o * R + r{suffix}] = {self.ref(suffix, vec_loads)(out)};"]
+
+            body += self.loop(write)
+        decl = [f"__shared__ float sh_{v}[{THREADS}];" for v in dict.fromkeys(shared)]
+        return [f"__global__ void {name}({params}) {{"] + _ind(decl + head + body) + ["}"]
+
+
+class _ColumnCuda:
+    """Reducing a middle dimension: one thread per (outer, inner) column, looping over R."""
+
+    def __init__(self, region: Region, variant: Variant):
+        self.r = region
+        self.pr = CPrinter(cuda=True, fast=variant.fast)
+        self.sched = build_schedule(region, online=False)
+        self.defined: set[int] = set()
+
+    def ref(self):
+        def load(k: int) -> str:
+            kind = self.r.inputs[k].kind
+            return {"scalar": f"__ldg(p{k})", "outfull": f"__ldg(p{k} + o * inner + q)", "rpos": f"__ldg(p{k} + r)"}.get(
+                kind, f"__ldg(p{k} + (o * R + r) * inner + q)")
+
+        return leaf_ref(self.r, self.pr, "cnt", load, lambda i: f"v{i}")
+
+    def kernel(self, name: str) -> list[str]:
+        exprs = self.r.exprs
+        params = ", ".join(_kparams(self.r) + ["int64_t outer", "int64_t R", "int64_t inner", "float cnt"])
+        head = ["const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;", "if (t >= outer * inner) return;",
+                "const int64_t o = t / inner;", "const int64_t q = t - o * inner;"]
+        body: list[str] = []
+        ref = self.ref()
+        for reds in self.sched.passes:
+            roots = [red.arg for red in reds]
+            ids = row_defs(self.r, roots, self.defined)
+            self.defined.update(ids)
+            body += emit_defs(self.r, ids, self.pr, ref, lambda i: f"v{i}", _decl)
+            init, step, fin = [], [], []
+            for red in reds:
+                a = red.ids[0]
+                op = exprs[a].op
+                init.append(f"float acc{a} = {_INIT[op]};")
+                step.append(_combine(op, f"acc{a}", ref(red.arg)))
+                fin.append(f"const float v{a} = acc{a} / cnt;" if op == "red_mean" else f"const float v{a} = acc{a};")
+                self.defined.add(a)
+            el = emit_defs(self.r, elem_defs(self.r, roots), self.pr, ref, lambda i: f"v{i}", _decl)
+            body += init + ["for (int64_t r = 0; r < R; ++r) {"] + _ind(el + step) + ["}"] + fin
+        out = self.r.out
+        ids = row_defs(self.r, [out], self.defined)
+        body += emit_defs(self.r, ids, self.pr, ref, lambda i: f"v{i}", _decl)
+        if self.r.levels[out] == ROW:
+            body.append(f"po[o * inner + q] = {ref(out)};")
+        else:
+            el = emit_defs(self.r, elem_defs(self.r, [out]), self.pr, ref, lambda i: f"v{i}", _decl)
+            body += ["for (int64_t r = 0; r < R; ++r) {"] + _ind(el + [f"po[(o * R + r) * inner + q] = {ref(out)};"]) + ["}"]
+        return [f"__global__ void {name}({params}) {{"] + _ind(head + body) + ["}"]
+
+
+def row_source(region: Region, variant: Variant) -> str:
+    idx = region.index
+    flavour = {"warp": "warp", "online": "online", "vec4": "vec4"}.get(variant.row, "block")
+    src = _RowCuda(region, variant, flavour).kernel(f"k_region_{idx}")
+    if flavour == "vec4":
+        src += [""] + _RowCuda(region, variant, "block").kernel(f"k_region_{idx}_rows")
+    src += [""] + _ColumnCuda(region, variant).kernel(f"k_region_{idx}_cols")
+    args = _kargs(region)
+    host = [f"void region_{idx}({', '.join(_hparams(region) + ['int64_t outer', 'int64_t R', 'int64_t inner'])}) {{",
+            "  if (out.numel() == 0) return;", "  const float cnt = (float)R;", "  if (inner == 1) {"]
+    if flavour == "warp":
+        rows = _launch(f"k_region_{idx}", f"(unsigned)((outer + {THREADS // 32} - 1) / {THREADS // 32})",
+                       str(THREADS), args + ["outer", "R", "cnt"])
+    else:
+        rows = _launch(f"k_region_{idx}", "(unsigned)outer", str(THREADS), args + ["outer", "R", "cnt"])
+    if flavour == "vec4":
+        vec_inputs = [k for k, i in enumerate(region.inputs) if i.kind in ("full", "rpos")]
+        checks = " && ".join(["R % 4 == 0"] + [f"htam_aligned16(in{k}.data_ptr<float>())" for k in vec_inputs])
+        plain = _launch(f"k_region_{idx}_rows", "(unsigned)outer", str(THREADS), args + ["outer", "R", "cnt"])
+        rows = [f"if ({checks}) {{"] + _ind(rows) + ["} else {"] + _ind(plain) + ["}"]
+    host += _ind(rows, 4) + ["  } else {"]
+    host += _ind(_launch(f"k_region_{idx}_cols", f"(unsigned)((outer * inner + {THREADS} - 1) / {THREADS})",
+                         str(THREADS), args + ["outer", "R", "inner", "cnt"]), 4) + ["  }", "}"]
+    return "\n".join(src + [""] + host) + "\n"
+
+
+def row_signature(region: Region) -> str:
+    params = ", ".join(_hparams(region) + ["int64_t outer", "int64_t R", "int64_t inner"])
+    return f"void region_{region.index}({params});"
+
+
+def kernels(plan: Plan, variant: Variant) -> tuple[str, dict[int, list[str]]]:
+    from htam_engine.propose.offline.module import extension_name
+
+    sources, sigs, names, launches = [HEADER], [], [], {}
+    for region in plan.regions:
+        names.append(f"region_{region.index}")
+        if region.is_row:
+            sources.append(row_source(region, variant))
+            sigs.append(row_signature(region))
+            launches[region.index] = [f"_ext.region_{region.index}(*ts, out, outer, R, inner)"]
+        else:
+            sources.append(ew_source(region, variant))
+            sigs.append(ew_signature(region))
+            launches[region.index] = [f"_ext.region_{region.index}(*ts, out, L, *bands)"]
+    cuda_text = "\n".join(sources)
+    cpp_text = "#include <torch/extension.h>\n" + "\n".join(sigs) + "\n"
+    flags = FAST_CUDA_FLAGS if variant.fast else CUDA_FLAGS
+    name = extension_name(cuda_text + cpp_text + repr(flags))
+    code = [
+        "from torch.utils.cpp_extension import load_inline",
+        "",
+        f"_CPP_SOURCE = r'''\n{cpp_text}'''",
+        "",
+        f"_CUDA_SOURCE = r'''\n{cuda_text}'''",
+        "",
+        "_ext = load_inline(",
+        f"    name={name!r},",
+        "    cpp_sources=_CPP_SOURCE,",
+        "    cuda_sources=_CUDA_SOURCE,",
+        f"    functions={names!r},",
+        f"    extra_cflags={CFLAGS!r},",
+        f"    extra_cuda_cflags={flags!r},",
+        "    verbose=False,",
+        ")",
+    ]
+    return "\n".join(code) + "\n", launches

@@ -1,0 +1,40 @@
+"""Shared helpers for the offline proposer's tests: problem files and in-process checking."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+
+import torch
+
+from htam_engine.problems import instantiate, load_problem
+from htam_engine.problems.model import Problem
+
+
+def write_problem(tmp_path: Path, name: str, body: str, inputs: str, init: str = "[]", consts: str = "") -> Problem:
+    """A KernelBench-format file: `body` is Model's source; `inputs` the get_inputs expression."""
+    text = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
+    text += textwrap.dedent(body).strip() + "\n\n" + textwrap.dedent(consts).strip() + "\n\n"
+    text += f"def get_inputs():\n    return {inputs}\n\n\ndef get_init_inputs():\n    return {init}\n"
+    path = tmp_path / f"{name}.py"
+    path.write_text(text)
+    return load_problem(str(path))
+
+
+def run_candidate(problem: Problem, code: str, seed: int = 3) -> tuple[torch.Tensor, torch.Tensor]:
+    """Reference and candidate outputs, built with equal seeds, on the same fresh inputs (in-process:
+    only for Triton under the interpreter; compiled backends go through the harness)."""
+    assert os.environ.get("TRITON_INTERPRET") == "1" or "triton" not in code
+    ns: dict = {}
+    exec(compile(code, f"<candidate {problem.id}>", "exec"), ns)  # noqa: S102 - our own generated module
+    inst = instantiate(problem)
+    init = inst.get_init_inputs()
+    torch.manual_seed(seed)
+    ref = inst.Model(*init)
+    torch.manual_seed(seed)
+    new = ns["ModelNew"](*init)
+    torch.manual_seed(seed + 1)
+    xs = inst.get_inputs()
+    with torch.no_grad():
+        return ref(*xs), new(*xs)
