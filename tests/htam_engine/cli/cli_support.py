@@ -9,16 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.htam_engine.loop.loop_support import NO_KERNEL, TRITON_CODE, fenced  # noqa: F401 - shared test data
+from tests.htam_engine.loop.loop_support import PROBLEM_PATH as PROBLEM  # noqa: F401
+
 ROOT = Path(__file__).resolve().parents[3]
-LOOP_DATA = ROOT / "tests" / "htam_engine" / "loop" / "data"
-PROBLEM = LOOP_DATA / "scale_relu.py"
-TRITON_CODE = (LOOP_DATA / "triton_scale_relu.py").read_text()
-NO_KERNEL = "import torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return torch.relu(x * 2.0 - 1.0)\n"
 QUICK = ["--trials", "3", "--no-compile-baseline"]
-
-
-def fenced(code: str) -> str:
-    return f"```python\n{code}```\n"
 
 
 def model_env(server, tmp_path: Path) -> dict[str, str]:
