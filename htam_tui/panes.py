@@ -25,9 +25,21 @@ class Pane(Vertical):
         self.border_title = f"{key} {title}"
 
 
+def _set_display(widget, on: bool) -> None:
+    if widget.display != on:  # setting it at all schedules a layout pass
+        widget.display = on
+
+
 class StatusLine(Static):
+    def __init__(self, **kw) -> None:
+        super().__init__(**kw)
+        self._plain = None
+
     def show(self, view: ViewState) -> None:
-        self.update(render.status_line(view))
+        line = render.status_line(view)
+        if line.plain != self._plain:  # most events leave the status as it was
+            self._plain = line.plain
+            self.update(line)
 
 
 class SourcePane(Pane):
@@ -58,23 +70,17 @@ class SourcePane(Pane):
         if self.show_diff and not view.streaming:
             diff = render.unified_diff(view.best_code if view.best_code != view.code else view.previous_best, view.code)
             self.query_one("#diff", Static).update(Syntax(diff, "diff", theme="ansi_dark", word_wrap=False))
-            area.display, box.display = False, True
+            _set_display(area, False)
+            _set_display(box, True)
             self.border_subtitle = "diff vs previous best"
             return
-        area.display, box.display = True, False
+        _set_display(area, True)
+        _set_display(box, False)
+        text, language = view.code, "python"  # model text streams in as Python too: no re-highlighting setup
+        self._kernel_starts = []
         if view.streaming:
             self.border_subtitle = "model writing…"
-            if view.code.startswith(self._shown) and area.language is None:
-                area.insert(view.code[len(self._shown):], area.document.end)  # grow, keep the view
-            else:
-                area.language = None
-                area.load_text(view.code)
-            self._shown = view.code
-            area.scroll_end(animate=False)
-            return
-        text, language = view.code, "python"
-        self._kernel_starts = []
-        if self.mode == "kernel":
+        elif self.mode == "kernel":
             parts = render.kernel_sources(view.code)
             if parts:
                 self._kernel_starts = [start for start, _ in parts]
@@ -82,10 +88,21 @@ class SourcePane(Pane):
             self.border_subtitle = "kernel (C++)" if parts else "no C++ source in this module"
         else:
             self.border_subtitle = "module"
-        if text != self._shown or area.language != language:
-            area.language = language if language in area.available_languages else None
-            area.load_text(text)
-            self._shown = text
+        if language not in area.available_languages:
+            language = None
+        if area.language != language:
+            area.language = language  # prepares the highlight query: only when the language changes
+        if text == self._shown:
+            return
+        if view.streaming and text.startswith(self._shown):
+            area.insert(text[len(self._shown):], area.document.end)  # grow in place
+            area.scroll_end(animate=False)
+        else:
+            # an edit, not load_text: keeps the prepared query and reparses incrementally
+            area.replace(text, (0, 0), area.document.end)
+            area.move_cursor((0, 0))
+            area.scroll_home(animate=False)
+        self._shown = text
 
     def goto_line(self, line: int, file: str | None) -> None:
         """Move the view to a diagnostic's line. Python files' lines are module lines; a compiler's

@@ -44,6 +44,7 @@ class ViewState:
     previous_best: str | None = None
     best_code: str | None = None
     streaming: bool = False
+    stream_sample: int | None = None  # the sample whose text the source pane shows this step
     # direction / strategies panes
     selection: Selection | None = None
     retrieval: Retrieval | None = None
@@ -96,6 +97,7 @@ def _session_started(v: ViewState, e: ev.SessionStarted) -> set[str]:
 
 def _step_started(v: ViewState, e: ev.StepStarted) -> set[str]:
     v.step = e.step
+    v.stream_sample = None
     v.stage = ""
     v.trial_timings = []
     return {"status", "timings"}
@@ -115,13 +117,20 @@ def _retrieved(v: ViewState, e: ev.StrategiesRetrieved) -> set[str]:
 
 def _tokens(v: ViewState, e: ev.TokensStreamed) -> set[str]:
     if not v.streaming:
+        if v.stream_sample is not None and e.sample != v.stream_sample:
+            return set()  # one sample's text at a time: the step's others stream unseen
         v.code = ""
         v.streaming = True
+        v.stream_sample = e.sample
+    elif e.sample != v.stream_sample:
+        return set()
     v.code += e.text
     return {"source"}
 
 
 def _candidate(v: ViewState, e: ev.CandidateProposed) -> set[str]:
+    if v.stream_sample is not None and e.sample != v.stream_sample:
+        return set()
     v.streaming = False
     if e.code is not None:
         v.code = e.code

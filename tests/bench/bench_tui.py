@@ -116,6 +116,65 @@ async def key_latency() -> dict:
             "presses": len(latencies)}
 
 
+async def key_latency_real_engine() -> dict:
+    """The same measure on the real engine: the loopback model server streams a Triton candidate
+    (2 samples per step, ~3 s of text each) and the worker pool evaluates them (TRITON_INTERPRET=1)
+    while keys toggle the source view and move between panes."""
+    import tempfile
+
+    from htam_engine.evaluate.pool import WorkerPool
+    from htam_engine.loop.engine import Engine
+    from htam_engine.problems import load_problem
+    from htam_engine.propose.config import load_config
+    from htam_engine.propose.model import ModelProposer
+    from htam_engine.session.model import SessionConfig
+    from tests.support.loopback_server import LoopbackServer, Reply
+
+    sys.path.insert(0, str(ROOT / "tests" / "htam_engine" / "loop"))
+    from loop_support import MODEL, PROBLEM_PATH, TRITON_CODE, fast_eval
+
+    prose = "Reasoning about the kernel: coalesced loads, one program per block.\n" * 60
+    reply = Reply(prose + "```python\n" + TRITON_CODE + "```\n", chunk_chars=8, chunk_delay_s=0.01)
+    tmp = Path(tempfile.mkdtemp())
+    latencies: list[float] = []
+    phases = {"streaming": 0, "evaluating": 0, "other": 0}
+    by_key: dict[str, list[float]] = {}
+    with LoopbackServer(default=reply, model=MODEL) as server:
+        cfg = load_config({**server.config_overrides(), "retries": 0, "reflect": False},
+                          env={"OPENAI_API_KEY": "sk-bench"}, user_file=tmp / "u.toml", project_file=tmp / "p.toml")
+        engine = Engine(load_problem(str(PROBLEM_PATH)),
+                        SessionConfig(backend="triton", device="cpu", policy="auto", steps=3, samples=2),
+                        proposer=ModelProposer(cfg.model), pool=WorkerPool(2, "cpu"), session_path=tmp / "b.htam",
+                        interactive=True, eval_config=fast_eval())
+        app = HtamApp(engine, settings=UiSettings(bell=False))
+        async with app.run_test(size=(80, 24)) as pilot:
+            clock = FrameClock(app)
+            await until(pilot, lambda: app.view.step >= 1, timeout=60)
+            pane = app.query_one("#source-pane")
+            keys = ["k", "2", "k", "1"]
+            n = 0
+            while app.view.engine_state != "finished" and n < 400:
+                key = keys[n % len(keys)]
+                phase = "streaming" if app.view.streaming else "evaluating" if app.view.stage in (
+                    "static", "compile", "correctness", "timing") else "other"
+                before = (pane.mode, app.focused)
+                t0 = time.perf_counter()
+                app.simulate_key(key)
+                await until(pilot, lambda: (pane.mode, app.focused) != before, step=0.001)
+                changed = time.perf_counter()
+                await until(pilot, lambda: clock.first_after(changed) is not None, step=0.001)
+                latencies.append((clock.first_after(changed) - t0) * 1000)
+                by_key.setdefault("toggle source view (k)" if key == "k" else "focus a pane (1/2)", []).append(latencies[-1])
+                phases[phase] += 1
+                n += 1
+                await asyncio.sleep(0.1)
+            await until(pilot, lambda: app.view.engine_state == "finished", timeout=120)
+    return {"real_engine_key_to_frame_ms_median": statistics.median(latencies),
+            "real_engine_key_to_frame_ms_p95": p95(latencies), "real_engine_presses": len(latencies),
+            "real_engine_presses_by_phase": phases,
+            "real_engine_median_ms_by_key": {k: statistics.median(v) for k, v in by_key.items()}}
+
+
 async def memory_browser() -> dict:
     """Bank of 10,000 strategies: press m -> first frame with the tree of directions; Enter on a
     direction -> first frame with its first chunk of strategies; each filter keystroke -> frame."""
@@ -159,7 +218,8 @@ async def memory_browser() -> dict:
 
 
 def main() -> None:
-    figures = {**asyncio.run(key_latency()), **asyncio.run(memory_browser())}
+    figures = {"load_average_1min_before": os.getloadavg()[0], "cpu_cores": os.cpu_count(),
+               **asyncio.run(key_latency()), **asyncio.run(key_latency_real_engine()), **asyncio.run(memory_browser())}
     print(json.dumps(figures, indent=2))
     if os.environ.get("OUT"):
         Path(os.environ["OUT"], "bench_tui.json").write_text(json.dumps(figures, indent=2))
