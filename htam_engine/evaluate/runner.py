@@ -254,6 +254,10 @@ class Runner:
             return cached
         fresh = baselines.measure(report.ref_model, report.timing_inputs, self.device,
                                   warmup=config.warmup, trials=config.trials, with_compile=want_compile)
+        if want_compile and hasattr(self.guards, "trust_current_threads"):
+            # torch.compile starts its own compile-worker threads; they are the harness's, not the
+            # candidate's (whose threads the checks already looked for before timing began).
+            self.guards.trust_current_threads()
         baselines.store(key, fresh, problem_id=getattr(problem, "id", ""))
         return fresh
 

@@ -133,3 +133,11 @@ def test_worker_environment_has_no_secrets(small_problem, monkeypatch):
     finally:
         ev.close()
     assert r.status is Status.OK, r.diagnostics.message
+
+
+def test_torch_compile_baseline_is_measured_and_cached(small_problem, evaluator):
+    r = evaluator.evaluate(small_problem, triton_variant("y = y * 1.0"), fast_config(time_compile_baseline=True))
+    assert r.status is Status.OK, r.diagnostics.message  # torch.compile's own threads are not the candidate's
+    assert r.compile_ref_runtime_ms and r.speedup_compile == pytest.approx(r.compile_ref_runtime_ms / r.runtime_ms)
+    again = evaluator.evaluate(small_problem, triton_variant("y = y * 1.0"), fast_config(time_compile_baseline=True))
+    assert again.compile_ref_runtime_ms == r.compile_ref_runtime_ms  # served from the baseline cache
