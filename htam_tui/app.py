@@ -23,7 +23,7 @@ from textual.worker import Worker, WorkerState
 
 from htam_engine.loop import events as ev
 from htam_engine.session.model import Decision
-from htam_tui import bridge
+from htam_tui import bridge, render
 from htam_tui.actions import MAIN_ACTIONS, bindings
 from htam_tui.commands import HtamCommands
 from htam_tui.panes import DirectionPane, Pane, ErrorsPane, SourcePane, StatusLine, StrategiesPane, TimingsPane
@@ -400,8 +400,7 @@ class HtamApp(App[int]):
 
     def on_errors_pane_jump(self, message: ErrorsPane.Jump) -> None:
         pane = self._source()
-        pane.show_diff = False
-        pane.goto_line(message.line, message.file)
+        pane.goto(*render.locate(self.view.code, message.file, message.line))
         pane.show(self.view)
 
     def action_zoom(self) -> None:

@@ -104,15 +104,11 @@ class SourcePane(Pane):
             area.scroll_home(animate=False)
         self._shown = text
 
-    def goto_line(self, line: int, file: str | None) -> None:
-        """Move the view to a diagnostic's line. Python files' lines are module lines; a compiler's
-        file is the C++ source, so the kernel-only view is shown, where its lines line up best."""
-        want = "module" if (file or "").endswith(".py") or not file else "kernel"
-        if want != self.mode:
-            self.mode = want
-            self.app.call_later(self._goto, line)
-        else:
-            self._goto(line)
+    def goto(self, mode: str, line: int) -> None:
+        """Show `mode` (module | kernel) with the cursor on `line` (from 1)."""
+        self.show_diff = False
+        self.mode = mode
+        self.app.call_later(self._goto, line)  # after the pane has repainted in that mode
 
     def _goto(self, line: int) -> None:
         area = self.area

@@ -171,3 +171,38 @@ def kernel_sources(code: str) -> list[tuple[int, str]]:
             if "#include" in s or "__global__" in s or "torch::Tensor" in s or "at::Tensor" in s:
                 found.append((node.lineno, s))
     return sorted(found)
+
+
+# Lines torch's load_inline writes before the given sources in the files it compiles.
+HEADER_LINES = {"main.cpp": 1, "cuda.cu": 3}
+
+
+def triton_kernel_line(code: str) -> int | None:
+    """Module line of the first @triton.jit function's `def` (Triton counts error lines from it)."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and any("jit" in ast.unparse(d) for d in node.decorator_list):
+            return node.lineno
+    return None
+
+
+def locate(code: str, file: str | None, line: int) -> tuple[str, int]:
+    """Where a diagnostic points in the source pane: ("module", line) or ("kernel", line of the
+    kernel-only view, which joins the module's C++/CUDA strings in order)."""
+    name = (file or "").lower()
+    if name == "triton":
+        start = triton_kernel_line(code)
+        return "module", start + line - 1 if start else line
+    parts = kernel_sources(code)
+    if not name or name.endswith(".py") or not parts:
+        return "module", line
+    want_cuda = name.endswith((".cu", ".cuh"))
+    offset = 0
+    for _, text in parts:
+        if ("__global__" in text) == want_cuda:
+            return "kernel", offset + max(1, line - HEADER_LINES.get(name, 0))
+        offset += text.count("\n") + 1
+    return "kernel", line

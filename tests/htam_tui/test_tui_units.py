@@ -50,6 +50,16 @@ def test_kernel_sources_and_diff():
     assert render.unified_diff(None, "x").startswith("(no previous best")
 
 
+def test_diagnostics_map_to_source_lines():
+    two = 'cpp = """\ntorch::Tensor f(torch::Tensor x);\n"""\ncu = """\n#include <cuda.h>\n__global__ void k() {\n  x;\n}\n"""\n'
+    # kernel view: the C++ part (3 lines: "", the declaration, "") then the CUDA part
+    assert render.locate(two, "cuda.cu", 3 + 4) == ("kernel", 3 + 4)
+    assert render.locate(two, "main.cpp", 3) == ("kernel", 2)
+    assert render.locate(two, "candidate.py", 4) == ("module", 4)
+    triton = "import triton\n\n\n@triton.jit\ndef k(x):\n    y = x\n"
+    assert render.locate(triton, "triton", 2) == ("module", 6)
+
+
 def test_result_line_shows_a_measured_result():
     assert "1.60x vs eager" in result_line(ok_result(1.6)).plain
     assert "compile_error" in result_line(compile_error()).plain
