@@ -22,7 +22,7 @@ class ActionSpec:
 
 MAIN_ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("app.help", "question_mark", "help", "Help: list keys"),
-    ActionSpec("app.quit", "q", "quit", "Quit (stops the run; a step in progress is redone on resume)"),
+    ActionSpec("app.quit", "q", "quit", "Quit"),
     ActionSpec("app.pause", "p", "toggle_pause", "Pause or resume the engine"),
     ActionSpec("app.stop", "x", "stop", "Stop the run after the current step"),
     ActionSpec("app.steps", "n", "set_steps", "Change the step budget"),

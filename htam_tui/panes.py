@@ -50,7 +50,6 @@ class SourcePane(Pane):
         self.mode = "module"  # module | kernel
         self.show_diff = False
         self._shown = ""
-        self._kernel_starts: list[int] = []
 
     def compose(self) -> ComposeResult:
         area = TextArea("", read_only=True, show_line_numbers=True, id="source", soft_wrap=False)
@@ -77,13 +76,11 @@ class SourcePane(Pane):
         _set_display(area, True)
         _set_display(box, False)
         text, language = view.code, "python"  # model text streams in as Python too: no re-highlighting setup
-        self._kernel_starts = []
         if view.streaming:
             self.border_subtitle = "model writing…"
         elif self.mode == "kernel":
             parts = render.kernel_sources(view.code)
             if parts:
-                self._kernel_starts = [start for start, _ in parts]
                 text, language = "\n".join(p for _, p in parts), CPP
             self.border_subtitle = "kernel (C++)" if parts else "no C++ source in this module"
         else:
