@@ -294,26 +294,29 @@ class Guards:
         self._patch(threading.Thread, "start", start)
 
     def _track_cuda_streams(self) -> None:
+        """Register every new torch.cuda.Stream, so busy_streams() can query it after forward.
+
+        The class keeps its identity (isinstance checks anywhere stay true): only its
+        __new__ is wrapped. Views of existing streams (current_stream(), ExternalStream)
+        are not registered.
+        """
         import torch
 
         if not self.device.startswith("cuda") or not torch.cuda.is_available():
             return
-        base = torch.cuda.Stream
+        cls = torch.cuda.Stream
+        original = cls.__dict__["__new__"]
+        make = original.__func__ if isinstance(original, staticmethod) else original
         registry = self._streams
 
-        class Stream(base):  # type: ignore[misc, valid-type]
-            """torch.cuda.Stream that the harness can query after forward returns."""
+        def __new__(klass: type, *args: Any, **kwargs: Any) -> Any:
+            s = make(klass, *args, **kwargs)
+            if "stream_id" not in kwargs and "stream_ptr" not in kwargs:
+                registry.add(s)
+            return s
 
-            def __new__(cls, *args: Any, **kwargs: Any) -> Any:
-                s = super().__new__(cls, *args, **kwargs)
-                if "stream_id" not in kwargs:  # a new CUDA stream, not a view of an existing one
-                    registry.add(s)
-                return s
-
-        Stream.__qualname__ = Stream.__name__ = "Stream"
-        Stream.__module__ = base.__module__
-        self._patch(torch.cuda, "Stream", Stream)
-        self._patch(torch.cuda.streams, "Stream", Stream)
+        functools.update_wrapper(__new__, make)
+        self._patch(cls, "__new__", staticmethod(__new__))
 
     # -- snapshot -------------------------------------------------------------------------------
     def _snapshot(self) -> None:
