@@ -158,6 +158,7 @@ class _RegionBuilder:
             return self.b.const(float(arg))
         if not isinstance(arg, fx.Node):
             raise Unsupported(f"operand of type {type(arg).__name__}")
+        arg = self.low.alias.get(arg, arg)
         if arg in self.nodes:
             return self.nodes[arg]
         source = self.low.value_source(arg)
@@ -239,12 +240,7 @@ class _Lowering:
         rb, self.open = self.open, None
         if rb is None or not rb.order:
             return
-        users_outside = [n for n in rb.order if any(u not in rb.nodes and u not in self.alias for u in n.users)]
-        for n in rb.order:
-            for u in n.users:
-                if u in self.alias:
-                    users_outside.append(n)
-        users_outside = list(dict.fromkeys(users_outside))
+        users_outside = [n for n in rb.order if any(u not in rb.nodes for u in self._users(n))]
         if len(users_outside) != 1:
             names = ", ".join(n.name for n in users_outside) or "none"
             raise Unsupported(f"a fused region would need several outputs ({names})")
@@ -258,6 +254,13 @@ class _Lowering:
         for alias_node, target in self.alias.items():
             if target is out_node:
                 self.names[alias_node] = var
+
+    def _users(self, node: fx.Node) -> list[fx.Node]:
+        """Users, looking through aliases (getitem(max(x, dim), 0) stands for the max itself)."""
+        out: list[fx.Node] = []
+        for u in node.users:
+            out += self._users(u) if u in self.alias else [u]
+        return out
 
     def _add_fusable(self, node: fx.Node, call: OpCall) -> None:
         fn = OPS.get(call.name)

@@ -88,14 +88,13 @@ def ew_kernel(region: Region, variant: Variant) -> tuple[list[str], list[str]]:
 # ---------------------------------------------------------------- rows
 
 
-class _RowKernel:
-    """One program per row (inner == 1): each schedule pass is a loop over the row in BLOCK chunks."""
+class _RegionKernel:
+    """Shared by the row and column kernels: values are named v<id>, loaded operands x<k>/c<k>/u<k>."""
 
-    def __init__(self, region: Region, variant: Variant):
+    def __init__(self, region: Region, variant: Variant, online: bool):
         self.r = region
-        self.v = variant
         self.pr = TritonPrinter(fast=variant.fast)
-        self.sched = build_schedule(region, online=variant.row == "online")
+        self.sched = build_schedule(region, online=online)
         self.defined: set[int] = set()
 
     def ref(self):
@@ -104,6 +103,18 @@ class _RowKernel:
             return {"scalar": f"c{k}", "outfull": f"u{k}"}.get(kind, f"x{k}")
 
         return leaf_ref(self.r, self.pr, "cnt", load, lambda i: f"v{i}")
+
+    def row_lines(self, roots: list[int]) -> list[str]:
+        ids = row_defs(self.r, roots, self.defined)
+        self.defined.update(ids)
+        return emit_defs(self.r, ids, self.pr, self.ref(), lambda i: f"v{i}", _assign)
+
+
+class _RowKernel(_RegionKernel):
+    """One program per row (inner == 1): each schedule pass is a loop over the row in BLOCK chunks."""
+
+    def __init__(self, region: Region, variant: Variant):
+        super().__init__(region, variant, online=variant.row == "online")
 
     def loads(self, ids: list[int]) -> list[str]:
         out = []
@@ -118,11 +129,6 @@ class _RowKernel:
             elif kind == "rpos":
                 out.append(f"x{k} = tl.load(p{k} + r, mask=mask, other=0.0)")
         return out
-
-    def row_lines(self, roots: list[int]) -> list[str]:
-        ids = row_defs(self.r, roots, self.defined)
-        self.defined.update(ids)
-        return emit_defs(self.r, ids, self.pr, self.ref(), lambda i: f"v{i}", _assign)
 
     def elem_lines(self, roots: list[int]) -> list[str]:
         ids = elem_defs(self.r, roots)
@@ -198,21 +204,11 @@ class _RowKernel:
         return ["@triton.jit", f"def {name}({', '.join(params)}):"] + _ind(head + body)
 
 
-class _ColumnKernel:
+class _ColumnKernel(_RegionKernel):
     """Reducing a middle dimension: each program owns BLOCK inner positions of one outer index."""
 
     def __init__(self, region: Region, variant: Variant):
-        self.r = region
-        self.pr = TritonPrinter(fast=variant.fast)
-        self.sched = build_schedule(region, online=False)
-        self.defined: set[int] = set()
-
-    def ref(self):
-        def load(k: int) -> str:
-            kind = self.r.inputs[k].kind
-            return {"scalar": f"c{k}", "outfull": f"u{k}"}.get(kind, f"x{k}")
-
-        return leaf_ref(self.r, self.pr, "cnt", load, lambda i: f"v{i}")
+        super().__init__(region, variant, online=False)
 
     def elem_lines(self, roots: list[int]) -> list[str]:
         ids = elem_defs(self.r, roots)
@@ -227,11 +223,6 @@ class _ColumnKernel:
                 elif kind == "rpos":
                     out.append(f"x{k} = tl.load(p{k} + r)")
         return out + emit_defs(self.r, ids, self.pr, self.ref(), lambda i: f"v{i}", _assign)
-
-    def row_lines(self, roots: list[int]) -> list[str]:
-        ids = row_defs(self.r, roots, self.defined)
-        self.defined.update(ids)
-        return emit_defs(self.r, ids, self.pr, self.ref(), lambda i: f"v{i}", _assign)
 
     def source(self, name: str) -> list[str]:
         exprs = self.r.exprs
