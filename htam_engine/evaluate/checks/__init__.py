@@ -32,11 +32,20 @@ Interface used by the evaluation worker (harness-core):
         (COMPILE_ERROR when a build fails at construction or first launch), the models to
         time and a fresh input set for timing. Stops at the first reject-level finding.
         On the CPU, glibc's malloc perturbation is on only during the candidate's calls.
+
+    recheck_after_timing(ctx: CheckContext, report: CheckReport) -> list[Finding]
+        In the worker, after timing: one more checked call on fresh inputs with the same
+        models. A candidate that behaves for its first calls and then serves cached or
+        stale results (the timing loop runs it far more often) shows up here as
+        "changed_after_timing" / "no_kernel" / "caching" findings (severity reject).
+        Timing itself should also refill its input buffers with new values between
+        trials (untimed; inputs.refill_in_place) so a content-keyed cache never hits.
 """
 
-from htam_engine.evaluate.checks.candidate import check_candidate
+from htam_engine.evaluate.checks.candidate import check_candidate, recheck_after_timing
 from htam_engine.evaluate.checks.context import CheckContext, CheckReport
 from htam_engine.evaluate.checks.guards import Guards, install_guards
 from htam_engine.evaluate.checks.static import static_findings
 
-__all__ = ["CheckContext", "CheckReport", "Guards", "check_candidate", "install_guards", "static_findings"]
+__all__ = ["CheckContext", "CheckReport", "Guards", "check_candidate", "install_guards", "recheck_after_timing",
+           "static_findings"]

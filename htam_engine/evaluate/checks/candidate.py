@@ -24,8 +24,8 @@ from htam_engine.evaluate.checks.compare import compare_outputs, flatten, noise_
 from htam_engine.evaluate.checks.context import CheckContext, CheckReport
 from htam_engine.evaluate.checks.exact import Float64Reference
 from htam_engine.evaluate.checks.guards import native_thread_count
-from htam_engine.evaluate.checks.inputs import (CHECK_SEED_OFFSET, TIMING_SEED_OFFSET, draw, has_floats,
-                                                heavy_tailed, refill_in_place, signed_normal)
+from htam_engine.evaluate.checks.inputs import (CHECK_SEED_OFFSET, RECHECK_SEED_OFFSET, TIMING_SEED_OFFSET, draw,
+                                                has_floats, heavy_tailed, refill_in_place, signed_normal)
 from htam_engine.evaluate.checks.memory import (NAN, SENTINEL, aliased_outputs, changed_inputs, clone_inputs,
                                                 overlaps, perturbed_heap, poison, same_values, sizes_of)
 from htam_engine.evaluate.result import Finding, Mismatch, Status
@@ -458,6 +458,30 @@ def _verdict(findings: list[Finding], mismatch: Mismatch | None) -> tuple[Status
     if incorrect:
         return Status.INCORRECT, incorrect[0].message
     return Status.OK, ""
+
+
+def recheck_after_timing(ctx: CheckContext, report: CheckReport) -> list[Finding]:
+    """One more checked call on fresh inputs, after the timing loop has run the candidate
+    many more times than the checks did: a candidate that behaves for its first calls and
+    then serves cached or stale results is caught here. Empty list: still honest."""
+    if report.new_model is None or report.ref_model is None:
+        return []
+    checker = _Checker(ctx)
+    checker.guards.trust_code_of(ctx.instance.Model, ctx.instance.get_inputs)
+    pristine = draw(ctx.instance.get_inputs, ctx.config.seed + RECHECK_SEED_OFFSET)
+    label = "fresh inputs after timing"
+    try:
+        checker.run_set(report.ref_model, report.new_model, pristine, label)
+    except Rejected:
+        pass
+    except CandidateFailed as e:
+        checker.find("changed_after_timing", str(e))
+    except ReferenceFailed:
+        return checker.findings
+    if checker.mismatch is not None:
+        checker.find("changed_after_timing", f"after timing, the output on {label} no longer matches the "
+                                             f"reference ({checker.mismatch.note})")
+    return checker.findings
 
 
 def check_candidate(ctx: CheckContext) -> CheckReport:

@@ -21,6 +21,7 @@ from htam_engine.evaluate.seeding import seeded
 # or baseline run draws under the plain seed (their outputs could linger in memory).
 CHECK_SEED_OFFSET = 1000
 TIMING_SEED_OFFSET = 7000
+RECHECK_SEED_OFFSET = 9000
 
 
 @dataclass(slots=True)

@@ -112,3 +112,28 @@ def test_cpp_extension_calls_are_counted_and_a_fallback_is_caught():
     assert honest.status is Status.OK, honest.message
     cheat = run_check("relu", "cheat_cpp_fallback")
     assert cheat.status is REJECTED and "no_kernel" in rules(cheat)
+
+
+def test_candidate_that_turns_lazy_after_many_calls_is_caught_after_timing():
+    from htam_engine.evaluate.checks import recheck_after_timing
+
+    def time_then_recheck(ctx, report):
+        assert report.status is Status.OK  # the checks alone cannot see a phase after them
+        for _ in range(30):  # what a timing loop does
+            report.new_model(*report.timing_inputs)
+        return recheck_after_timing(ctx, report)
+
+    findings = run_check("relu", "cheat_late_cache", after=time_then_recheck)
+    assert findings and all(f.severity == "reject" for f in findings)
+    assert {f.rule for f in findings} & {"no_kernel", "changed_after_timing", "caching"}
+
+
+def test_recheck_after_timing_is_quiet_for_an_honest_candidate():
+    from htam_engine.evaluate.checks import recheck_after_timing
+
+    def time_then_recheck(ctx, report):
+        for _ in range(5):
+            report.new_model(*report.timing_inputs)
+        return recheck_after_timing(ctx, report)
+
+    assert run_check("relu", "honest_relu_triton", after=time_then_recheck) == []

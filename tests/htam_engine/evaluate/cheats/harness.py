@@ -12,7 +12,7 @@ import itertools
 import os
 import threading
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 os.environ.setdefault("TRITON_INTERPRET", "1")  # Triton kernels run on the CPU
 
@@ -57,8 +57,10 @@ def import_candidate(path: Path) -> Any:
     return module
 
 
-def run_check(problem: str, candidate: str, overrides: dict | None = None, device: str = "cpu", **config: Any):
-    """check_candidate(problem, candidate) with fresh guards; returns the CheckReport."""
+def run_check(problem: str, candidate: str, overrides: dict | None = None, device: str = "cpu",
+              after: Callable[[Any, Any], Any] | None = None, **config: Any):
+    """check_candidate(problem, candidate) with fresh guards; returns the CheckReport, or
+    `after(ctx, report)` when given (still under the same guards)."""
     from htam_engine.evaluate.checks import CheckContext, check_candidate, install_guards
     from htam_engine.evaluate.config import EvalConfig
     from htam_engine.problems import instantiate, load_problem, unseen_shape_overrides, with_overrides
@@ -78,7 +80,8 @@ def run_check(problem: str, candidate: str, overrides: dict | None = None, devic
                 make_variant=lambda ov: instantiate(with_overrides(prob, ov), device),
                 unseen_overrides=unseen_shape_overrides(prob),
             )
-            return check_candidate(ctx)
+            report = check_candidate(ctx)
+            return after(ctx, report) if after is not None else report
         finally:
             guards.uninstall()
             for t in set(threading.enumerate()) - threads:  # a cheat's leftover worker: let it end
