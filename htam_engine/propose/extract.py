@@ -58,6 +58,8 @@ def extract_module(reply: str) -> Extraction:
     """The `ModelNew` module in `reply`, or why there is none."""
     if not reply or not reply.strip():
         return Extraction(None, "the model returned an empty reply")
+    # JSON may carry lone surrogates ("\\udc80"); the parser cannot encode them, so they become "?".
+    reply = reply.encode("utf-8", "replace").decode("utf-8")
     answer = _THINK.sub("", reply)
     # Drafts inside a reasoning section count only when the answer itself has no code.
     for text in ((answer, reply) if answer.strip() != reply.strip() else (reply,)):
