@@ -75,7 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code = _run(argv)
     except UsageError as exc:
-        print(f"htam: {exc}", file=sys.stderr)
+        print(f"htam: {one_line(str(exc))}", file=sys.stderr)
         code = 2
     except KeyboardInterrupt:
         print("htam: interrupted", file=sys.stderr)
@@ -86,8 +86,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("HTAM_DEBUG"):
             raise
         code = exit_code_for(exc)
-        print(f"htam: {exc}" if str(exc) else f"htam: {type(exc).__name__}", file=sys.stderr)
+        print(f"htam: {one_line(str(exc))}" if str(exc) else f"htam: {type(exc).__name__}", file=sys.stderr)
     return code
+
+
+def one_line(text: str) -> str:
+    """An error message as one line, even when it quotes input holding line breaks."""
+    return " | ".join(part.strip() for part in text.splitlines() if part.strip())
 
 
 def print_json(doc: Any) -> None:
