@@ -4,6 +4,11 @@
 worker reports itself healthy, and replaces it after a crash, a timeout, runaway memory
 or a candidate that may have left the process in a doubtful state. `evaluate()` is the
 synchronous convenience over a process-wide Evaluator.
+
+Progress: `on_progress(stage, timings)` is called with the stages, in order, "static",
+"compile", "check", "wait_lock" (waiting for the device's timing lock), "baseline"
+(timing the references, unless cached), "time" (repeated, with the per-trial times so
+far) and finally "done"; a failed evaluation jumps to "done".
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from htam_engine.evaluate.process import (
     default_memory_limit_mb,
 )
 from htam_engine.evaluate.protocol import ProtocolError
-from htam_engine.evaluate.result import EvalResult, Status
+from htam_engine.evaluate.result import EvalResult, Finding, Status
 
 Progress = Callable[[str, list[float]], None]
 
@@ -114,7 +119,10 @@ class Evaluator:
         progress("static")
         from htam_engine.evaluate.checks import static_findings
 
-        static = list(static_findings(code, backend))
+        try:
+            static = list(static_findings(code, backend))
+        except Exception as exc:  # noqa: BLE001 - a scanner fault must not hide the runtime checks
+            static = [Finding(rule="static", message=f"static checks failed: {exc}", severity="warn")]
         static_s = time.perf_counter() - started
         rejects = [f for f in static if f.severity == "reject"]
         if rejects:

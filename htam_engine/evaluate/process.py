@@ -68,7 +68,9 @@ def worker_env(device: str, as_limit_mb: int | None, cpu_threads: int | None = N
     root = str(Path(__file__).resolve().parents[2])  # the folder holding htam_engine/
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     env["PYTHONUNBUFFERED"] = "1"
-    env["HTAM_WORKER_DEVICE"] = device
+    env["HTAM_WORKER_DEVICE"], env["CUDA_VISIBLE_DEVICES"], env["HTAM_WORKER_LOCK"] = _pin_device(device)
+    if env["CUDA_VISIBLE_DEVICES"] == "":
+        env.pop("CUDA_VISIBLE_DEVICES")
     env["HTAM_CACHE_DIR"] = str(cache_dir())
     env.setdefault("TRITON_CACHE_DIR", str(cache_dir() / "triton"))
     if device == "cpu":
@@ -95,6 +97,24 @@ def worker_command() -> list[str]:
     except ValueError as exc:
         raise WorkerStartError(f"HTAM_WORKER_WRAPPER is not a valid command line ({exc})") from None
     return [*wrapper, sys.executable, "-m", "htam_engine.evaluate.worker"]
+
+
+def _pin_device(device: str) -> tuple[str, str, str]:
+    """(device the worker uses, its CUDA_VISIBLE_DEVICES or "", its timing-lock name).
+
+    A worker for `cuda:N` sees only that GPU (as its `cuda`), so a candidate's kernels,
+    which launch on the current device, always run where its tensors live; the timing
+    lock is per physical GPU.
+    """
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+    if not device.startswith("cuda"):
+        return device, visible, "time-cpu"
+    ids = [x.strip() for x in visible.split(",") if x.strip()] if visible else []
+    index = int(device.split(":", 1)[1]) if ":" in device else 0
+    physical = ids[index] if index < len(ids) else str(index)
+    if ":" not in device:
+        return "cuda", visible, f"time-gpu{physical}"
+    return "cuda", physical, f"time-gpu{physical}"
 
 
 def default_memory_limit_mb() -> float:

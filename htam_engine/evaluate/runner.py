@@ -9,6 +9,7 @@ progress and apply the timeout to the right part.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import importlib.util
 import inspect
@@ -119,6 +120,7 @@ class Runner:
         """One candidate, start to finish. Returns the result and whether this process may be reused."""
         result = EvalResult(status=Status.OK, device=self.device, backend=backend)
         started = time.perf_counter()
+        config = dataclasses.replace(config, device=self.device)  # "cuda:N" is this worker's only "cuda"
         try:
             self._run(problem, code, config, key, result)
         except Exception as exc:  # noqa: BLE001 - the candidate's fault becomes a status, never a crash
@@ -216,7 +218,7 @@ class Runner:
 
         # ---- timing (one evaluation at a time per device, across processes)
         self._stage("wait_lock")
-        with file_lock(f"time-{baselines.device_label(device).replace('/', '_').replace(' ', '_')}"):
+        with file_lock(os.environ.get("HTAM_WORKER_LOCK") or f"time-{device.replace(':', '')}"):
             t0 = time.perf_counter()
             self._stage("baseline")
             base = self._baseline(problem, config, report)
