@@ -311,3 +311,23 @@ async def test_a_proposer_that_raises_fails_only_its_sample(problem, pool, tmp_p
     assert len(session.steps) == 2
     c = session.steps[0].candidates[0]
     assert c.code is None and "template table missing" in c.failure and session.steps[0].reward < 0
+
+
+async def test_a_saved_session_replays_the_step_events_the_live_stream_showed(
+        problem, model_proposer, pool, server, tmp_path):
+    from htam_engine.loop.replay import replayable, session_events
+
+    server.add(reply(NO_KERNEL), reply(TRITON_CODE), reply(NO_KERNEL))
+    engine = make_engine(problem, model_proposer, pool, tmp_path, steps=3, policy="ask", interactive=True)
+    sub = engine.events()
+    task = asyncio.create_task(engine.run())
+    live = []
+    async for e in sub:
+        live.append(e)
+        if isinstance(e, ev.ApprovalRequested):
+            action = {1: "veto", 2: "approve", 3: "skip"}[e.step]
+            engine.decide(e.request_id, Decision(action, by="person", reason="r" if action == "veto" else ""))
+    await task
+    replayed = session_events(load_session(tmp_path / "s.htam"))
+    assert [e.kind for e in replayed] == [e.kind for e in replayable(live)]
+    assert replayed == replayable(live)
