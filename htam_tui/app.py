@@ -18,13 +18,13 @@ from typing import Any, Callable
 from textual.app import App, ComposeResult, SuspendNotSupported
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
-from textual.widgets import Footer, Input
+from textual.widgets import Input
 from textual.worker import Worker, WorkerState
 
 from htam_engine.loop import events as ev
 from htam_engine.session.model import Decision
 from htam_tui import bridge, render
-from htam_tui.actions import MAIN_ACTIONS, bindings
+from htam_tui.actions import MAIN_ACTIONS, KeyBar, bindings
 from htam_tui.commands import HtamCommands
 from htam_tui.panes import DirectionPane, Pane, ErrorsPane, SourcePane, StatusLine, StrategiesPane, TimingsPane
 from htam_tui.screens.approval import ApprovalScreen, Choice
@@ -109,7 +109,7 @@ class HtamApp(App[int]):
         with Horizontal(id="bottom"):
             yield ErrorsPane(id="errors-pane")
             yield TimingsPane(id="timings-pane")
-        yield Footer()
+        yield KeyBar(MAIN_ACTIONS, classes="keybar")
 
     def on_mount(self) -> None:
         Input.cursor_blink = False  # no repaint twice a second over a slow link (and stable screenshots)

@@ -11,12 +11,12 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Static, TextArea
+from textual.widgets import Static, TextArea
 
 from htam_engine.evaluate.result import EvalResult
 from htam_engine.loop.events import ApprovalRequested
 from htam_tui import render
-from htam_tui.actions import APPROVAL_ACTIONS, bindings
+from htam_tui.actions import APPROVAL_ACTIONS, KeyBar, bindings
 from htam_tui.screens.prompts import TextPrompt
 
 
@@ -61,11 +61,7 @@ class ApprovalScreen(Screen[Choice | None]):
         yield area
         with VerticalScroll(id="approval-diff"):
             yield Static(Syntax(render.unified_diff(r.previous_code, r.code), "diff", theme="ansi_dark"))
-        yield Static(
-            Text("a approve  v veto  e edit  s skip  A approve all  d diff  esc later", style="bold"),
-            id="approval-keys",
-        )
-        yield Footer()
+        yield KeyBar(APPROVAL_ACTIONS, classes="keybar")
 
     def on_mount(self) -> None:
         self.query_one("#approval-diff").display = False

@@ -17,7 +17,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static, Tree
 from textual.widgets.tree import TreeNode
 
-from htam_tui.actions import MEMORY_ACTIONS, bindings
+from htam_tui.actions import MEMORY_ACTIONS, KeyBar, bindings
 
 CHUNK = 200  # strategies added to the tree per expansion step
 
@@ -30,23 +30,32 @@ class Node:
 
 
 class TitleIndex:
-    """Strategy ids and lower-cased titles per direction, for filtering without touching views."""
+    """Strategy ids per direction and their titles, read from the memory only when needed:
+    opening the browser costs the direction list, expanding costs one chunk of titles, and the
+    first filter keystroke reads all titles once."""
 
     def __init__(self, htg) -> None:
+        self.htg = htg
         self.directions: list[str] = list(htg.directions())
-        self.by_direction: dict[str, list[tuple[str, str]]] = {}
-        for d in self.directions:
-            rows = []
-            for sid in htg.strategy_ids(d):
-                rows.append((sid, str(htg.strategy_attrs(sid).get("title", sid))))
-            self.by_direction[d] = rows
+        self._ids: dict[str, list[str]] = {}
+        self._titles: dict[str, str] = {}
 
-    def matching(self, direction: str, text: str) -> list[tuple[str, str]]:
-        rows = self.by_direction.get(direction, [])
+    def ids(self, direction: str) -> list[str]:
+        if direction not in self._ids:
+            self._ids[direction] = list(self.htg.strategy_ids(direction))
+        return self._ids[direction]
+
+    def title(self, sid: str) -> str:
+        if sid not in self._titles:
+            self._titles[sid] = str(self.htg.strategy_attrs(sid).get("title", sid))
+        return self._titles[sid]
+
+    def matching(self, direction: str, text: str) -> list[str]:
+        ids = self.ids(direction)
         if not text:
-            return rows
+            return ids
         needle = text.lower()
-        return [(sid, title) for sid, title in rows if needle in title.lower() or needle in sid.lower()]
+        return [sid for sid in ids if needle in self.title(sid).lower() or needle in sid.lower()]
 
 
 def strategy_text(view, attrs: dict) -> Text:
@@ -92,7 +101,7 @@ class MemoryScreen(Screen[None]):
                 with VerticalScroll(id="memory-detail-box"):
                     yield Static(id="memory-detail")
                 yield DataTable(id="memory-transitions", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield KeyBar(MEMORY_ACTIONS, classes="keybar")
 
     def on_mount(self) -> None:
         tree = self.query_one(Tree)
@@ -122,8 +131,8 @@ class MemoryScreen(Screen[None]):
     def _fill(self, node: TreeNode, direction: str, offset: int) -> None:
         assert self.index is not None
         rows = self.index.matching(direction, self.filter_text)
-        for sid, title in rows[offset:offset + CHUNK]:
-            node.add_leaf(title, data=Node("strategy", sid))
+        for sid in rows[offset:offset + CHUNK]:
+            node.add_leaf(self.index.title(sid), data=Node("strategy", sid))
         rest = len(rows) - (offset + CHUNK)
         if rest > 0:
             node.add_leaf(Text(f"… {rest} more (enter to load, or filter)", style="dim"),
@@ -161,7 +170,7 @@ class MemoryScreen(Screen[None]):
         if info.get("description"):
             t.append(f"{info['description']}\n")
         assert self.index is not None
-        t.append(f"{len(self.index.by_direction.get(direction, []))} strategies; transitions below (t)", style="dim")
+        t.append(f"{len(self.index.ids(direction))} strategies; transitions below (t)", style="dim")
         self.query_one("#memory-detail", Static).update(t)
         table = self.query_one(DataTable)
         table.clear()

@@ -13,7 +13,7 @@ from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from htam_tui.actions import SESSIONS_ACTIONS, bindings
+from htam_tui.actions import SESSIONS_ACTIONS, KeyBar, bindings
 from htam_tui.render import fmt_speedup
 
 
@@ -47,7 +47,7 @@ class SessionsScreen(Screen[None]):
         yield Static(id="sessions-head")
         yield DataTable(id="sessions", cursor_type="row", zebra_stripes=True)
         yield DataTable(id="steps", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield KeyBar(SESSIONS_ACTIONS, classes="keybar")
 
     def on_mount(self) -> None:
         self.query_one("#steps").display = False
