@@ -30,3 +30,11 @@ def test_raising_only_on_an_unseen_shape_is_incorrect_not_a_crash():
 def test_tuple_output_with_an_integer_part_passes_when_right():
     report = run_check("minmax", "honest_minmax")
     assert report.status is Status.OK, (report.message, report.findings)
+
+
+def test_unseen_shape_the_reference_rejects_too_is_skipped_not_blamed():
+    # Zero columns: torch.max over an empty dimension raises in the reference as well.
+    report = run_check("minmax", "honest_minmax", unseen={"cols": 0})
+    assert report.status is Status.OK, (report.message, report.findings)
+    skipped = [f for f in report.findings if f.rule == "unseen_shape_skipped"]
+    assert skipped and skipped[0].severity == "warn" and "reference" in skipped[0].message

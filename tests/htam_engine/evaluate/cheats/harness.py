@@ -58,9 +58,10 @@ def import_candidate(path: Path) -> Any:
 
 
 def run_check(problem: str, candidate: str, overrides: dict | None = None, device: str = "cpu",
-              after: Callable[[Any, Any], Any] | None = None, **config: Any):
+              after: Callable[[Any, Any], Any] | None = None, unseen: dict | None = None, **config: Any):
     """check_candidate(problem, candidate) with fresh guards; returns the CheckReport, or
-    `after(ctx, report)` when given (still under the same guards)."""
+    `after(ctx, report)` when given (still under the same guards). `unseen` replaces the
+    problem's own unseen-shape overrides."""
     from htam_engine.evaluate.checks import CheckContext, check_candidate, install_guards
     from htam_engine.evaluate.config import EvalConfig
     from htam_engine.problems import instantiate, load_problem, unseen_shape_overrides, with_overrides
@@ -78,7 +79,7 @@ def run_check(problem: str, candidate: str, overrides: dict | None = None, devic
                 config=EvalConfig(device=device, **config),
                 guards=guards,
                 make_variant=lambda ov: instantiate(with_overrides(prob, ov), device),
-                unseen_overrides=unseen_shape_overrides(prob),
+                unseen_overrides=unseen if unseen is not None else unseen_shape_overrides(prob),
             )
             report = check_candidate(ctx)
             return after(ctx, report) if after is not None else report
