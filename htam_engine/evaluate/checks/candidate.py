@@ -4,13 +4,19 @@ Order of calls (one ModelNew instance throughout, the candidate always before th
 reference on each set, freed memory poisoned before each candidate call):
 
   get_inputs#0..N-1      fresh draws; #0 also against a float64 reference (precision)
-  get_inputs#0 again     same values, different garbage in freed memory (uninitialized reads)
-  get_inputs#K repeated  the same buffers again, then a fresh copy of the same content:
-                         fewer kernel launches or the same output storage means a cache
-  get_inputs#0 refilled  new values written into the same buffers (address-keyed caches)
+  get_inputs#0 (rerun)   same values, different garbage in freed memory (uninitialized reads)
   signed-normal          another distribution, where the reference stays finite
+                         (positive-normal where the reference needs x >= 0)
   heavy-tailed           for tiny outputs (losses, scalar reductions)
   unseen-shape           sizes the candidate was never shown
+  get_inputs#K repeated  the same buffers again, then a fresh copy of the same content:
+                         fewer kernel launches or the same output storage means a cache
+  get_inputs#0 refilled  new get_inputs values written into the same buffers (address-keyed
+                         caches); last, so a wrong kernel is blamed as wrong, not as a cache
+
+Every call is followed by the per-call rules (kernel launched, no thread or stream still
+busy, plain torch.Tensor outputs, no reuse of earlier outputs) and Guards.verify(); the
+first reject-level finding ends the run.
 """
 
 from __future__ import annotations
