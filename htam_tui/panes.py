@@ -155,7 +155,7 @@ class ErrorsPane(Pane):
     def show(self, view: ViewState) -> None:
         errors = self.query_one("#errors", OptionList)
         errors.clear_options()
-        self._lines = list(view.problems)
+        self._lines = list(view.errors)
         style = {"error": "red", "warning": "yellow", "reject": "bold red", "incorrect": "red", "warn": "yellow"}
         errors.add_options(
             [Option(Text(p.text, style=style.get(p.severity, "")), id=str(i)) for i, p in enumerate(self._lines)]

@@ -18,7 +18,7 @@ PATH_LENGTH = 8  # directions shown in the recent path
 
 
 @dataclass(slots=True)
-class Problem:
+class ErrorLine:
     """A line for the errors pane; `line` set when selecting it can move the source view."""
 
     text: str
@@ -50,7 +50,7 @@ class ViewState:
     retrieval: Retrieval | None = None
     path: list[str] = field(default_factory=list)
     # errors pane
-    problems: list[Problem] = field(default_factory=list)
+    errors: list[ErrorLine] = field(default_factory=list)
     # timings pane
     stage: str = ""
     trial_timings: list[float] = field(default_factory=list)
@@ -135,7 +135,7 @@ def _candidate(v: ViewState, e: ev.CandidateProposed) -> set[str]:
     if e.code is not None:
         v.code = e.code
     elif e.failure:
-        v.problems = [Problem(f"step {e.step}: no candidate: {e.failure}")]
+        v.errors = [ErrorLine(f"step {e.step}: no candidate: {e.failure}")]
         return {"source", "errors"}
     return {"source"}
 
@@ -169,7 +169,7 @@ def _finished_eval(v: ViewState, e: ev.EvaluationFinished) -> set[str]:
     if r.ref_runtime_ms and r.compile_ref_runtime_ms:
         # torch.compile's speed in eager units, so it can sit on the same speedup axis
         v.compile_baseline = r.ref_runtime_ms / r.compile_ref_runtime_ms
-    v.problems = problems_of(r, e.step)
+    v.errors = error_lines(r)
     return {"timings", "errors", "status"}
 
 
@@ -193,7 +193,7 @@ def _engine_state(v: ViewState, e: ev.EngineStateChanged) -> set[str]:
 
 def _error(v: ViewState, e: ev.EngineError) -> set[str]:
     where = f" [{e.where}]" if e.where else ""
-    v.problems.append(Problem(f"engine{where}: {e.message}"))
+    v.errors.append(ErrorLine(f"engine{where}: {e.message}"))
     return {"errors"}
 
 
@@ -229,15 +229,15 @@ _HANDLERS = {
 }
 
 
-def problems_of(result: EvalResult, step: int = 0) -> list[Problem]:
+def error_lines(result: EvalResult) -> list[ErrorLine]:
     """The errors pane's lines for one evaluation: compiler diagnostics (with lines),
     the summary message, the mismatch and integrity findings."""
-    out: list[Problem] = []
+    out: list[ErrorLine] = []
     d = result.diagnostics
     for m in d.compiler:
-        out.append(_compiler_problem(m))
+        out.append(_compiler_line(m))
     if d.message and not (result.ok and not d.compiler):
-        out.append(Problem(f"{result.status.value}: {d.message}"))
+        out.append(ErrorLine(f"{result.status.value}: {d.message}"))
     mm = d.mismatch
     if mm is not None:
         where = f" at {mm.where}" if mm.where else ""
@@ -245,18 +245,18 @@ def problems_of(result: EvalResult, step: int = 0) -> list[Problem]:
         if mm.expected_shape != mm.actual_shape:
             shapes = f"; shape {mm.actual_shape} != expected {mm.expected_shape}"
         out.append(
-            Problem(
+            ErrorLine(
                 f"mismatch{' on ' + mm.input_set if mm.input_set else ''}: max abs {mm.max_abs_error:.3g}, "
                 f"max rel {mm.max_rel_error:.3g}{where}{shapes}{' - ' + mm.note if mm.note else ''}"
             )
         )
     for f in result.integrity:
-        out.append(Problem(f"integrity {f.rule}: {f.message}", severity=f.severity))
+        out.append(ErrorLine(f"integrity {f.rule}: {f.message}", severity=f.severity))
     return out
 
 
-def _compiler_problem(m: CompilerMessage) -> Problem:
+def _compiler_line(m: CompilerMessage) -> ErrorLine:
     loc = ""
     if m.file or m.line:
         loc = f"{m.file or ''}:{m.line or ''}{':' + str(m.column) if m.column else ''} "
-    return Problem(f"{loc}{m.severity}: {m.message}", severity=m.severity, line=m.line, file=m.file)
+    return ErrorLine(f"{loc}{m.severity}: {m.message}", severity=m.severity, line=m.line, file=m.file)

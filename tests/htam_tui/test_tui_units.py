@@ -34,7 +34,7 @@ def test_view_folds_a_step():
     assert v.step_speedups == [2.0] and v.compile_baseline == pytest.approx(1.25)
     v.apply_all([ev.StepStarted(2), ev.EvaluationFinished(2, result=compile_error()), ev.StepFinished(2)])
     assert v.step_speedups == [2.0, None]
-    assert v.problems[0].line == 7 and v.problems[0].file == "main.cpp"
+    assert v.errors[0].line == 7 and v.errors[0].file == "main.cpp"
 
 
 def test_chart_marks_baselines_and_failures():
