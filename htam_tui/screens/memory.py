@@ -126,7 +126,9 @@ class MemoryScreen(Screen[None]):
                 continue
             tree.root.add(f"{d} ({n})", data=Node("direction", d), allow_expand=n > 0)
         if tree.root.children:
-            tree.move_cursor(tree.root.children[0])
+            first = tree.root.children[0]
+            tree.move_cursor(first)
+            self.show_direction(first.data.id)  # the cursor may not move, so no highlight event
 
     def _fill(self, node: TreeNode, direction: str, offset: int) -> None:
         assert self.index is not None
