@@ -14,6 +14,8 @@ reference on each set, freed memory poisoned before each candidate call):
   get_inputs#0 refilled  new get_inputs values written into the same buffers (address-keyed
                          caches); last, so a wrong kernel is blamed as wrong, not as a cache
 
+Every forward, candidate's and reference's, starts from the same random state, so a problem
+with random ops (dropout in training mode) compares like with like.
 Every call is followed by the per-call rules (kernel launched, no thread or stream still
 busy, plain torch.Tensor outputs, no reuse of earlier outputs) and Guards.verify(); the
 first reject-level finding ends the run.
@@ -35,7 +37,7 @@ from htam_engine.evaluate.checks.inputs import (CHECK_SEED_OFFSET, RECHECK_SEED_
 from htam_engine.evaluate.checks.memory import (NAN, SENTINEL, aliased_outputs, changed_inputs, clone_inputs,
                                                 overlaps, perturbed_heap, poison, same_values, sizes_of)
 from htam_engine.evaluate.result import Finding, Mismatch, Status
-from htam_engine.evaluate.seeding import build_models, construct
+from htam_engine.evaluate.seeding import build_models, construct, seeded
 
 # Precision: the candidate's distance to float64 (||out - exact|| / ||exact||) may be this
 # many times the reference's own, and never less than the floor for the output dtype. For
@@ -165,7 +167,7 @@ class _Checker:
         native_before = native_thread_count()
         k0 = self.guards.kernel_calls
         try:
-            with torch.no_grad(), perturbed_heap(marker):
+            with torch.no_grad(), seeded(self.cfg.seed), perturbed_heap(marker):
                 out = model(*inputs)
         except Exception as e:
             raise CandidateFailed(f"ModelNew.forward raised on {label}: {_one_line(e)}", _status_of(e)) from e
@@ -191,7 +193,7 @@ class _Checker:
 
     def call_reference(self, model: Any, inputs: list[Any], label: str) -> Any:
         try:
-            with torch.no_grad():
+            with torch.no_grad(), seeded(self.cfg.seed):
                 out = model(*inputs)
         except Exception as e:
             raise ReferenceFailed(f"the reference Model raised on {label}: {_one_line(e)}") from e

@@ -38,3 +38,10 @@ def test_unseen_shape_the_reference_rejects_too_is_skipped_not_blamed():
     assert report.status is Status.OK, (report.message, report.findings)
     skipped = [f for f in report.findings if f.rule == "unseen_shape_skipped"]
     assert skipped and skipped[0].severity == "warn" and "reference" in skipped[0].message
+
+
+def test_random_ops_in_forward_compare_like_with_like():
+    # Dropout in training mode: each forward starts from the same random state, so the
+    # same mask is drawn by reference and candidate (and by the uninitialized-memory rerun).
+    report = run_check("relu_dropout", "honest_relu_dropout")
+    assert report.status is Status.OK, (report.message, report.findings)
