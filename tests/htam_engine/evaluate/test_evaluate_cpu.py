@@ -141,3 +141,16 @@ def test_torch_compile_baseline_is_measured_and_cached(small_problem, evaluator)
     assert r.compile_ref_runtime_ms and r.speedup_compile == pytest.approx(r.compile_ref_runtime_ms / r.runtime_ms)
     again = evaluator.evaluate(small_problem, triton_variant("y = y * 1.0"), fast_config(time_compile_baseline=True))
     assert again.compile_ref_runtime_ms == r.compile_ref_runtime_ms  # served from the baseline cache
+
+
+def test_memory_watchdog_kills_a_growing_worker_without_an_address_space_limit(small_problem, monkeypatch):
+    import htam_engine.evaluate.evaluator as evaluator_mod
+
+    monkeypatch.setattr(evaluator_mod, "default_memory_limit_mb", lambda: 2500.0)
+    code = triton_variant("hog = [torch.ones(1 << 27) for _ in range(400)]")  # touched pages: RSS grows
+    ev = Evaluator("cpu")
+    try:
+        r = ev.evaluate(small_problem, code, fast_config())  # no memory_limit_mb: no RLIMIT_AS
+    finally:
+        ev.close()
+    assert r.status is Status.RUNTIME_ERROR and "memory limit exceeded" in r.diagnostics.message

@@ -1,4 +1,4 @@
-"""Honest C++ candidate: one fused pass over the input instead of four eager kernels."""
+"""Honest C++ candidate: one fused, vectorized pass over the input instead of four eager kernels."""
 
 import torch
 import torch.nn as nn
@@ -12,13 +12,13 @@ torch::Tensor scale_shift_relu(torch::Tensor x, double scale) {
     TORCH_CHECK(x.scalar_type() == torch::kFloat32, "expects float32");
     auto xc = x.contiguous();
     auto y = torch::empty_like(xc);
-    const float* in = xc.data_ptr<float>();
-    float* out = y.data_ptr<float>();
+    const float* __restrict__ in = xc.data_ptr<float>();
+    float* __restrict__ out = y.data_ptr<float>();
     const float s = static_cast<float>(scale);
     const int64_t n = xc.numel();
     for (int64_t i = 0; i < n; ++i) {
         const float v = in[i] * s + 1.0f;
-        out[i] = (v > 0.0f ? v : 0.0f) * 0.5f;
+        out[i] = (v < 0.0f ? 0.0f : v) * 0.5f;  // a select (NaN stays NaN), vectorized
     }
     return y;
 }
@@ -28,7 +28,8 @@ _ext = load_inline(
     name="scale_shift_relu",
     cpp_sources=CPP_SOURCE,
     functions=["scale_shift_relu"],
-    extra_cflags=["-O3"],
+    # -fno-trapping-math lets gcc turn the select into SIMD masks (it keeps NaN semantics).
+    extra_cflags=["-O3", "-fno-trapping-math"],
     verbose=False,
 )
 
