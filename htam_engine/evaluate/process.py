@@ -117,6 +117,31 @@ def _pin_device(device: str) -> tuple[str, str, str]:
     return "cuda", physical, f"time-gpu{physical}"
 
 
+def hide_engine_from_workers() -> None:
+    """Make this (the engine's) process non-dumpable on Linux, once, before a worker starts.
+
+    A candidate runs as the same user, so without this it could read the engine's startup
+    environment (API keys included) from /proc/<parent>/environ, or its memory, however well
+    the worker's own environment was scrubbed. Non-dumpable processes' /proc entries belong to
+    root and refuse ptrace from other processes of the user. (Root sees through it; so does a
+    debugger run as root.)
+    """
+    global _hidden
+    if _hidden or not sys.platform.startswith("linux"):
+        return
+    _hidden = True
+    import ctypes
+
+    pr_set_dumpable = 4
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_dumpable, 0, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+_hidden = False
+
+
 def default_memory_limit_mb() -> float:
     """Without a configured limit, a worker tree may use 80 % of the machine's memory."""
     return psutil.virtual_memory().total * 0.8 / (1024 * 1024)
@@ -162,6 +187,7 @@ class WorkerProcess:
 
     def start(self, timeout_s: float = START_TIMEOUT_S) -> None:
         command = worker_command()
+        hide_engine_from_workers()
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
         out_r, out_w = os.pipe()
