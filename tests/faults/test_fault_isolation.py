@@ -80,3 +80,26 @@ def test_a_broken_wrapper_is_a_clear_failed_evaluation(monkeypatch, wrapper):
     finally:
         ev.close()
     assert not worker_processes()
+
+
+def test_candidate_cannot_read_the_engines_environment(monkeypatch, figures):
+    """The worker's environment is scrubbed, but a same-user candidate could read the engine's
+    own startup environment from /proc/<parent>/environ: the engine makes itself non-dumpable
+    before starting workers, which closes that (for every user but root)."""
+    import ctypes
+    import os
+
+    probe = ("import os\ntry:\n    open(f'/proc/{os.getppid()}/environ', 'rb').read(1)\n    print('HTAM-PEEK read', flush=True)\n"
+             "except OSError as exc:\n    print('HTAM-PEEK denied', type(exc).__name__, flush=True)\n")
+    ev = Evaluator("cpu")
+    try:
+        r = ev.evaluate(load_test_problem(), candidate(header=probe), quick_config())
+    finally:
+        ev.close()
+    pr_get_dumpable = 3
+    assert ctypes.CDLL(None).prctl(pr_get_dumpable, 0, 0, 0, 0) == 0  # this process started a worker
+    peek = [ln for ln in r.diagnostics.log.splitlines() if ln.startswith("HTAM-PEEK")]
+    assert peek, r.diagnostics.log[-2000:]
+    if os.geteuid() != 0:  # root reads any process's /proc entries whatever their state
+        assert peek[-1].startswith("HTAM-PEEK denied"), peek
+    figures.add("worker limits and environment", tried=1, survived=1)
