@@ -3,7 +3,7 @@
 import torch
 import torch.nn as nn
 
-N = 4 * 1024 * 1024
+N = 1024 * 1024  # 4 MB of float32: a fused single pass beats four eager passes
 
 
 class Model(nn.Module):
