@@ -89,6 +89,24 @@ class Evaluator:
                 raise
         return w
 
+    def warm(self, config: EvalConfig | None = None) -> None:
+        """Start the worker now (torch import and guards take seconds), so the first evaluation
+        under `config` does not wait for it. A start failure surfaces at that evaluation."""
+        config = config or EvalConfig()
+        device = self.device or config.device
+        with self._lock:
+            try:
+                self._ensure_worker(device, *self._worker_settings(device, config))
+            except WorkerStartError:
+                pass
+
+    @staticmethod
+    def _worker_settings(device: str, config: EvalConfig) -> tuple[int | None, int | None]:
+        """(address-space limit, CPU threads) a worker for `config` is started with."""
+        if device.startswith("cuda"):
+            return None, None
+        return config.memory_limit_mb or None, config.cpu_threads
+
     def discard_worker(self) -> None:
         """Kill the current worker (a cancelled evaluation, or close)."""
         w, self._worker = self._worker, None
@@ -130,7 +148,6 @@ class Evaluator:
                                         device=device, backend=backend)
             return self._finish(result, started, static_s, progress)
 
-        as_limit = config.memory_limit_mb if (config.memory_limit_mb and not device.startswith("cuda")) else None
         memory_cap = float(config.memory_limit_mb or default_memory_limit_mb())
         key = candidate_key(code, backend, device.split(":")[0], _torch_version())
         timings: list[float] = []
@@ -146,8 +163,7 @@ class Evaluator:
         request = {"op": "eval", "problem": problem, "code": code, "config": config, "backend": backend, "key": key}
         worker: WorkerProcess | None = None
         try:
-            threads = None if device.startswith("cuda") else config.cpu_threads
-            worker = self._ensure_worker(device, as_limit, threads)
+            worker = self._ensure_worker(device, *self._worker_settings(device, config))
             exchange = worker.request(request, timeout_s=config.timeout_s, memory_limit_mb=memory_cap,
                                       on_message=on_message)
             result = EvalResult.from_dict(exchange.reply["result"])

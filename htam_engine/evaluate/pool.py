@@ -85,6 +85,10 @@ class WorkerPool:
         finally:
             idle.put_nowait(slot)
 
+    async def warm(self, config: EvalConfig | None = None) -> None:
+        """Start every slot's worker in the background of the loop (before the first candidate)."""
+        await asyncio.gather(*(asyncio.to_thread(s.warm, config) for s in self._slots))
+
     async def close(self) -> None:
         self._closed = True
         await asyncio.gather(*(asyncio.to_thread(s.close) for s in self._slots))

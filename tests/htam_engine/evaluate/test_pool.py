@@ -27,6 +27,8 @@ async def test_two_candidates_evaluate_in_parallel_with_progress(small_problem):
         return on_progress
 
     async with WorkerPool(size=2, device="cpu") as pool:
+        await pool.warm(fast_config())
+        assert all(s.worker_pid for s in pool._slots)  # both workers up before any candidate
         results = await asyncio.gather(
             pool.evaluate(small_problem, triton_variant(), fast_config(), on_progress=recorder(0)),
             pool.evaluate(small_problem, triton_variant("y = y + 0.0"), fast_config(), on_progress=recorder(1)),
