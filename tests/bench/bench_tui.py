@@ -128,10 +128,8 @@ async def key_latency_real_engine() -> dict:
     from htam_engine.propose.config import load_config
     from htam_engine.propose.model import ModelProposer
     from htam_engine.session.model import SessionConfig
+    from loopback_support import MODEL, PROBLEM_PATH, TRITON_CODE, fast_eval
     from tests.support.loopback_server import LoopbackServer, Reply
-
-    sys.path.insert(0, str(ROOT / "tests" / "htam_engine" / "loop"))
-    from loop_support import MODEL, PROBLEM_PATH, TRITON_CODE, fast_eval
 
     prose = "Reasoning about the kernel: coalesced loads, one program per block.\n" * 60
     reply = Reply(prose + "```python\n" + TRITON_CODE + "```\n", chunk_chars=8, chunk_delay_s=0.01)
@@ -187,6 +185,7 @@ async def memory_browser() -> dict:
     built = time.perf_counter() - t0
     app = HtamApp(None, htg=htg, settings=UiSettings(bell=False))
     async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause(0.3)  # the app is up before the first key
         clock = FrameClock(app)
 
         async def timed(key: str, done) -> float:

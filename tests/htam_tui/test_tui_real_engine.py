@@ -1,13 +1,13 @@
 """The app on the real engine: real memory, sessions and worker pool, with the loopback
 model server as the proposer (it replays a Triton candidate, evaluated in a worker with
-TRITON_INTERPRET=1, then a module the static checks reject)."""
+TRITON_INTERPRET=1, then a module with no kernel), or the offline proposer on the demo problem."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
+from loopback_support import MODEL, NO_KERNEL, PROBLEM_PATH, TRITON_CODE, fast_eval, reply
 from pilot import SMALL, wait_for, wait_text
 from screen_text import screen_text
 
@@ -22,10 +22,6 @@ from htam_tui.screens.approval import ApprovalScreen
 from htam_tui.screens.memory import MemoryScreen
 from htam_tui.screens.sessions import SessionsScreen
 from tests.support.loopback_server import LoopbackServer
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "htam_engine" / "loop"))
-from loop_support import MODEL, NO_KERNEL, PROBLEM_PATH, TRITON_CODE, fast_eval, reply  # noqa: E402
-
 
 @pytest.fixture
 def server():
