@@ -123,7 +123,7 @@ class Runner:
         config = dataclasses.replace(config, device=self.device)  # "cuda:N" is this worker's only "cuda"
         try:
             self._run(problem, code, config, key, result)
-        except Exception as exc:  # noqa: BLE001 - the candidate's fault becomes a status, never a crash
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - the candidate's fault becomes a status, never a crash
             result.status = Status.RUNTIME_ERROR
             result.correct = False
             result.diagnostics.message = one_line(exc)
@@ -172,7 +172,7 @@ class Runner:
             with file_lock(f"build-{key}"):
                 _clear_stale_batons(build_dir(key))
                 module, path = self._import_candidate(code, key)
-        except Exception as exc:  # noqa: BLE001 - anything raised while importing is a compile error
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - anything raised while importing is a compile error
             result.stages.compile_s = time.perf_counter() - t0
             self._fail(result, Status.COMPILE_ERROR, f"candidate failed to build or import: {one_line(exc)}")
             result.diagnostics.compiler = exception_messages(exc, str(cache_dir() / "candidates" / f"candidate_{key}.py"))

@@ -154,3 +154,10 @@ def test_memory_watchdog_kills_a_growing_worker_without_an_address_space_limit(s
     finally:
         ev.close()
     assert r.status is Status.RUNTIME_ERROR and "memory limit exceeded" in r.diagnostics.message
+
+
+def test_sys_exit_in_a_candidate_is_a_status(small_problem, evaluator):
+    at_import = evaluator.evaluate(small_problem, triton_variant(header="import sys\nsys.exit(3)"), fast_config())
+    assert at_import.status is Status.COMPILE_ERROR and "SystemExit" in at_import.diagnostics.message
+    in_forward = evaluator.evaluate(small_problem, triton_variant("import sys\nsys.exit(4)"), fast_config())
+    assert in_forward.status is Status.RUNTIME_ERROR
