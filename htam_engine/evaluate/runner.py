@@ -24,7 +24,7 @@ from typing import Any, Callable
 from htam_engine.evaluate import baselines
 from htam_engine.evaluate.cache import atomic_write_text, build_dir, built_marker, cache_dir, file_lock
 from htam_engine.evaluate.config import EvalConfig
-from htam_engine.evaluate.diagnostics import exception_messages, one_line, trim_log
+from htam_engine.evaluate.diagnostics import exception_messages, one_line, parse_compiler_output, trim_log
 from htam_engine.evaluate.result import EvalResult, Status
 from htam_engine.evaluate.timing import time_forward
 
@@ -213,6 +213,8 @@ class Runner:
         result.diagnostics.mismatch = report.mismatch
         if report.status is not Status.OK:
             self._fail(result, report.status, report.message or report.status.value)
+            if report.status is Status.COMPILE_ERROR:  # a kernel built lazily, at its first call
+                result.diagnostics.compiler = parse_compiler_output(report.message)
             return
         result.correct = True
 
