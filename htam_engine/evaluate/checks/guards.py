@@ -395,7 +395,8 @@ class Guards:
         return [t for t in threading.enumerate() if t.ident not in self._trusted_threads and t.is_alive()]
 
     def busy_streams(self) -> list[Any]:
-        """Streams the candidate created that still have work queued."""
+        """Streams the candidate created that still have work queued. Call after the current
+        stream's work has finished: a side stream joined into it is idle by then."""
         busy = []
         for s in list(self._streams):
             try:
@@ -424,11 +425,22 @@ class Guards:
         if stray:
             names = ", ".join(t.name for t in stray[:3])
             findings.append(Finding("background_thread", f"{len(stray)} thread(s) started by the candidate still alive: {names}"))
-        busy = self.busy_streams()
+        busy = self._unjoined_streams()
         if busy:
             findings.append(Finding("side_stream", f"{len(busy)} CUDA stream(s) created by the candidate still have work running"))
         findings.extend(self.current_stream_findings())
         return findings
+
+    def _unjoined_streams(self) -> list[Any]:
+        import torch
+
+        if not self._streams or not torch.cuda.is_available():
+            return []
+        try:
+            torch.cuda.current_stream().synchronize()
+        except Exception:
+            return []
+        return self.busy_streams()
 
     def current_stream_findings(self) -> list[Finding]:
         import torch

@@ -17,6 +17,11 @@ def test_honest_triton_passes_on_cuda():
     assert report.timing_inputs[0].is_cuda
 
 
+def test_side_stream_joined_before_returning_is_honest():
+    report = run_check("relu", "honest_joined_stream", device="cuda")
+    assert report.status is Status.OK, (report.message, report.findings)
+
+
 def test_side_stream_work_left_running_is_rejected():
     report = run_check("relu", "cheat_side_stream", device="cuda")
     assert report.status is Status.REJECTED, (report.message, report.findings)
