@@ -24,7 +24,7 @@ from textual.worker import Worker, WorkerState
 from htam_engine.loop import events as ev
 from htam_engine.session.model import Decision
 from htam_tui import bridge, render
-from htam_tui.actions import MAIN_ACTIONS, KeyBar, bindings
+from htam_tui.actions import ALL_ACTIONS, MAIN_ACTIONS, KeyBar, bindings
 from htam_tui.commands import HtamCommands
 from htam_tui.panes import DirectionPane, Pane, ErrorsPane, SourcePane, StatusLine, StrategiesPane, TimingsPane
 from htam_tui.screens.approval import ApprovalScreen, Choice
@@ -113,15 +113,18 @@ class HtamApp(App[int]):
 
     def on_mount(self) -> None:
         Input.cursor_blink = False  # no repaint twice a second over a slow link (and stable screenshots)
+        if self.engine is not None:
+            self.attach(self.engine)
         if self.settings.theme:
             if self.settings.theme in self.available_themes:
                 self.theme = self.settings.theme
             else:
                 self.report(f"config [ui] theme: unknown theme {self.settings.theme!r}")
         if self.keymap:
+            unknown = sorted(set(self.keymap) - {spec.id for spec in ALL_ACTIONS})
+            if unknown:
+                self.report(f"config [keys]: unknown binding id(s) {', '.join(unknown)} (see ? for the ids)")
             self.set_keymap(self.keymap)
-        if self.engine is not None:
-            self.attach(self.engine)
         self.repaint(set(("source", "direction", "strategies", "errors", "timings", "status")))
         self.query_one("#source").focus()
 

@@ -84,9 +84,10 @@ async def test_help_lists_every_binding_id_and_remapped_keys():
 async def test_remapped_key_drives_the_engine():
     hold = asyncio.Event()
     engine = ScriptedEngine(steps=2, policy="auto", hold=hold)
-    app = HtamApp(engine, settings=UiSettings(bell=False, refresh_hz=50), keymap={"app.pause": "P"})
+    app = HtamApp(engine, settings=UiSettings(bell=False, refresh_hz=50), keymap={"app.pause": "P", "app.nope": "z"})
     async with app.run_test(size=SMALL) as pilot:
         await wait_text(pilot, "[running]")
+        assert any("unknown binding id(s) app.nope" in m for m in app.view.messages)
         await pilot.press("P")
         await wait_text(pilot, "[paused]")
         assert not engine._running.is_set()
