@@ -335,7 +335,10 @@ class WorkerProcess:
                 if kind == "stage" and isinstance(reply.get("stage"), str):
                     stage = reply["stage"]
                 if on_message:
-                    on_message(reply)
+                    try:
+                        on_message(reply)
+                    except Exception:  # noqa: BLE001 - a failing progress display must not strand the worker
+                        on_message = None
                 continue
             if budget <= 0:
                 self.kill()
