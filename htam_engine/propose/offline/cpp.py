@@ -29,7 +29,7 @@ HEADER = """#include <torch/extension.h>
 # erf: Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7).
 FAST_MATH = """
 static inline float htam_exp(float x) {
-  x = fminf(fmaxf(x, -87.3f), 88.7f);
+  x = x < -87.3f ? -87.3f : (x > 88.7f ? 88.7f : x);
   const float k = floorf(x * 1.44269504088896341f + 0.5f);
   const float r = x - k * 0.693359375f + k * 2.12194440e-4f;
   float p = 1.9875691500e-4f;
@@ -40,18 +40,14 @@ static inline float htam_exp(float x) {
   p = p * r + 5.0000001201e-1f;
   const float y = p * r * r + r + 1.0f;
   const int32_t bits = ((int32_t)k + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, sizeof(scale));
-  return y * scale;
+  return y * __builtin_bit_cast(float, bits);
 }
 
 static inline float htam_log(float x) {
-  int32_t bits;
-  std::memcpy(&bits, &x, sizeof(bits));
+  const int32_t bits = __builtin_bit_cast(int32_t, x);
   float e = (float)(((bits >> 23) & 0xff) - 126);
-  int32_t mbits = (bits & 0x007fffff) | 0x3f000000;
-  float m;
-  std::memcpy(&m, &mbits, sizeof(m));
+  const int32_t mbits = (bits & 0x007fffff) | 0x3f000000;
+  float m = __builtin_bit_cast(float, mbits);
   const bool small = m < 0.707106781186547524f;
   e = small ? e - 1.0f : e;
   m = small ? m + m - 1.0f : m - 1.0f;
@@ -74,7 +70,7 @@ static inline float htam_log(float x) {
 }
 
 static inline float htam_erf(float x) {
-  const float a = fabsf(x);
+  const float a = x < 0.0f ? -x : x;
   const float t = 1.0f / (1.0f + 0.3275911f * a);
   float p = 1.061405429f;
   p = p * t - 1.453152027f;
@@ -190,8 +186,8 @@ _INIT = {"red_sum": "0.0f", "red_mean": "0.0f", "red_max": "(-INFINITY)", "red_m
 def _combine(op: str, acc: str, v: str) -> str:
     if op in ("red_sum", "red_mean"):
         return f"{acc} += {v};"
-    fn = "fmaxf" if op == "red_max" else "fminf"
-    return f"{acc} = {fn}({acc}, {v});"
+    sym = ">" if op == "red_max" else "<"  # a select vectorises; fmaxf/fminf would not
+    return f"{acc} = {v} {sym} {acc} ? {v} : {acc};"
 
 
 class _RowWriter:
@@ -251,9 +247,7 @@ class _RowWriter:
                     init.append(f"float acc{a}_{lane} = {_INIT[op]};")
                 val = f"acc{a}_0"
                 for lane in range(1, lanes):
-                    comb = f"acc{a}_0 + acc{a}_{lane}" if op in ("red_sum", "red_mean") else (
-                        f"{'fmaxf' if op == 'red_max' else 'fminf'}(acc{a}_0, acc{a}_{lane})")
-                    fin.append(f"acc{a}_0 = {comb};")
+                    fin.append(_combine(op, f"acc{a}_0", f"acc{a}_{lane}"))
                 fin.append(self._store(a, f"{val} / cnt" if op == "red_mean" else val))
             elif red.kind == "softmax":
                 m, s = red.ids

@@ -34,6 +34,8 @@ class Ctx(Protocol):
 
     def reduce_trailing(self, kind: str, a: int, input_arg: Any, count: int) -> int: ...
 
+    def drop_dims(self, i: int) -> None: ...  # the value's reduced dims are dropped (keepdim=False)
+
 
 def _c(ctx: Ctx, v: float) -> int:
     return ctx.b.const(v)
@@ -153,9 +155,10 @@ def _logsumexp(ctx: Ctx, args: dict) -> int:
     keep = bool(args.get("keepdim"))
     m = ctx.reduce("max", x, args["input"], args["dim"], True)
     s = ctx.reduce("sum", b.un("exp", b.bin("sub", x, m)), args["input"], args["dim"], True)
-    # keepdim only changes the output's shape; the lowering reads shapes from the trace.
-    del keep
-    return b.bin("add", m, b.un("log", s))
+    out = b.bin("add", m, b.un("log", s))
+    if not keep:
+        ctx.drop_dims(out)
+    return out
 
 
 def _layer_norm(ctx: Ctx, args: dict) -> int:

@@ -161,6 +161,9 @@ class _RegionBuilder:
         arg = self.low.alias.get(arg, arg)
         if arg in self.nodes:
             return self.nodes[arg]
+        folded = self.low.constant_value(arg)
+        if folded is not None:
+            return self.b.const(folded)
         source = self.low.value_source(arg)
         return self._input(source, self.low.traced.shapes.get(arg.name), self.low.traced.dtypes.get(arg.name))
 
@@ -203,6 +206,9 @@ class _RegionBuilder:
             self.dropped.add(r)
         return r
 
+    def drop_dims(self, i: int) -> None:
+        self.dropped.add(i)
+
     def reduce_trailing(self, kind: str, a: int, input_arg: Any, count: int) -> int:
         shape = self.low.traced.shapes.get(input_arg.name) if isinstance(input_arg, fx.Node) else None
         if shape is None or count > len(shape):
@@ -226,6 +232,16 @@ class _Lowering:
         self.kept: list[str] = []
         self.open: _RegionBuilder | None = None
         self.alias: dict[fx.Node, fx.Node] = {}  # getitem(max(x, dim), 0) -> the max node
+
+    def constant_value(self, node: fx.Node) -> float | None:
+        """A one-element tensor the tracer captured (torch.tensor(c) in forward), as a number."""
+        # the tracer stores such tensors on the root as _tensor_constant<N>; ModelNew has no such attribute
+        if node.op != "get_attr" or not str(node.target).startswith("_tensor_constant"):
+            return None
+        value = getattr(self.traced.gm, str(node.target), None)
+        if isinstance(value, torch.Tensor) and value.numel() == 1 and value.device.type != "meta":
+            return float(value.item())
+        raise Unsupported("a tensor constant created in forward")
 
     def value_source(self, node: fx.Node) -> str:
         node = self.alias.get(node, node)
@@ -385,7 +401,8 @@ def _finish_region(rb: _RegionBuilder, out_node: fx.Node, traced: Traced) -> Reg
         else:
             inp.level, inp.kind = ELEM, "full"  # materialised by the wrapper (expand + contiguous)
     levels = compute_levels(exprs, [i.level for i in rb.inputs])
-    dropped = set(rb.dropped)
+    # a full reduction without keepdim is a 0-d value: it broadcasts like the keepdim form
+    dropped = set(rb.dropped) if len(dims) < len(elem) else set()
     for i, e in enumerate(exprs):
         if e.op in REDUCE and levels[e.args[0]] != ELEM:
             raise Unsupported("reduction of an already reduced value")
@@ -403,7 +420,7 @@ def _finish_region(rb: _RegionBuilder, out_node: fx.Node, traced: Traced) -> Reg
             raise Unsupported("fused output shape differs from the reduced input")
         keepdim = True
     elif level == ROW:
-        keepdim = out not in dropped
+        keepdim = out not in dropped and not (out in rb.dropped and len(dims) == len(elem))
         want = keep_shape if keepdim else tuple(s for d, s in enumerate(elem) if d not in dims)
         if tuple(out_shape) != want:
             raise Unsupported(f"reduced output shape {tuple(out_shape)} is not {want}")

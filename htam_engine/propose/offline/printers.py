@@ -92,10 +92,12 @@ class CPrinter:
             return f"({a[0]} * {a[1]})"
         if op == "div":
             return self._div(a[0], a[1])
-        if op == "max":
-            return f"fmaxf({a[0]}, {a[1]})"
-        if op == "min":
-            return f"fminf({a[0]}, {a[1]})"
+        if op in ("max", "min"):
+            if self.cuda:
+                return f"{'fmaxf' if op == 'max' else 'fminf'}({a[0]}, {a[1]})"
+            # a select, not fmaxf/fminf: those only vectorise under finite-math assumptions
+            sym = ">" if op == "max" else "<"
+            return f"({a[0]} {sym} {a[1]} ? {a[0]} : {a[1]})"
         if op == "pow":
             return f"powf({a[0]}, {a[1]})"
         if op in COMPARE:

@@ -137,6 +137,7 @@ _register("div", torch.div, torch.divide, torch.true_divide, operator.truediv, o
 _register("maximum", torch.maximum, torch.fmax)
 _register("minimum", torch.minimum, torch.fmin)
 _register("dropout", F.dropout)
+_register("identity", torch.clone)
 _register("sum", torch.sum)
 _register("mean", torch.mean)
 _register("amax", torch.amax)
@@ -164,7 +165,7 @@ _METHODS.update({
     "relu_": "relu", "sigmoid_": "sigmoid", "tanh_": "tanh", "add_": "add", "sub_": "sub", "mul_": "mul",
     "div_": "div", "clamp_": "clamp", "clip": "clamp", "exp_": "exp", "abs_": "abs", "negative": "neg",
     "multiply": "mul", "subtract": "sub", "divide": "div", "true_divide": "div", "pow_": "pow",
-    "contiguous": "identity", "float": "identity",
+    "contiguous": "identity", "float": "identity", "clone": "identity", "detach": "identity",
 })
 
 # Modules whose forward is one canonical operation: (name, attributes -> argument names).
@@ -211,6 +212,7 @@ KEPT_FUNCTIONS: set[Any] = {
     F.adaptive_avg_pool1d, F.adaptive_avg_pool2d, F.adaptive_avg_pool3d, F.batch_norm, F.group_norm,
     F.instance_norm, F.embedding, operator.matmul, torch.flatten, torch.reshape, torch.transpose,
     torch.permute, torch.squeeze, torch.unsqueeze, torch.cat, torch.stack, operator.getitem, getattr,
+    torch.tensor, torch.full, torch.ones, torch.zeros,
 }
 KEPT_METHODS: set[str] = {
     "view", "reshape", "flatten", "permute", "transpose", "unsqueeze", "squeeze", "size", "dim",
@@ -231,7 +233,9 @@ def _bind(name: str, args: tuple, kwargs: dict) -> dict[str, Any] | None:
     for key, value in kwargs.items():
         if key == "input":
             bound["input"] = value
-        elif key not in bound and key not in ("out", "inplace"):
+        elif key not in bound and (key in ("out", "inplace") or value is None):
+            continue  # absent / default-valued extras (fx spells out out=None, dtype=None)
+        elif key not in bound:
             return None
         else:
             bound[key] = value

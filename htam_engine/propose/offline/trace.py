@@ -6,6 +6,8 @@ problem with gigabyte-sized defaults traces in milliseconds.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -51,7 +53,8 @@ def trace_problem(problem: Problem) -> Traced:
         except Exception as exc:  # noqa: BLE001 - data-dependent control flow and the like
             raise Unsupported(f"cannot trace Model with torch.fx ({_one_line(exc)})") from None
         try:
-            ShapeProp(gm).propagate(*inputs)
+            with contextlib.redirect_stderr(io.StringIO()):  # ShapeProp prints its own traceback
+                ShapeProp(gm).propagate(*inputs)
         except Exception as exc:  # noqa: BLE001
             raise Unsupported(f"cannot propagate shapes through Model ({_one_line(exc)})") from None
     finally:
@@ -60,6 +63,8 @@ def trace_problem(problem: Problem) -> Traced:
     dtypes: dict[str, torch.dtype] = {}
     for node in gm.graph.nodes:
         meta = node.meta.get("tensor_meta")
+        if isinstance(meta, (tuple, list)) and meta and hasattr(meta[0], "shape"):
+            meta = meta[0]  # max/min over a dim: (values, indices); the values are what is fused
         if meta is not None and hasattr(meta, "shape"):
             shapes[node.name] = tuple(int(s) for s in meta.shape)
             dtypes[node.name] = meta.dtype

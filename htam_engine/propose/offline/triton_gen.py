@@ -61,7 +61,7 @@ def ew_kernel(region: Region, variant: Variant) -> tuple[list[str], list[str]]:
     body.append(f"tl.store(po + offs, {ref(region.out)}, mask=mask)")
     head = [f"c{k} = tl.load(p{k})" for k, inp in enumerate(region.inputs) if inp.kind == "scalar"]
     if variant.ew == "stride":
-        loop = ["pid = tl.program_id(0)", "nprog = tl.num_programs(0)", "nblocks = tl.cdiv(n, BLOCK)",
+        loop = ["pid = tl.program_id(0)", "nprog = tl.num_programs(0)", "nblocks = (n + BLOCK - 1) // BLOCK",
                 "for blk in range(pid, nblocks, nprog):",
                 "    offs = blk * BLOCK + tl.arange(0, BLOCK)",
                 "    mask = offs < n"] + _ind(body)

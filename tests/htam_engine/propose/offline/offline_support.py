@@ -10,6 +10,17 @@ import torch
 
 from htam_engine.problems import instantiate, load_problem
 from htam_engine.problems.model import Problem
+from tests.conftest import HAS_CUDA  # noqa: F401 - re-exported for the tests
+
+# RMS norm over the channels of an NCHW tensor: the reduced dim is not the last one (inner > 1)
+RMS_CHANNELS = """
+class Model(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.g = nn.Parameter(torch.rand(c, 1, 1) + 0.5)
+    def forward(self, x):
+        return x / torch.sqrt(torch.mean(x ** 2, dim=1, keepdim=True) + 1e-5) * self.g
+"""
 
 
 def write_problem(tmp_path: Path, name: str, body: str, inputs: str, init: str = "[]", consts: str = "") -> Problem:
@@ -38,3 +49,22 @@ def run_candidate(problem: Problem, code: str, seed: int = 3) -> tuple[torch.Ten
     xs = inst.get_inputs()
     with torch.no_grad():
         return ref(*xs), new(*xs)
+
+
+RUNNER = Path(__file__).with_name("interp_runner.py")
+
+
+def interpret_batch(cases: list[dict]) -> dict[str, dict]:
+    """Check Triton candidates in one fresh interpreter process (see interp_runner.py)."""
+    import json
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[4]
+    env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=str(root))
+    proc = subprocess.run([sys.executable, str(RUNNER)], input=json.dumps(cases), capture_output=True, text=True,
+                          env=env, timeout=900)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        raise RuntimeError(f"interpreter run failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    return json.loads(lines[-1])

@@ -13,7 +13,7 @@ from htam_engine.evaluate import EvalConfig, Status, evaluate
 from htam_engine.problems import load_problem
 from htam_engine.propose.offline import generate
 
-from offline_support import write_problem
+from offline_support import RMS_CHANNELS, write_problem
 
 
 def _config(**kw) -> EvalConfig:
@@ -43,14 +43,8 @@ def test_layer_norm_single_pass_welford_is_ok():
 
 @pytest.mark.slow
 def test_rms_norm_over_channels_is_ok(tmp_path):
-    problem = write_problem(tmp_path, "rms_channels", """
-        class Model(nn.Module):
-            def __init__(self, c):
-                super().__init__()
-                self.g = nn.Parameter(torch.rand(c, 1, 1) + 0.5)
-            def forward(self, x):
-                return x / torch.sqrt(torch.mean(x ** 2, dim=1, keepdim=True) + 1e-5) * self.g
-        """, "[torch.randn(batch, 16, height, 24)]", "[16]", consts="batch = 4\nheight = 20")
+    problem = write_problem(tmp_path, "rms_channels", RMS_CHANNELS, "[torch.randn(batch, 16, height, 24)]", "[16]",
+                            consts="batch = 4\nheight = 20")
     g = generate(problem, "cpp", "row_reduce_vec4")
     result = evaluate(problem, g.code, _config(trials=3))
     assert result.status is Status.OK, (result.diagnostics.message, result.diagnostics.log[-2000:])

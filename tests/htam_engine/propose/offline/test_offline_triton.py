@@ -2,17 +2,20 @@
 
 Breadth lives here because the interpreter needs no compiler: each fused activation,
 reduction and normalization, broadcast operands, middle-dimension reductions,
-library-op epilogues, shapes the trace never saw, and half precision.
+library-op epilogues, shapes the trace never saw, and half precision. All candidates
+are generated here and checked in one fresh interpreter process (interp_runner.py).
 """
 
 from __future__ import annotations
 
 import pytest
-import torch
 
+from htam_engine.problems import load_problem
 from htam_engine.propose.offline import generate
 
-from offline_support import run_candidate, write_problem
+from offline_support import HAS_CUDA, RMS_CHANNELS, interpret_batch, write_problem
+
+pytestmark = pytest.mark.skipif(HAS_CUDA, reason="interpreter checks run on CPU-only machines")
 
 ACTIVATIONS = """
 class Model(nn.Module):
@@ -29,21 +32,9 @@ class Model(nn.Module):
         f = (x - y) * self.w / (torch.abs(y) + 1.0) + torch.rsqrt(x * x + 1.0) + 2.0 ** x + torch.expm1(x)
         return a + b + c + d + e + f
 """
-
-
-@pytest.fixture
-def activations(tmp_path):
-    return write_problem(tmp_path, "acts", ACTIVATIONS, "[torch.randn(6, 37), torch.randn(6, 1)]", "[37]")
-
-
-@pytest.mark.parametrize("template", ["ew_fused_scalar", "ew_fused_vec4", "ew_grid_stride", "ew_fast_math"])
-def test_every_activation_every_elementwise_template(interpret, activations, template):
-    g = generate(activations, "triton", template)
-    assert g.template == template
-    ref, new = run_candidate(activations, g.code)
-    torch.testing.assert_close(new, ref, rtol=1e-4, atol=1e-4)
-
-
+EW_TEMPLATES = ["ew_fused_scalar", "ew_fused_vec4", "ew_grid_stride", "ew_fast_math"]
+ROW_TEMPLATES = ["row_reduce_block", "row_reduce_warp", "row_reduce_online", "row_reduce_vec4"]
+MID_TEMPLATES = ["row_reduce_block", "row_reduce_warp", "row_reduce_vec4"]
 ROWS = {
     "softmax": "return torch.softmax(x * 3.0, dim=-1)",
     "log_softmax": "return F.log_softmax(x, dim=1)",
@@ -51,101 +42,128 @@ ROWS = {
     "stats": "return x.sum(dim=1) + x.mean(dim=1) + x.amax(dim=1) - torch.min(x, dim=1)[0]",
     "var_std": "return x.var(dim=1, keepdim=True) + x.std(dim=-1, keepdim=True) * x",
     "rms_manual": "return x / torch.sqrt(torch.mean(x ** 2, dim=-1, keepdim=True) + 1e-5)",
+    "frobenius": "return x / torch.norm(x, p='fro')",
 }
+ONLINE = {"softmax", "log_softmax", "logsumexp", "var_std"}  # cases with an online (merged) pattern
+CONV_TAIL = """
+class Model(nn.Module):
+    def __init__(self, cin, cout, bias_shape):
+        super().__init__()
+        self.conv = nn.Conv2d(cin, cout, 3)
+        self.bias = nn.Parameter(torch.randn(bias_shape))
+    def forward(self, x):
+        x = self.conv(x)
+        x = torch.relu(x) + self.bias
+        return torch.softmax(x * 0.5, dim=1)
+"""
+LAYER_NORM = """
+class Model(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.ln = nn.LayerNorm(n, eps=1e-6)
+        with torch.no_grad():
+            self.ln.weight.uniform_(0.5, 1.5)
+            self.ln.bias.uniform_(-0.5, 0.5)
+    def forward(self, x):
+        return self.ln(x + 3.0)
+"""
 
 
-@pytest.mark.parametrize("template", ["row_reduce_block", "row_reduce_warp", "row_reduce_online", "row_reduce_vec4"])
-@pytest.mark.parametrize("case", sorted(ROWS))
-def test_row_reductions_every_row_template(interpret, tmp_path, case, template):
-    p = write_problem(tmp_path, case, f"""
-        class Model(nn.Module):
-            def forward(self, x):
-                {ROWS[case]}
-        """, "[torch.randn(5, 67)]")
-    if template == "row_reduce_online" and case not in ("softmax", "log_softmax", "logsumexp", "var_std"):
-        pytest.skip("no online pattern in this case")
-    g = generate(p, "triton", template)
-    ref, new = run_candidate(p, g.code)
-    torch.testing.assert_close(new, ref, rtol=1e-4, atol=1e-4)
+def _case(cases: list[dict], cid: str, problem, template: str | None, run_overrides=None, tol=1e-4) -> str:
+    g = generate(problem, "triton", template)
+    cases.append({"id": cid, "problem": problem.path, "overrides": run_overrides or problem.overrides,
+                  "code": g.code, "rtol": tol, "atol": tol})
+    return g.code
 
 
-def test_layer_norm_and_welford_online(interpret, tmp_path):
-    p = write_problem(tmp_path, "ln", """
-        class Model(nn.Module):
-            def __init__(self, n):
-                super().__init__()
-                self.ln = nn.LayerNorm(n, eps=1e-6)
-                with torch.no_grad():
-                    self.ln.weight.uniform_(0.5, 1.5)
-                    self.ln.bias.uniform_(-0.5, 0.5)
-            def forward(self, x):
-                return self.ln(x + 3.0)
-        """, "[torch.randn(4, 300)]", "[300]")
-    online = generate(p, "triton", "row_reduce_online")
-    block = generate(p, "triton", "row_reduce_block")
-    assert "wm" in online.code and "wm" not in block.code  # Welford accumulators only in the online kernel
-    for g in (online, block):
-        ref, new = run_candidate(p, g.code)
-        torch.testing.assert_close(new, ref, rtol=1e-4, atol=1e-4)
-
-
-def test_reduction_over_a_middle_dimension(interpret, tmp_path):
-    p = write_problem(tmp_path, "mid", """
-        class Model(nn.Module):
-            def __init__(self, c):
-                super().__init__()
-                self.g = nn.Parameter(torch.rand(c, 1, 1) + 0.5)
-            def forward(self, x):
-                return x / torch.sqrt(torch.mean(x ** 2, dim=1, keepdim=True) + 1e-5) * self.g
-        """, "[torch.randn(2, 6, 5, 7)]", "[6]")
-    ref, new = run_candidate(p, generate(p, "triton").code)
-    torch.testing.assert_close(new, ref, rtol=1e-4, atol=1e-4)
-
-
-@pytest.mark.parametrize("template", ["epilogue_fused", "epilogue_vec4"])
-def test_library_op_epilogues(interpret, tmp_path, template):
-    p = write_problem(tmp_path, "conv", """
-        class Model(nn.Module):
-            def __init__(self, cin, cout, bias_shape):
-                super().__init__()
-                self.conv = nn.Conv2d(cin, cout, 3)
-                self.bias = nn.Parameter(torch.randn(bias_shape))
-            def forward(self, x):
-                x = self.conv(x)
-                x = torch.relu(x) + self.bias
-                return torch.softmax(x * 0.5, dim=1)
-        """, "[torch.randn(batch, 3, 9, 10)]", "[3, 8, (8, 1, 1)]", consts="batch = 2")
-    g = generate(p, "triton", template)
-    assert "self.conv(x)" in g.code
-    ref, new = run_candidate(p, g.code)
-    torch.testing.assert_close(new, ref, rtol=1e-4, atol=1e-4)
-
-
-def test_shapes_the_trace_never_saw(interpret, tmp_path):
-    """The kernels read sizes at run time: a model traced at one size runs correctly at another."""
-    p = write_problem(tmp_path, "affine", """
+@pytest.fixture(scope="module")
+def checked(tmp_path_factory):
+    """All candidates of this module, checked in one interpreter process: id -> {ok, message}."""
+    d = tmp_path_factory.mktemp("offline_triton")
+    cases: list[dict] = []
+    codes: dict[str, str] = {}
+    acts = write_problem(d, "acts", ACTIVATIONS, "[torch.randn(6, 37), torch.randn(6, 1)]", "[37]")
+    for t in EW_TEMPLATES:
+        _case(cases, f"acts-{t}", acts, t)
+    for name, body in ROWS.items():
+        p = write_problem(d, name, f"class Model(nn.Module):\n    def forward(self, x):\n        {body}\n",
+                          "[torch.randn(5, 67)]")
+        for t in ROW_TEMPLATES:
+            if t != "row_reduce_online" or name in ONLINE:
+                _case(cases, f"{name}-{t}", p, t)
+    ln = write_problem(d, "ln", LAYER_NORM, "[torch.randn(4, 300)]", "[300]")
+    for t in ("row_reduce_online", "row_reduce_block"):
+        codes[t] = _case(cases, f"ln-{t}", ln, t)
+    rms = write_problem(d, "rms_channels", RMS_CHANNELS, "[torch.randn(2, 6, 5, 7)]", "[6]")
+    for t in MID_TEMPLATES:
+        _case(cases, f"rms_channels-{t}", rms, t)
+    conv = write_problem(d, "conv", CONV_TAIL, "[torch.randn(batch, 3, 9, 10)]", "[3, 8, (8, 1, 1)]",
+                         consts="batch = 2")
+    for t in ("epilogue_fused", "epilogue_vec4"):
+        codes[t] = _case(cases, f"conv-{t}", conv, t)
+    unseen = write_problem(d, "unseen", """
         class Model(nn.Module):
             def __init__(self, n):
                 super().__init__()
                 self.w = nn.Parameter(torch.randn(n))
             def forward(self, x):
-                return torch.tanh(x * self.w) - 1
-        """, "[torch.randn(batch, 16)]", "[16]", consts="batch = 4")
-    g = generate(p, "triton", "ew_fused_vec4")
-    ns: dict = {}
-    exec(compile(g.code, "candidate", "exec"), ns)
-    torch.manual_seed(0)
-    model = ns["ModelNew"](16)
-    x = torch.randn(7, 3, 16)  # other leading dims than traced
-    torch.testing.assert_close(model(x), torch.tanh(x * model.w) - 1)
+                return torch.tanh(x * self.w) - 1 + torch.softmax(x, dim=1)
+        """, "[torch.randn(batch, seq, 16)]", "[16]", consts="batch = 4\nseq = 5")
+    _case(cases, "unseen", unseen, None, run_overrides={"batch": 7, "seq": 3})
+    half = write_problem(d, "half", "class Model(nn.Module):\n    def forward(self, x):\n"
+                         "        return torch.softmax(x, dim=-1) * 2.0\n", "[torch.randn(3, 40, dtype=torch.float16)]")
+    _case(cases, "half", half, None, tol=2e-3)
+    relu = load_problem("relu", {"batch_size": 3, "dim": 1000})
+    _case(cases, "builtin-relu", relu, "ew_fused_vec4")
+    results = interpret_batch(cases)
+    results["_codes"] = codes
+    return results
 
 
-def test_half_precision_is_computed_in_float32_and_returned_as_half(interpret, tmp_path):
-    p = write_problem(tmp_path, "half", """
-        class Model(nn.Module):
-            def forward(self, x):
-                return torch.softmax(x, dim=-1)
-        """, "[torch.randn(3, 40, dtype=torch.float16)]")
-    ref, new = run_candidate(p, generate(p, "triton").code)
-    assert new.dtype == torch.float16
-    torch.testing.assert_close(new.float(), ref.float(), rtol=1e-3, atol=1e-3)
+def _assert_ok(checked: dict, cid: str) -> None:
+    assert cid in checked, sorted(checked)
+    assert checked[cid]["ok"], checked[cid]["message"]
+
+
+@pytest.mark.parametrize("template", EW_TEMPLATES)
+def test_every_activation_every_elementwise_template(checked, template):
+    _assert_ok(checked, f"acts-{template}")
+
+
+@pytest.mark.parametrize("template", ROW_TEMPLATES)
+@pytest.mark.parametrize("case", sorted(ROWS))
+def test_row_reductions_every_row_template(checked, case, template):
+    if template == "row_reduce_online" and case not in ONLINE:
+        pytest.skip("no online pattern in this case")
+    _assert_ok(checked, f"{case}-{template}")
+
+
+def test_layer_norm_with_and_without_welford(checked):
+    codes = checked["_codes"]
+    assert "wm" in codes["row_reduce_online"] and "wm" not in codes["row_reduce_block"]
+    _assert_ok(checked, "ln-row_reduce_online")
+    _assert_ok(checked, "ln-row_reduce_block")
+
+
+@pytest.mark.parametrize("template", MID_TEMPLATES)
+def test_reduction_over_a_middle_dimension(checked, template):
+    _assert_ok(checked, f"rms_channels-{template}")
+
+
+@pytest.mark.parametrize("template", ["epilogue_fused", "epilogue_vec4"])
+def test_library_op_epilogues(checked, template):
+    assert "self.conv(x)" in checked["_codes"][template]
+    _assert_ok(checked, f"conv-{template}")
+
+
+def test_shapes_the_trace_never_saw(checked):
+    """Sizes are read at run time: traced at (4, 5, 16), run at (7, 3, 16)."""
+    _assert_ok(checked, "unseen")
+
+
+def test_half_precision_computed_in_float32_returned_as_half(checked):
+    _assert_ok(checked, "half")
+
+
+def test_builtin_problem(checked):
+    _assert_ok(checked, "builtin-relu")
