@@ -57,6 +57,14 @@ class WorkerCrash(Exception):
         self.stage = stage
 
 
+class WorkerGarbled(WorkerCrash):
+    """The worker wrote something that is not a reply (candidate code writing into the channel)."""
+
+    def __init__(self, stage: str, detail: str):
+        Exception.__init__(self, f"worker sent a malformed reply during {stage}: {detail}")
+        self.stage = stage
+
+
 class WorkerMemory(Exception):
     def __init__(self, stage: str, used_mb: float, limit_mb: float):
         super().__init__(f"memory limit exceeded during {stage}: {used_mb:.0f} MB > {limit_mb:.0f} MB")
@@ -317,7 +325,14 @@ class WorkerProcess:
         while True:
             try:
                 reply = self._reader.poll(POLL_S)
-            except (ProtocolError, OSError, ValueError) as exc:  # EOF, or pipes closed by a kill
+            except ProtocolError as exc:
+                if not exc.closed:  # alive but garbling the channel: no use waiting for it to exit
+                    self.kill()
+                    raise WorkerGarbled(stage, str(exc)) from None
+                code = self._reap()
+                self.kill()
+                raise WorkerCrash(stage, _signal_name(code) if code is not None else str(exc)) from None
+            except (OSError, ValueError) as exc:  # pipes closed under us by a kill (a cancelled evaluation)
                 code = self._reap()
                 self.kill()
                 detail = _signal_name(code) if code is not None else str(exc)

@@ -22,7 +22,11 @@ MAX_REPLY_BYTES = 8 * 1024 * 1024  # a reply larger than this is a misbehaving w
 
 
 class ProtocolError(Exception):
-    """The other side closed the pipe or sent something that is not a message."""
+    """The other side closed the pipe (`closed`) or sent something that is not a message."""
+
+    def __init__(self, message: str, *, closed: bool = False):
+        super().__init__(message)
+        self.closed = closed
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -37,7 +41,7 @@ def _read_exact(fd: int, n: int) -> bytes:
     while len(chunks) < n:
         part = os.read(fd, n - len(chunks))
         if not part:
-            raise ProtocolError("pipe closed")
+            raise ProtocolError("pipe closed", closed=True)
         chunks += part
     return bytes(chunks)
 
@@ -74,7 +78,7 @@ class ReplyReader:
                 return False
             part = os.read(self.fd, max(65536, want - len(self._buf)))
             if not part:
-                raise ProtocolError("worker closed its reply pipe")
+                raise ProtocolError("worker closed its reply pipe", closed=True)
             self._buf += part
         return True
 

@@ -161,3 +161,10 @@ def test_sys_exit_in_a_candidate_is_a_status(small_problem, evaluator):
     assert at_import.status is Status.COMPILE_ERROR and "SystemExit" in at_import.diagnostics.message
     in_forward = evaluator.evaluate(small_problem, triton_variant("import sys\nsys.exit(4)"), fast_config())
     assert in_forward.status is Status.RUNTIME_ERROR
+
+
+def test_junk_written_into_the_reply_channel_is_a_runtime_error(small_problem, evaluator):
+    forge = "import os\nos.write(int(os.environ['HTAM_WORKER_FDS'].split(',')[1]), b'\\x00\\x00\\x00\\x03\\xc1\\xc1\\xc1')"
+    r = evaluator.evaluate(small_problem, triton_variant(forge), fast_config())
+    assert r.status is Status.RUNTIME_ERROR and "malformed reply" in r.diagnostics.message
+    assert evaluator.evaluate(small_problem, triton_variant(), fast_config()).status is Status.OK
