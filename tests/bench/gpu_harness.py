@@ -15,7 +15,9 @@ What it does, per candidate (tests/bench/gpu_candidates/<problem>_<backend>.py):
 It prints one line per run (status, compile/check/time wall seconds, runtimes, speedups) and a summary
 per candidate: cold wall time by stage, and min / median / max and relative spread of speedup_eager.
 A failing candidate is reported and the bench goes on. With $OUT set (or --out), the full record is
-written as JSON to $OUT/gpu_harness.json.
+written as JSON to $OUT/gpu_harness-<backends>.json. --budget-s (default 540) stops starting new
+runs once that much wall time has passed, so a time-limited session still gets its JSON; to stay
+well inside a 10-minute limit, run one backend per command (--backends cuda, then --backends triton).
 """
 
 from __future__ import annotations
@@ -49,7 +51,8 @@ def _parse_args() -> argparse.Namespace:
     p.add_argument("--workers", type=int, default=4, help="pool size for the cold first runs")
     p.add_argument("--device", default="cuda")
     p.add_argument("--cache", default=None, help="compile cache folder (default: a fresh temporary one)")
-    p.add_argument("--out", default=os.environ.get("OUT"), help="folder for gpu_harness.json (default $OUT)")
+    p.add_argument("--out", default=os.environ.get("OUT"), help="folder for the JSON record (default $OUT)")
+    p.add_argument("--budget-s", type=float, default=540.0, help="start no new run after this many seconds")
     return p.parse_args()
 
 
@@ -184,6 +187,10 @@ def main() -> int:
         for name, problem, code in jobs:
             rows = [cold[name]]
             for run in range(2, args.runs + 1):
+                if time.perf_counter() - t_all > args.budget_s:
+                    record["errors"][name] = f"runs {run}..{args.runs} skipped: --budget-s {args.budget_s:g} spent"
+                    print(f"{name:38s} run {run}  skipped (time budget spent)", flush=True)
+                    break
                 _drop_baselines()
                 try:
                     row = _row(ev.evaluate(problem, code, make_config(False)))
@@ -213,8 +220,9 @@ def main() -> int:
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        (out / "gpu_harness.json").write_text(json.dumps(record, indent=1, default=str))
-        print(f"wrote {out / 'gpu_harness.json'}")
+        path = out / f"gpu_harness-{args.backends.replace(',', '+')}.json"
+        path.write_text(json.dumps(record, indent=1, default=str))
+        print(f"wrote {path}")
     return 0
 
 
