@@ -7,6 +7,7 @@ the engine through `command()`, the one place its failures are reported.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shlex
 import subprocess
@@ -19,7 +20,7 @@ from textual.app import App, ComposeResult, SuspendNotSupported
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.widgets import Input
-from textual.worker import Worker, WorkerState
+from textual.worker import Worker, WorkerCancelled, WorkerFailed, WorkerState
 
 from htam_engine.loop import events as ev
 from htam_engine.session.model import Decision
@@ -33,6 +34,7 @@ from htam_tui.screens.prompts import ChoicePrompt, TextPrompt
 from htam_tui.view import ViewState
 
 PERSON = "person"
+QUIT_GRACE_S = 5.0
 
 
 @dataclass(slots=True)
@@ -95,6 +97,7 @@ class HtamApp(App[int]):
         self.engine_factory = engine_factory  # session path -> engine resuming it
         self.view = ViewState()
         self.session: Any = None  # what engine.run() returned
+        self.engine_worker: Worker | None = None
         self.source_width = 60  # percent of the body
         self.bottom_height = 7
 
@@ -140,7 +143,8 @@ class HtamApp(App[int]):
             self.htg = getattr(engine, "htg", None)
         stream = engine.events()  # subscribe before run() so the first events are seen
         self.run_worker(bridge.pump(stream, self, self.settings.refresh_hz), group="events", exclusive=True, exit_on_error=False)
-        self.run_worker(self._run_engine(engine), group="engine", exclusive=True, exit_on_error=False)
+        self.engine_worker = self.run_worker(self._run_engine(engine), group="engine", exclusive=True,
+                                             exit_on_error=False)
 
     async def _run_engine(self, engine: Any) -> None:
         try:
@@ -278,8 +282,16 @@ class HtamApp(App[int]):
         self.push_screen(HelpScreen())
 
     async def action_quit(self) -> None:
-        if self.engine is not None and self.view.engine_state not in ("finished", "stopping"):
+        """Stop the run and leave. A step that ends within QUIT_GRACE_S is saved (and the memory
+        bank merged); a longer one (a compile, say) is dropped, and resuming redoes it."""
+        if self.engine is not None and self.view.engine_state != "finished":
             await self.command("stop")
+            self.notify("stopping the run…")
+            if self.engine_worker is not None:
+                try:
+                    await asyncio.wait_for(self.engine_worker.wait(), QUIT_GRACE_S)
+                except (asyncio.TimeoutError, WorkerFailed, WorkerCancelled):
+                    pass
         self.exit(0)
 
     async def action_toggle_pause(self) -> None:

@@ -178,3 +178,14 @@ async def test_resume_from_the_session_browser_switches_engines(tmp_path, monkey
         await wait_for(pilot, lambda: app.view.engine_state == "finished")
         assert first.stopped and opened == [tmp_path / "old.htam"]
         assert app.engine is not first and app.engine.steps_done == 1
+
+
+async def test_quit_stops_the_run_and_lets_it_finish():
+    engine = ScriptedEngine(steps=3)
+    app = make_app(engine)
+    async with app.run_test(size=SMALL) as pilot:
+        await wait_for(pilot, approval_for(app, 1))
+        await pilot.press("escape", "q")
+        await wait_for(pilot, lambda: not app.is_running)
+    assert engine.stopped and app.session is engine  # run() returned: the session ended cleanly
+    assert [d.action for _, d in engine.decisions] == []  # the pending candidate was skipped by the stop
