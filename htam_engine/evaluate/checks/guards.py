@@ -234,14 +234,26 @@ class Guards:
         setattr(owner, name, new)
         self._restore.append(lambda: setattr(owner, name, old))
 
+    @property
+    def extension_ops(self) -> frozenset[str]:
+        """Qualified names ("ns::op") of operators that built extensions registered
+        (TORCH_LIBRARY): their calls go through torch.ops, not the module's functions."""
+        return frozenset().union(*_LIBRARY_OPS.values()) if _LIBRARY_OPS else frozenset()
+
     def _wrap_extension_loader(self) -> None:
+        import torch
         import torch.utils.cpp_extension as ce
 
         original = ce._import_module_from_library
         counter = self._counter
 
         def _import_module_from_library(*args: Any, **kwargs: Any) -> Any:
+            before = set(torch._C._dispatch_get_all_op_names())
             module = original(*args, **kwargs)
+            added = {name.split(".")[0] for name in torch._C._dispatch_get_all_op_names()} - \
+                {name.split(".")[0] for name in before}
+            if added:  # a library loads once per process: remember its operators for good
+                _LIBRARY_OPS[repr(args[:2])] = frozenset(added)
             if isinstance(module, types.ModuleType):
                 _instrument_module(module, counter)
             return module
@@ -456,6 +468,9 @@ class Guards:
 
 
 _INSTALLED: Guards | None = None
+# Operators each loaded extension registered, kept across Guards instances (a shared
+# library's registrations run once per process, at its first load).
+_LIBRARY_OPS: dict[str, frozenset[str]] = {}
 
 
 def install_guards(device: str) -> Guards:

@@ -110,6 +110,9 @@ def test_cpp_extension_calls_are_counted_and_a_fallback_is_caught():
     # One C++ source shared by both candidates: compiled once (shared build cache).
     honest = run_check("relu", "honest_relu_cpp")
     assert honest.status is Status.OK, honest.message
+    # The same library's registered operator (torch.ops.htam_checks.relu) counts as well.
+    as_op = run_check("relu", "honest_relu_op")
+    assert as_op.status is Status.OK, (as_op.message, as_op.findings)
     cheat = run_check("relu", "cheat_cpp_fallback")
     assert cheat.status is REJECTED and "no_kernel" in rules(cheat)
 

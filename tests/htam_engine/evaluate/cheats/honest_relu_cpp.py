@@ -16,6 +16,10 @@ torch::Tensor relu_forward(torch::Tensor x) {
     for (int64_t i = 0; i < n; ++i) out[i] = in[i] > 0.f ? in[i] : 0.f;
     return y;
 }
+
+TORCH_LIBRARY(htam_checks, m) {
+    m.def("relu(Tensor x) -> Tensor", &relu_forward);
+}
 """
 
 relu_ext = load_inline(name="htam_checks_relu_cpp", cpp_sources=CPP_SOURCE, functions=["relu_forward"],

@@ -1,0 +1,36 @@
+"""Honest: the same C++ ReLU, called as a registered operator (torch.ops.htam_checks.relu)
+rather than through the extension module's function."""
+
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+CPP_SOURCE = r"""
+#include <torch/extension.h>
+
+torch::Tensor relu_forward(torch::Tensor x) {
+    auto xc = x.contiguous();
+    auto y = torch::empty_like(xc);
+    const float* in = xc.data_ptr<float>();
+    float* out = y.data_ptr<float>();
+    const int64_t n = xc.numel();
+    for (int64_t i = 0; i < n; ++i) out[i] = in[i] > 0.f ? in[i] : 0.f;
+    return y;
+}
+
+TORCH_LIBRARY(htam_checks, m) {
+    m.def("relu(Tensor x) -> Tensor", &relu_forward);
+}
+"""
+
+relu_ext = load_inline(name="htam_checks_relu_cpp", cpp_sources=CPP_SOURCE, functions=["relu_forward"],
+                       extra_cflags=["-O2"], verbose=False)
+
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.ops.htam_checks.relu(x)
