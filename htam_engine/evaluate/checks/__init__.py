@@ -13,7 +13,9 @@ Interface used by the evaluation worker (harness-core):
         module loader (so load_inline/load modules count their calls) and Triton's launch
         (JITFunction.run / InterpretedFunction.run). Patch load_inline yourself (compile
         cache) BEFORE calling install_guards: the guards wrap whatever is there.
-        Guards.kernel_calls: custom-kernel calls counted so far.
+        Guards.kernel_calls: custom-kernel calls counted so far (extension functions and
+        Triton launches; operators an extension registers, called as torch.ops.ns.op, are
+        counted by check_candidate on a rerun when nothing else ran).
         Guards.verify() -> list[Finding]: call after timing too (timers/sync untouched,
         no stray threads or busy side streams).
         Guards.trust_current_threads(): threads alive now are the harness's own.
