@@ -56,7 +56,7 @@ class ViewState:
     trial_timings: list[float] = field(default_factory=list)
     step_speedups: list[float | None] = field(default_factory=list)
     compile_baseline: float | None = None  # torch.compile's speed relative to eager
-    last_result: EvalResult | None = None
+    step_best: float | None = None  # the best speedup among this step's evaluated samples
     # steering
     pending: dict[str, ev.ApprovalRequested] = field(default_factory=dict)
     finished_reason: str = ""
@@ -162,7 +162,8 @@ def _finished_eval(v: ViewState, e: ev.EvaluationFinished) -> set[str]:
     r = e.result
     if r is None:
         return set()
-    v.last_result = r
+    if e.sample >= 0 and r.ok and r.speedup_eager is not None:  # sample -1: a re-evaluation, not the step's
+        v.step_best = max(v.step_best or 0.0, r.speedup_eager)
     v.stage = r.status.value
     if r.timings:
         v.trial_timings = list(r.timings)
@@ -177,12 +178,10 @@ def _step_finished(v: ViewState, e: ev.StepFinished) -> set[str]:
     v.step = max(v.step, e.step)
     if e.best_speedup is not None:
         v.best_speedup = e.best_speedup
-    v.step_speedups.append(
-        v.last_result.speedup_eager if v.last_result is not None and v.last_result.ok else None
-    )
+    v.step_speedups.append(v.step_best)
     if e.improved and v.code:
         v.set_best(v.code)
-    v.last_result = None
+    v.step_best = None
     return {"status", "timings", "source"}
 
 

@@ -88,3 +88,11 @@ async def test_source_grows_live_while_the_model_streams():
         await wait_for(pilot, lambda: area.text == CODE_V1 and area.language == "python")
         app.post_message(EngineEvents([ev.EvaluationProgress(1, stage="timing", timings=[1.0, 1.2, 0.9])]))
         await wait_text(pilot, "3 trials")
+
+
+def test_step_speedup_is_the_best_sample_and_ignores_re_evaluations():
+    v = ViewState()
+    v.apply_all([ev.StepStarted(1), ev.EvaluationFinished(1, sample=0, result=ok_result(1.5)),
+                 ev.EvaluationFinished(1, sample=1, result=ok_result(1.2)),
+                 ev.EvaluationFinished(1, sample=-1, result=ok_result(9.0)), ev.StepFinished(1)])
+    assert v.step_speedups == [1.5]
