@@ -5,6 +5,7 @@ Run from the repository root (set HTAM_KERNELBENCH to add KernelBench level 1-2 
     python3 tests/bench/cpu_offline.py                      # built-in suite, default template each
     HTAM_KERNELBENCH=/work/kb/KernelBench python3 tests/bench/cpu_offline.py --kb-limit 40
     python3 tests/bench/cpu_offline.py --problems relu,softmax --templates all
+    python3 tests/bench/cpu_offline.py --templates ew_fast_math,row_reduce_vec4,epilogue_fused
 
 For each problem the proposer either writes a candidate ("attempted") or says why not
 ("unsupported", with its reason). Candidates are evaluated by the harness (compile,
@@ -90,18 +91,31 @@ def build_suite(args: argparse.Namespace, device: str) -> list[tuple[str, Any]]:
         except Exception as exc:  # noqa: BLE001
             print(f"{name}: does not load: {exc}", flush=True)
     if not args.problems:
-        kb = kernelbench_files((1, 2))
-        count = 0
-        for path in kb:
-            if args.kb_limit is not None and count >= args.kb_limit:
-                break
-            label = f"kb/{path.parent.name}/{path.stem}"
-            try:
-                overrides = shrink_overrides(str(path), args.max_elems, device) if device == "cpu" else {}
-                suite.append((label, load_problem(str(path), overrides, device=device)))
+        from htam_engine.propose.offline import Unsupported, plan_problem
+
+        declined = 0
+        for level in (1, 2):
+            count = 0
+            for path in kernelbench_files((level,)):
+                if args.kb_limit is not None and count >= args.kb_limit:
+                    break
+                label = f"kb/{path.parent.name}/{path.stem}"
+                try:
+                    overrides = shrink_overrides(str(path), args.max_elems, device) if device == "cpu" else {}
+                    problem = load_problem(str(path), overrides, device=device)
+                except Exception as exc:  # noqa: BLE001
+                    print(f"{label}: does not load: {exc}", flush=True)
+                    continue
+                if args.kb_limit is not None:  # a limited sample counts files the proposer takes on
+                    try:
+                        plan_problem(problem)
+                    except Unsupported:
+                        declined += 1
+                        continue
+                suite.append((label, problem))
                 count += 1
-            except Exception as exc:  # noqa: BLE001
-                print(f"{label}: does not load: {exc}", flush=True)
+        if declined:
+            print(f"KernelBench sample: {declined} files before the limit were declined by the proposer", flush=True)
     return suite
 
 
@@ -116,6 +130,9 @@ def candidates_for(problem: Any, backend: str, which: str) -> tuple[list[tuple[s
             g = generate(problem, backend)
             return [(g.template, g.code)], None
         plan = plan_problem(problem)
+        if which != "all":  # a ranked list, as memory retrieval would give: first applicable wins
+            ranked = candidate_templates(plan, Backend(backend), problem.family, which.split(","))
+            return [(ranked[0], generate(problem, backend, ranked[0]).code)], None
         out = []
         for tid in candidate_templates(plan, Backend(backend), problem.family, list(TEMPLATE_IDS)):
             if tid in {t for t, _ in out}:
@@ -198,8 +215,10 @@ def summarize(rows: list[dict[str, Any]], key: str = "speedup_eager") -> dict[st
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--problems", help="comma-separated built-in names or files (default: built-in + KernelBench)")
-    ap.add_argument("--templates", choices=["default", "all"], default="default")
-    ap.add_argument("--kb-limit", type=int, default=None, help="at most this many KernelBench files")
+    ap.add_argument("--templates", default="default",
+                    help="default | all | a ranked comma-separated list (first applicable template wins)")
+    ap.add_argument("--kb-limit", type=int, default=None,
+                    help="per level, at most this many KernelBench files the proposer takes on (default: all files)")
     ap.add_argument("--max-elems", type=int, default=1 << 21, help="KernelBench inputs are shrunk to this many elements")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--trials", type=int, default=10)

@@ -81,7 +81,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--backends", default="triton,cuda")
     ap.add_argument("--problems", help="comma-separated built-in names (default: the whole built-in suite)")
-    ap.add_argument("--templates", choices=["default", "all"], default="default")
+    ap.add_argument("--templates", default="default",
+                    help="default | all | a ranked comma-separated list (first applicable template wins)")
     ap.add_argument("--workers", type=int, default=4, help="parallel compiles (timing is serialised per GPU)")
     ap.add_argument("--trials", type=int, default=30)
     ap.add_argument("--out", default=os.environ.get("OUT"))
