@@ -189,15 +189,10 @@ class Batch:
     async def _merge(self, session: Any) -> None:
         if self.spec.ablation == "no-update":
             return
-        from htam_engine.memory import load_bank, merge_session, save_bank
+        from htam_engine.memory.bank import merge_into_bank
 
         async with self._bank_lock:
-            def merge() -> None:
-                bank = load_bank(self.bank_path)
-                merge_session(bank, session)
-                save_bank(bank, self.bank_path)
-
-            await asyncio.to_thread(merge)
+            await asyncio.to_thread(merge_into_bank, session, self.bank_path)
 
     # ---- results ---------------------------------------------------------------------
     def write_results(self, problems: list[Problem]) -> dict[str, Any]:

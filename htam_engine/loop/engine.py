@@ -292,15 +292,10 @@ class Engine:
     async def _merge_bank(self) -> None:
         if self.bank_path is None or self.config.ablation == "no-update":
             return
-        from htam_engine.memory import load_bank, merge_session, save_bank
+        from htam_engine.memory.bank import merge_into_bank
 
-        def merge() -> None:
-            bank = load_bank(self.bank_path)
-            merge_session(bank, self.session)
-            save_bank(bank, self.bank_path)
-
-        try:
-            await asyncio.to_thread(merge)
+        try:  # under the bank's file lock: two sessions finishing together both land
+            await asyncio.to_thread(merge_into_bank, self.session, self.bank_path)
         except Exception as exc:  # noqa: BLE001 - the session itself is safe on disk
             self._emit(ev.EngineError(len(self.session.steps), message=f"memory bank: {exc}", where="bank"))
 
@@ -317,6 +312,15 @@ class Engine:
             if r.outcome is not None:
                 return r.outcome
         return None
+
+    def _last_failure(self) -> str:
+        """Why the previous step's proposer gave no module (told to the next prompt), if it did not."""
+        if not self.session.steps:
+            return ""
+        rec = self.session.steps[-1]
+        if rec.outcome is not None and rec.outcome.code:
+            return ""
+        return next((c.failure for c in rec.candidates if c.failure), "")
 
     def _state(self) -> State:
         s = self.session
@@ -373,6 +377,7 @@ class Engine:
             selection=guided_selection, retrieval=guided_retrieval,
             best_code=s.best_code, best_result=s.best_result,
             last_result=last.result if last else None, last_code=last.code if last else None,
+            last_failure=self._last_failure(),
             veto_reasons=self._veto_reasons(), step=step, seed=c.seed,
         )
         k = c.samples * c.steps if c.ablation == "best-of-n" else c.samples
@@ -493,6 +498,7 @@ class Engine:
             target = lesson.direction if lesson.direction in self.htg.directions() else direction
             return record_lesson(self.htg, delta, direction=target, title=lesson.title,
                                  description=lesson.description, pitfalls=lesson.pitfalls,
+                                 template=outcome.template,
                                  families=[self.problem.family.value], backends=[self.config.backend])
         except asyncio.CancelledError:
             raise
