@@ -96,7 +96,7 @@ def test_endpoint_fault_fails_steps_clearly_and_the_session_ends_at_its_budget(f
         ok = True
     finally:
         server.stop()
-        figures.add("model endpoint faults", tried=1, survived=int(ok))
+        figures.add("model endpoint faults", tried=1, survived=int(ok), note=fault)
 
 
 def test_a_flaky_endpoint_stops_cleanly_at_the_token_budget(tmp_path, monkeypatch, capsys, figures):
@@ -109,7 +109,7 @@ def test_a_flaky_endpoint_stops_cleanly_at_the_token_budget(tmp_path, monkeypatc
     finally:
         server.stop()
     ok = code == 0 and doc is not None and doc["config"]["extra"].get("finished") == "tokens"
-    figures.add("model endpoint faults", tried=1, survived=int(ok))
+    figures.add("model endpoint faults", tried=1, survived=int(ok), note="flaky endpoint, token budget")
     assert ok, (code, err[-2000:])
     assert "Traceback" not in err and 1 <= len(doc["steps"]) < 10
     assert len(load_session(tmp_path / "s.htam").steps) == len(doc["steps"])

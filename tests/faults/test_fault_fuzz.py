@@ -153,7 +153,7 @@ class Tally:
             raise
 
     def report(self) -> None:
-        self.figures.add(self.kind, tried=self.n, survived=self.n - self.bad)
+        self.figures.add(self.kind, tried=self.n, survived=self.n - self.bad, note=f"{self.n} in-process")
 
 
 @pytest.fixture(scope="module")
@@ -283,7 +283,7 @@ def test_mutated_candidates_through_a_real_worker(figures):
         assert ev.evaluate(problem, HONEST, quick_config()).status is Status.OK
     finally:
         ev.close()
-        figures.add("fuzz: candidate modules", tried=len(sources), survived=survived, note="through a real worker")
+        figures.add("fuzz: candidate modules", tried=len(sources), survived=survived, note=f"{len(sources)} through a real worker")
 
 
 # ---------------------------------------------------------------------------- session files and banks
@@ -471,4 +471,4 @@ def test_some_bad_inputs_in_real_processes(workdir, sample_files, figures):
         else:
             assert lines and lines[-1].startswith("htam: "), (argv, proc.stderr)
         ok += 1
-    figures.add("fuzz: command lines", tried=len(cases), survived=ok, note="real processes")
+    figures.add("fuzz: command lines", tried=len(cases), survived=ok, note=f"{len(cases)} as real htam processes")

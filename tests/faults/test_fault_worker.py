@@ -102,7 +102,7 @@ def test_fault_gets_its_status_and_the_next_candidate_is_fine(fault, problem, ev
     t0 = time.monotonic()
     r = evaluator.evaluate(problem, fault.code, quick_config(timeout_s=fault.timeout_s, memory_limit_mb=fault.memory_mb))
     wall = time.monotonic() - t0
-    survived = False
+    survived, recover_s = False, None
     try:
         assert r.status in fault.statuses, (r.status, r.diagnostics.message, r.diagnostics.log[-1500:])
         assert wall <= fault.timeout_s + MARGIN_S, f"status after {wall:.1f} s (timeout {fault.timeout_s} s)"
@@ -120,10 +120,10 @@ def test_fault_gets_its_status_and_the_next_candidate_is_fine(fault, problem, ev
         survived = True
     finally:
         figures.add("candidate crashes, hangs, floods, forks, memory", tried=1, survived=int(survived),
-                    recover_s=recover_s if survived and r.status is not Status.OK else None)
+                    recover_s=recover_s if survived and r.status is not Status.OK else None, note=fault.name)
 
 
-def test_forked_child_of_a_passing_candidate_dies_with_its_worker(problem):
+def test_forked_child_of_a_passing_candidate_dies_with_its_worker(problem, figures):
     """A candidate that passes but leaves a child behind: the child lives only as long as the
     worker (it is in the worker's group) and goes when the worker is closed."""
     ev = Evaluator("cpu")
@@ -133,10 +133,13 @@ def test_forked_child_of_a_passing_candidate_dies_with_its_worker(problem):
         assert r.status in (Status.OK, Status.REJECTED), r.diagnostics.message
     finally:
         ev.close()
-    assert wait_until(lambda: not tagged("4243.3"), 5), f"left behind: {tagged('4243.3')}"
+    gone = wait_until(lambda: not tagged("4243.3"), 5)
+    figures.add("candidate crashes, hangs, floods, forks, memory", tried=1, survived=int(gone),
+                note="passing candidate leaves a daemon")
+    assert gone, f"left behind: {tagged('4243.3')}"
 
 
-async def test_engine_loop_stays_responsive_through_a_hang(problem):
+async def test_engine_loop_stays_responsive_through_a_hang(problem, figures):
     """The pool runs workers off the event loop: a heartbeat keeps ticking while a worker
     hangs until its timeout, and the pool then evaluates an honest candidate."""
     beats: list[float] = []
@@ -154,9 +157,12 @@ async def test_engine_loop_stays_responsive_through_a_hang(problem):
         good = await pool.evaluate(problem, HONEST, quick_config())
     stop.set()
     await hb
+    gaps = [b - a for a, b in zip(beats, beats[1:])]
+    ok = hang.status is Status.TIMEOUT and good.status is Status.OK and max(gaps) < 1.0
+    figures.add("candidate crashes, hangs, floods, forks, memory", tried=1, survived=int(ok),
+                note="event loop stays responsive")
     assert hang.status is Status.TIMEOUT
     assert good.status is Status.OK, good.diagnostics.message
-    gaps = [b - a for a, b in zip(beats, beats[1:])]
     assert max(gaps) < 1.0, f"event loop blocked for {max(gaps):.2f} s"
     assert wait_until(lambda: {p.pid for p in worker_processes()} <= others, 10)
 
