@@ -297,6 +297,7 @@ class _RowWriter:
                 loop += _indent([f"{{ const int64_t rr = r + {lane};"] + [
                     ln.replace("[r]", "[rr]") for ln in accumulate(f"_{lane}", lane)] + ["}"], 2)
             loop += ["}", "for (; r < R; ++r) {"] + _indent(accumulate("", 0), 2) + ["}"]
+            loop = ["{"] + _indent(loop, 2) + ["}"]  # each pass's counter lives in its own scope
         else:
             loop = ["for (int64_t r = 0; r < R; ++r) {"] + _indent(accumulate("", 0), 2) + ["}"]
         return pre + init + loop + fin
