@@ -82,7 +82,7 @@ static inline float htam_erf(float x) {
 }
 """
 
-CFLAGS = ["-O3", "-march=native", "-fno-math-errno"]
+CFLAGS = ["-O3", "-march=native", "-fno-math-errno", "-fopenmp-simd"]
 FAST_CFLAGS = ["-O3", "-march=native", "-ffast-math", "-fno-finite-math-only", "-fopenmp-simd"]
 
 
@@ -110,9 +110,9 @@ def _decl(ctype: str, name: str, value: str) -> str:
 # ---------------------------------------------------------------- elementwise
 
 
-def ew_source(region: Region, variant: str, fast: bool) -> str:
+def ew_source(region: Region, variant: str, fast: bool, vexp: bool = False) -> str:
     """variant: scalar | vec4 | stride."""
-    pr = CPrinter(cuda=False, fast=fast)
+    pr = CPrinter(cuda=False, fast=fast, vexp=vexp)
     bands = [k for k, i in enumerate(region.inputs) if i.kind in ("band0", "band1")]
     name = f"region_{region.index}"
     extra = "".join(f", int64_t div{k}, int64_t mod{k}" for k in bands)
@@ -148,7 +148,7 @@ def ew_source(region: Region, variant: str, fast: bool) -> str:
             loop += _indent(body(f"t + {lane}", f"_{lane}"), 2)
         loop += ["}", "for (; t < cnt; ++t) {"] + _indent(body("t", ""), 2) + ["}"]
     else:
-        pragma = ["#pragma omp simd"] if fast else []
+        pragma = ["#pragma omp simd"] if fast or vexp else []
         loop = pragma + ["for (int64_t t = 0; t < cnt; ++t) {"] + _indent(body("t", ""), 2) + ["}"]
     segment = ["int64_t i = begin;", "while (i < end) {"] + _indent(seg + loop + ["i += cnt;"], 2) + ["}"]
     if variant == "stride":
@@ -193,9 +193,9 @@ def _combine(op: str, acc: str, v: str) -> str:
 class _RowWriter:
     """Writes the passes of one row region for one layout (inner == 1, or inner > 1)."""
 
-    def __init__(self, region: Region, variant: str, fast: bool, inner: bool):
+    def __init__(self, region: Region, variant: str, fast: bool, inner: bool, vexp: bool = False):
         self.r, self.variant, self.inner = region, variant, inner
-        self.pr = CPrinter(cuda=False, fast=fast)
+        self.pr = CPrinter(cuda=False, fast=fast, vexp=vexp)
         self.sched = build_schedule(region, online=variant == "online")
         self.defined: set[int] = set()
 
@@ -299,8 +299,16 @@ class _RowWriter:
             loop += ["}", "for (; r < R; ++r) {"] + _indent(accumulate("", 0), 2) + ["}"]
             loop = ["{"] + _indent(loop, 2) + ["}"]  # each pass's counter lives in its own scope
         else:
-            loop = ["for (int64_t r = 0; r < R; ++r) {"] + _indent(accumulate("", 0), 2) + ["}"]
+            loop = self._simd(reds) + ["for (int64_t r = 0; r < R; ++r) {"] + _indent(accumulate("", 0), 2) + ["}"]
         return pre + init + loop + fin
+
+    def _simd(self, reds: list[Reduction]) -> list[str]:
+        """An OpenMP simd reduction clause, so float sums and maxima vectorise without -ffast-math."""
+        if any(red.kind != "plain" for red in reds):
+            return []  # online updates branch per element
+        ops = {"red_sum": "+", "red_mean": "+", "red_max": "max", "red_min": "min"}
+        clauses = " ".join(f"reduction({ops[self.r.exprs[red.ids[0]].op]}:acc{red.ids[0]}_0)" for red in reds)
+        return [f"#pragma omp simd {clauses}"]
 
     def _store(self, i: int, value: str) -> str:
         self.defined.add(i)
@@ -327,7 +335,8 @@ class _RowWriter:
             return pre + ["for (int64_t r = 0; r < R; ++r) {", "  for (int64_t q = 0; q < inner; ++q) {"] + _indent(
                 body, 4) + ["  }", "}"]
         body = self.elem_lines([out]) + [f"orow[r] = {ref(out)};"]
-        return pre + ["float* __restrict__ orow = po + o * R;", "for (int64_t r = 0; r < R; ++r) {"] + _indent(
+        return pre + ["float* __restrict__ orow = po + o * R;", "#pragma omp simd",
+                      "for (int64_t r = 0; r < R; ++r) {"] + _indent(
             body, 2) + ["}"]
 
     def lines(self) -> list[str]:
@@ -341,11 +350,11 @@ class _RowWriter:
         return out + self.final_lines()
 
 
-def row_source(region: Region, variant: str, fast: bool) -> str:
+def row_source(region: Region, variant: str, fast: bool, vexp: bool = False) -> str:
     """variant: block (one pass per reduction level) | online (merged passes) | vec4 (4 accumulators)."""
     name = f"region_{region.index}"
-    flat = _RowWriter(region, variant, fast, inner=False).lines()
-    strided = _RowWriter(region, variant, fast, inner=True).lines()
+    flat = _RowWriter(region, variant, fast, inner=False, vexp=vexp).lines()
+    strided = _RowWriter(region, variant, fast, inner=True, vexp=vexp).lines()
     lines = [f"void {name}({_params(region)}, int64_t outer, int64_t R, int64_t inner) {{"]
     body = _ptr_decls(region) + ["const float cnt = (float)R;", "if (inner == 1) {",
                                  "  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(R, 1));",

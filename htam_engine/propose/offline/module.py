@@ -111,14 +111,14 @@ def _describe(region: Region) -> str:
 
 
 def cpp_kernels(plan: Plan, variant: Variant) -> tuple[str, dict[int, list[str]]]:
-    sources, sigs, launches = [cpp.HEADER + (cpp.FAST_MATH if variant.fast else "")], [], {}
+    sources, sigs, launches = [cpp.HEADER + (cpp.FAST_MATH if variant.fast or variant.vexp else "")], [], {}
     for region in plan.regions:
         if region.is_row:
-            sources.append(cpp.row_source(region, variant.row, variant.fast))
+            sources.append(cpp.row_source(region, variant.row, variant.fast, variant.vexp))
             sigs.append(f"region_{region.index}")
             launches[region.index] = [f"_ext.region_{region.index}(*ts, out, outer, R, inner)"]
         else:
-            sources.append(cpp.ew_source(region, variant.ew, variant.fast))
+            sources.append(cpp.ew_source(region, variant.ew, variant.fast, variant.vexp))
             sigs.append(f"region_{region.index}")
             launches[region.index] = [f"_ext.region_{region.index}(*ts, out, L, *bands)"]
     text = "\n".join(sources)

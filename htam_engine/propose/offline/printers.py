@@ -36,8 +36,9 @@ def py_float(v: float) -> str:
 class CPrinter:
     """C++ (CPU) and CUDA device code; `fast` selects approximate intrinsics."""
 
-    def __init__(self, cuda: bool, fast: bool):
+    def __init__(self, cuda: bool, fast: bool, vexp: bool = False):
         self.cuda, self.fast = cuda, fast
+        self.vexp = vexp and not cuda  # CPU: polynomial exp that vectorises (accurate to about 1 ulp)
 
     def lit(self, v: float) -> str:
         return c_float(v)
@@ -45,7 +46,7 @@ class CPrinter:
     def _exp(self, a: str) -> str:
         if self.fast:
             return f"__expf({a})" if self.cuda else f"htam_exp({a})"
-        return f"expf({a})"
+        return f"htam_exp({a})" if self.vexp else f"expf({a})"
 
     def _div(self, a: str, b: str) -> str:
         return f"__fdividef({a}, {b})" if self.cuda and self.fast else f"({a} / {b})"
@@ -67,7 +68,7 @@ class CPrinter:
         if op == "rsqrt":
             return f"rsqrtf({a[0]})" if self.cuda else f"(1.0f / sqrtf({a[0]}))"
         if op == "tanh":
-            if self.fast:
+            if self.fast or self.vexp:
                 # tanh(x) = 1 - 2 / (exp(2x) + 1): one exp, exact limits at +-inf
                 e2x = self._exp("2.0f * " + a[0])
                 return "(1.0f - " + self._div("2.0f", f"({e2x} + 1.0f)") + ")"

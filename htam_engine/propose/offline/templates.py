@@ -21,6 +21,7 @@ class Variant:
     ew: str = "scalar"  # scalar | vec4 | stride
     row: str = "block"  # block | warp | online | vec4
     fast: bool = False  # approximate intrinsics (__expf, exp2, one-exp tanh)
+    vexp: bool = False  # CPU: a vectorisable polynomial exp (libm's expf blocks vectorisation)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,17 +43,17 @@ TEMPLATES: dict[str, Template] = {
                  "persistent workers walking the tensor in a grid-stride loop"),
         Template("ew_fast_math", "ew", Variant("scalar", "block", fast=True),
                  "fast intrinsics (__expf, exp2, one-exp tanh/sigmoid) in the fused pass"),
-        Template("row_reduce_block", "row", Variant("scalar", "block"),
+        Template("row_reduce_block", "row", Variant("scalar", "block", vexp=True),
                  "a block (program / task) per row, tree reduction in shared memory, one pass per reduction level"),
-        Template("row_reduce_warp", "row", Variant("scalar", "warp"),
+        Template("row_reduce_warp", "row", Variant("scalar", "warp", vexp=True),
                  "a warp per row with shuffle reductions"),
-        Template("row_reduce_online", "row", Variant("scalar", "online"),
+        Template("row_reduce_online", "row", Variant("scalar", "online", vexp=True),
                  "single-pass online softmax / Welford statistics"),
-        Template("row_reduce_vec4", "row", Variant("vec4", "vec4"),
+        Template("row_reduce_vec4", "row", Variant("vec4", "vec4", vexp=True),
                  "row reductions with 4-wide loads and 4 independent accumulators"),
-        Template("epilogue_fused", "epilogue", Variant("scalar", "block"),
+        Template("epilogue_fused", "epilogue", Variant("scalar", "block", vexp=True),
                  "library op kept in PyTorch, the whole tail fused into one kernel"),
-        Template("epilogue_vec4", "epilogue", Variant("vec4", "vec4"),
+        Template("epilogue_vec4", "epilogue", Variant("vec4", "vec4", vexp=True),
                  "library op kept in PyTorch, the tail fused with 4-wide vector access"),
     )
 }
