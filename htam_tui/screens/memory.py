@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
@@ -94,7 +95,8 @@ class MemoryScreen(Screen[None]):
         self.filter_text = ""
 
     def compose(self) -> ComposeResult:
-        yield Input(placeholder="filter: type to narrow directions and strategies (/ to focus)", id="memory-filter")
+        yield Input(placeholder="filter: type in the tree (or /) to narrow directions and strategies",
+                    id="memory-filter", select_on_focus=False)  # a typed first key must not get selected
         with Horizontal(id="memory-body"):
             yield Tree("memory", id="memory-tree")
             with Vertical(id="memory-side"):
@@ -194,6 +196,22 @@ class MemoryScreen(Screen[None]):
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         self.query_one(Tree).focus()
+
+    def on_key(self, event: events.Key) -> None:
+        """Typing a printable key in the tree starts the filter with it (filter by typing). Keys
+        this screen binds (/, t, w, as remapped) keep their action, and space still toggles a
+        node; the app's own letter keys (pause, quit, ...) give way to the filter here."""
+        tree = self.query_one(Tree)
+        if not (tree.has_focus and event.is_printable and event.character and event.character != " "):
+            return
+        own = {key for key, active in self.active_bindings.items() if active.node is self}
+        if event.key in own:
+            return
+        event.stop()
+        event.prevent_default()
+        box = self.query_one(Input)
+        box.focus()
+        box.insert_text_at_cursor(event.character)
 
     def action_filter(self) -> None:
         self.query_one(Input).focus()

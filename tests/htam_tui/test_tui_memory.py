@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pilot import SMALL, wait_for, wait_text
-from textual.widgets import DataTable, Tree
+from textual.widgets import DataTable, Input, Tree
 
 from htam_engine.memory import HTG
 from htam_tui.app import HtamApp, UiSettings
@@ -39,3 +39,27 @@ async def test_lazy_tree_filter_and_details_on_a_big_bank():
         await pilot.press("slash", *"strategy 9000")
         await wait_for(pilot, lambda: len(tree.root.children) == 1)
         await wait_text(pilot, "(1)")
+
+
+async def test_typing_in_the_tree_starts_the_filter():
+    """No `/` first: a printable key in the tree goes to the filter; the screen's own keys
+    (t: transitions) keep their action, and app letters (p: pause) do not fire here."""
+    htg = HTG.seed()
+    app = HtamApp(None, htg=htg, settings=UiSettings(bell=False))
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.press("m")
+        await wait_for(pilot, lambda: isinstance(app.screen, MemoryScreen))
+        tree = app.screen.query_one(Tree)
+        await wait_for(pilot, lambda: len(tree.root.children) == len(htg.directions()))
+        await pilot.press(*"fusion")
+        box = app.screen.query_one(Input)
+        assert box.value == "fusion" and box.has_focus
+        await wait_for(pilot, lambda: len(tree.root.children) < len(htg.directions()))
+        assert any(str(n.label).startswith("operator_fusion") for n in tree.root.children)
+        await pilot.press("enter")  # back to the tree, the filter stays
+        assert tree.has_focus
+        await pilot.press("t")
+        assert app.screen.query_one(DataTable).has_focus and box.value == "fusion"
+        await pilot.press("w", "p")  # p extends the filter instead of pausing
+        assert box.value == "fusionp"
+        await pilot.press("escape")
