@@ -82,6 +82,9 @@ class OfflineProposer:
             plan = plan_problem(request.problem)
         except Unsupported as exc:
             return Proposal(code=None, failure=f"offline proposer: {exc}", model=NAME)
+        except Exception as exc:  # noqa: BLE001 - a tracing fault fails this step, not the session
+            return Proposal(code=None, failure=f"offline proposer: cannot analyse the problem: {exc!r}"[:300],
+                            model=NAME)
         options = candidate_templates(plan, backend, request.problem.family, ranked)
         if not options:
             return Proposal(code=None, failure=f"offline proposer: no template applies on {backend.value}",
@@ -96,6 +99,9 @@ class OfflineProposer:
                 code = build_module(request.problem, plan, backend, TEMPLATES[tid].variant, tid)
             except Unsupported as exc:
                 return Proposal(code=None, failure=f"offline proposer: {exc}", model=NAME, template=tid)
+            except Exception as exc:  # noqa: BLE001 - a generator fault fails this step, not the session
+                return Proposal(code=None, failure=f"offline proposer: internal error in {tid}: {exc!r}"[:300],
+                                model=NAME, template=tid)
             if code not in seen:
                 break
         prompt = _explain(request, plan, tid, ranked)

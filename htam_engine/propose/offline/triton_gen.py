@@ -35,7 +35,8 @@ def ew_kernel(region: Region, variant: Variant) -> tuple[list[str], list[str]]:
     k_name = f"_k_region_{region.index}"
     bands = [k for k, i in enumerate(region.inputs) if i.kind in ("band0", "band1")]
     ptrs = [f"p{k}" for k in range(len(region.inputs))]
-    params = ptrs + ["po", "n", "L"] + [f"{x}{k}" for k in bands for x in ("div", "mod")] + ["BLOCK: tl.constexpr"]
+    params = ptrs + ["po", "n", "L"] + [f"{x}{k}" for k in bands for x in ("div", "mod")] + [
+        "BLOCK: tl.constexpr", "BIG: tl.constexpr"]
     ids = needed(region.exprs, [region.out])
 
     def load(k: int) -> str:
@@ -66,7 +67,9 @@ def ew_kernel(region: Region, variant: Variant) -> tuple[list[str], list[str]]:
                 "    offs = blk * BLOCK + tl.arange(0, BLOCK)",
                 "    mask = offs < n"] + _ind(body)
     else:
-        loop = ["offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)"]
+        # 32-bit index arithmetic (cheaper division for broadcast operands) unless the tensor is huge
+        loop = ["if BIG:", "    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)", "else:",
+                "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)"]
         if variant.ew == "vec4":
             # blocks start 4-aligned and run contiguously: 4-wide (128-bit) accesses, masked tail
             loop.append("offs = tl.max_contiguous(tl.multiple_of(offs, 4), 4)")
@@ -80,7 +83,7 @@ def ew_kernel(region: Region, variant: Variant) -> tuple[list[str], list[str]]:
     launch = [
         "n = out.numel()",
         f"BLOCK = {block}",
-        f"{k_name}[{grid}](*ts, out, n, L, *bands, BLOCK=BLOCK, num_warps={warps})",
+        f"{k_name}[{grid}](*ts, out, n, L, *bands, BLOCK=BLOCK, BIG=n >= 2**31 - BLOCK, num_warps={warps})",
     ]
     return src, launch
 
