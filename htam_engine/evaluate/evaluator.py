@@ -6,7 +6,8 @@ or a candidate that may have left the process in a doubtful state. `evaluate()` 
 synchronous convenience over a process-wide Evaluator.
 
 Progress: `on_progress(stage, timings)` is called with the stages, in order, "static",
-"compile", "check", "wait_lock" (waiting for the device's timing lock), "baseline"
+"compile" (within it "pch" while the shared precompiled
+torch header for the candidate's flags is built once, then "compile" again), "check", "wait_lock" (waiting for the device's timing lock), "baseline"
 (timing the references, unless cached), "time" (repeated, with the per-trial times so
 far) and finally "done"; a failed evaluation jumps to "done".
 """

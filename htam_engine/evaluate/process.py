@@ -32,7 +32,7 @@ from htam_engine.evaluate.protocol import ProtocolError, ReplyReader, send_reque
 _SECRET = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH", re.I)
 START_TIMEOUT_S = 180.0
 # Stages that are harness work, not the candidate's: they do not count against its timeout.
-PAUSED_STAGES = {"wait_lock": 3600.0, "baseline": 1800.0}
+PAUSED_STAGES = {"wait_lock": 3600.0, "baseline": 1800.0, "pch": 1800.0}
 POLL_S = 0.2
 KILL_MARGIN_S = 5.0
 

@@ -21,7 +21,7 @@ import traceback
 import types
 from typing import Any, Callable
 
-from htam_engine.evaluate import baselines
+from htam_engine.evaluate import baselines, pch
 from htam_engine.evaluate.cache import atomic_write_text, build_dir, built_marker, cache_dir, file_lock
 from htam_engine.evaluate.config import EvalConfig
 from htam_engine.evaluate.diagnostics import exception_messages, one_line, parse_compiler_output, trim_log
@@ -48,6 +48,8 @@ class _CompileCache:
 
     def __init__(self) -> None:
         self.key: str | None = None
+        # Told before a shared precompiled header is built (or waited for), and after.
+        self.on_pch: Callable[[bool], None] | None = None
         import torch.utils.cpp_extension as ce
 
         for fn_name in ("load_inline", "load"):
@@ -68,9 +70,46 @@ class _CompileCache:
             folder.mkdir(parents=True, exist_ok=True)
             bound.arguments["name"] = name
             bound.arguments["build_directory"] = str(folder)
+            _use_shared_pch(bound.arguments, self.on_pch)
             return original(*bound.args, **bound.kwargs)
 
         return routed
+
+
+_CUDA_SUFFIXES = (".cu", ".cuh")
+
+
+def _use_shared_pch(arguments: dict[str, Any], on_pch: Callable[[bool], None] | None) -> None:
+    """Put the shared precompiled torch/extension.h first on a build's include path.
+
+    load_inline always has a C++ host unit (its bindings); load has one when any source
+    is not CUDA. The folder goes before the candidate's own include paths so gcc finds
+    the precompiled header's folder first.
+    """
+    sources = arguments.get("sources")
+    if sources is not None:  # load(name, sources, ...)
+        files = [sources] if isinstance(sources, str) else list(sources)
+        if all(str(f).endswith(_CUDA_SUFFIXES) for f in files):
+            return
+        with_cuda = bool(arguments.get("with_cuda")) or any(str(f).endswith(_CUDA_SUFFIXES) for f in files)
+    else:
+        with_cuda = bool(arguments.get("with_cuda")) or bool(arguments.get("cuda_sources"))
+    building = False
+
+    def on_build() -> None:
+        nonlocal building
+        building = True
+        if on_pch is not None:
+            on_pch(True)
+
+    folder = pch.include_dir(arguments.get("extra_cflags"), with_cuda, str(arguments["name"]), on_build)
+    if building and on_pch is not None:
+        on_pch(False)
+    if folder is None:
+        return
+    own = arguments.get("extra_include_paths") or []
+    own = [own] if isinstance(own, str) else list(own)
+    arguments["extra_include_paths"] = [str(folder), *own]
 
 
 def _clear_stale_batons(folder: os.PathLike) -> None:
@@ -89,6 +128,8 @@ class Runner:
         self.device = device
         self.send = send
         self.compile_cache = _CompileCache()
+        # The one-time header build is the harness's cost, not the candidate's: its own stage.
+        self.compile_cache.on_pch = lambda building: self._stage("pch" if building else "compile")
         from htam_engine.evaluate.checks import install_guards
 
         self.guards = install_guards(device)

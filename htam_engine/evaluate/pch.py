@@ -1,0 +1,196 @@
+"""A shared precompiled torch/extension.h for the C++ host unit of candidates' extensions.
+
+Parsing the torch headers is most of a small extension's host compile. torch's own
+`load_inline(use_pch=True)` writes its .gch into site-packages and `use_pch=False`
+deletes it, which breaks with several workers at once. Instead each flag set gets its
+own folder under the cache dir, `pch/<key>/torch/extension.h` (a link to the real header)
+plus `extension.h.gch` beside it, built once per machine under a file lock. The folder
+goes first on the candidate's include path: `-I` folders are searched before torch's
+`-isystem` ones, so `#include <torch/extension.h>` finds the link, and gcc takes the .gch
+next to it when the flags match (it silently reads the plain header when they do not).
+
+The .gch is built once a flag set has proved to recur (see DEFAULT_AFTER), by the build
+that proves it, in a stage the engine does not count against that candidate's timeout.
+The folder is handed out even before and when the .gch could not be built, so a candidate's build
+command (and so ninja's view of it) is the same whether or not the header is precompiled.
+`HTAM_PCH=0` turns all of this off. Anything that goes wrong means: no precompiled header.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import time
+from pathlib import Path
+from typing import Callable, Sequence
+
+from htam_engine.evaluate.cache import atomic_write_text, cache_dir, file_lock, sha256_text
+
+ENV_SWITCH = "HTAM_PCH"
+_HEADER = Path("torch") / "extension.h"
+_GCH = Path("torch") / "extension.h.gch"
+_FAILED = "failed.txt"
+# A PCH build that takes longer than this is not worth waiting for (2 busy cores: ~160 s).
+_BUILD_TIMEOUT_S = 900.0
+# Each .gch of torch/extension.h is ~0.5 GB: flag sets beyond this many get none.
+MAX_FLAG_SETS = 8
+
+
+AFTER_ENV = "HTAM_PCH_AFTER"
+# The .gch costs about three candidate compiles to build: it is built when the flag set's
+# second distinct extension arrives (a flag set used once never pays for it).
+DEFAULT_AFTER = 2
+
+
+def enabled() -> bool:
+    return os.environ.get(ENV_SWITCH, "1").strip().lower() not in {"0", "false", "no", "off"}
+
+
+def build_after() -> int:
+    """How many distinct extensions with one flag set come before its .gch is built (>= 1)."""
+    try:
+        return max(1, int(os.environ.get(AFTER_ENV, DEFAULT_AFTER)))
+    except ValueError:
+        return DEFAULT_AFTER
+
+
+@functools.lru_cache(maxsize=None)
+def _compiler() -> tuple[str, str] | None:
+    """The C++ compiler torch's builds use and its version line; None unless it is gcc.
+
+    Only gcc looks for `header.gch` beside the header it includes.
+    """
+    from torch.utils import cpp_extension as ce
+
+    name = ce.get_cxx_compiler()
+    path = shutil.which(name)
+    if path is None or not sys.platform.startswith("linux") or not ce.check_compiler_is_gcc(name):
+        return None
+    out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30)
+    return path, (out.stdout.splitlines() or [""])[0]
+
+
+@functools.lru_cache(maxsize=None)
+def _system_includes(with_cuda: bool) -> tuple[str, ...]:
+    """torch's -isystem folders for the host unit, in torch's order (cpp_extension's ninja file)."""
+    from torch.utils.cpp_extension import include_paths
+
+    dirs = include_paths("cuda" if with_cuda else "cpu")
+    python_inc = sysconfig.get_path("include", scheme="posix_prefix")
+    if python_inc:
+        dirs.append(python_inc)
+    return tuple(dirs)
+
+
+def build_command(header: Path, output: Path, extra_cflags: Sequence[str], with_cuda: bool) -> list[str]:
+    """The gcc command for the .gch, with the flags load_inline gives the host unit (bar the
+    per-extension -DTORCH_EXTENSION_NAME, which the header does not use)."""
+    compiler = _compiler()
+    assert compiler is not None
+    cmd = [compiler[0], "-x", "c++-header", str(header), "-o", str(output),
+           "-DTORCH_API_INCLUDE_EXTENSION_H", "-fPIC", "-std=c++20", *extra_cflags]
+    for inc in _system_includes(with_cuda):
+        cmd += ["-isystem", inc]
+    return cmd
+
+
+def pch_key(extra_cflags: Sequence[str], with_cuda: bool) -> str:
+    import torch
+
+    compiler = _compiler()
+    assert compiler is not None
+    return sha256_text(torch.__version__, torch.__file__, *compiler, str(with_cuda),
+                       *_system_includes(with_cuda), "\x1f".join(extra_cflags))[:16]
+
+
+def include_dir(extra_cflags: object, with_cuda: bool, build_name: str,
+                on_build: Callable[[], None] | None = None) -> Path | None:
+    """The folder to put first on a build's include path, its .gch built on first need.
+
+    `build_name` names the extension being built (its distinct builds are counted per
+    flag set, see DEFAULT_AFTER). `on_build` is called first when this call will build the header or wait for another
+    process building it (the engine does not count that time against the candidate).
+    None when precompiled headers are off or cannot apply (not gcc, odd flags); never raises.
+    """
+    if not enabled() or not isinstance(extra_cflags, (list, tuple, type(None))):
+        return None
+    flags = tuple(str(f).strip() for f in (extra_cflags or ()))
+    try:
+        if _compiler() is None:
+            return None
+        folder = cache_dir() / "pch" / pch_key(flags, with_cuda)
+        link_header(folder, with_cuda)
+        if settled(folder) or not _recurring(folder, build_name):
+            return folder
+        if on_build is not None:
+            on_build()
+        ensure(folder, flags, with_cuda)
+        return folder
+    except Exception:  # noqa: BLE001 - a missing PCH only costs time
+        return None
+
+
+def _recurring(folder: Path, build_name: str) -> bool:
+    """Counts this extension for the flag set; True once enough distinct ones were seen."""
+    seen = folder / "seen"
+    seen.mkdir(parents=True, exist_ok=True)
+    (seen / build_name).touch()
+    return sum(1 for _ in seen.iterdir()) >= build_after()
+
+
+def link_header(folder: Path, with_cuda: bool) -> None:
+    """folder/torch/extension.h -> the real header (gcc wants the .gch beside what it includes)."""
+    link = folder / _HEADER
+    if link.is_symlink():
+        return
+    link.parent.mkdir(parents=True, exist_ok=True)
+    tmp_link = link.with_name(f".{link.name}.{os.getpid()}")
+    with contextlib.suppress(FileNotFoundError):
+        tmp_link.unlink()
+    tmp_link.symlink_to(Path(_system_includes(with_cuda)[0]) / _HEADER)
+    os.replace(tmp_link, link)
+
+
+def settled(folder: Path) -> bool:
+    """Built, or known not to build: nothing left to do for this flag set."""
+    return (folder / _GCH).exists() or (folder / _FAILED).exists()
+
+
+def ensure(folder: Path, extra_cflags: Sequence[str], with_cuda: bool) -> None:
+    """Make `folder` usable: the header link always, the .gch unless building it failed before.
+
+    Concurrent workers wait on the lock for the one that builds; a worker killed mid-build
+    leaves only a temporary file (the .gch appears by an atomic rename) and frees the lock.
+    """
+    gch = folder / _GCH
+    if settled(folder):
+        return
+    with file_lock(f"pch-{folder.name}"):
+        if settled(folder):
+            return
+        link_header(folder, with_cuda)
+        header = Path(_system_includes(with_cuda)[0]) / _HEADER
+        if sum(1 for _ in folder.parent.glob(f"*/{_GCH}")) >= MAX_FLAG_SETS:
+            atomic_write_text(folder / _FAILED, f"already {MAX_FLAG_SETS} precompiled flag sets\n")
+            return
+        tmp = gch.with_name(f".{gch.name}.{os.getpid()}.tmp")
+        t0 = time.perf_counter()
+        try:
+            proc = subprocess.run(build_command(header, tmp, extra_cflags, with_cuda),
+                                  capture_output=True, text=True, timeout=_BUILD_TIMEOUT_S)
+            ok, why = proc.returncode == 0 and tmp.exists(), proc.stderr[-2000:]
+        except (OSError, subprocess.SubprocessError) as exc:
+            ok, why = False, str(exc)
+        if ok:
+            os.replace(tmp, gch)
+            atomic_write_text(folder / "built.txt", f"{time.perf_counter() - t0:.1f} s\n")
+        else:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            # Remembered, so later candidates do not pay for a build that cannot succeed.
+            atomic_write_text(folder / _FAILED, why or "compiler failed\n")

@@ -1,0 +1,130 @@
+"""The shared precompiled torch/extension.h: built once per flag set, used first, never in the way.
+
+The fast tests run in their own cache folder; the end-to-end test builds the real header
+(30-160 s on two cores) with the offline C++ proposer's flags, in the run's shared cache,
+so the later engine/TUI tests that compile C++ candidates with those flags reuse it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from htam_engine.evaluate import pch, runner
+from htam_engine.evaluate.evaluator import Evaluator
+from htam_engine.evaluate.result import Status
+from htam_engine.propose.offline.cpp import CFLAGS
+
+from harness_core_support import FUSED_CPP, fast_config
+
+needs_gcc = pytest.mark.skipif(pch._compiler() is None, reason="precompiled headers need gcc on Linux")
+
+
+@pytest.fixture()
+def own_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("HTAM_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv(pch.ENV_SWITCH, raising=False)
+    monkeypatch.delenv(pch.AFTER_ENV, raising=False)
+    return tmp_path
+
+
+def _failing_build(header, output, extra_cflags, with_cuda):
+    """A compiler command that fails at once, standing in for a header that cannot be built."""
+    return [pch._compiler()[0], "-x", "c++-header", "/nonexistent/htam.h", "-o", str(output)]
+
+
+def test_switched_off_leaves_the_build_alone(own_cache, monkeypatch):
+    monkeypatch.setenv(pch.ENV_SWITCH, "0")
+    assert pch.include_dir(["-O3"], False, "ext_a") is None
+    args = {"name": "ext_a", "cpp_sources": "int f();", "extra_include_paths": ["/x"]}
+    runner._use_shared_pch(args, None)
+    assert args["extra_include_paths"] == ["/x"]
+    assert not (own_cache / "pch").exists()
+
+
+@needs_gcc
+def test_folder_goes_first_and_the_header_waits_for_a_recurring_flag_set(own_cache, monkeypatch):
+    calls = []
+    monkeypatch.setattr(pch, "build_command", lambda *a: calls.append(a) or _failing_build(*a))
+    args = {"name": "ext_a", "cpp_sources": "int f();", "extra_cflags": ["-O2"], "extra_include_paths": "/own"}
+    stages = []
+    runner._use_shared_pch(args, stages.append)
+    folder = Path(args["extra_include_paths"][0])
+    assert args["extra_include_paths"][1:] == ["/own"]
+    # The folder holds the real header under the name the candidate includes.
+    assert (folder / "torch" / "extension.h").resolve().name == "extension.h"
+    assert (folder / "torch" / "extension.h").read_bytes()
+    assert calls == [] and stages == []  # first extension with these flags: nothing built
+    runner._use_shared_pch({"name": "ext_a", "cpp_sources": "", "extra_cflags": ["-O2"]}, stages.append)
+    assert calls == []  # the same extension again does not count twice
+    runner._use_shared_pch({"name": "ext_b", "cpp_sources": "", "extra_cflags": ["-O2"]}, stages.append)
+    assert len(calls) == 1 and stages == [True, False]  # the build was announced, then done
+
+
+@needs_gcc
+def test_failed_build_falls_back_and_is_not_retried(own_cache, monkeypatch):
+    monkeypatch.setenv(pch.AFTER_ENV, "1")
+    calls = []
+    monkeypatch.setattr(pch, "build_command", lambda *a: calls.append(a) or _failing_build(*a))
+    first = pch.include_dir(["-O1"], False, "ext_a")
+    second = pch.include_dir(["-O1"], False, "ext_b")
+    assert first == second and first is not None
+    assert len(calls) == 1
+    assert "htam.h" in (first / "failed.txt").read_text()
+    assert not (first / "torch" / "extension.h.gch").exists()
+    assert not [p for p in (first / "torch").iterdir() if p.name.endswith(".tmp")]
+
+
+@needs_gcc
+def test_flag_sets_beyond_the_cap_get_no_header(own_cache, monkeypatch):
+    monkeypatch.setenv(pch.AFTER_ENV, "1")
+    for i in range(pch.MAX_FLAG_SETS):
+        gch = own_cache / "pch" / f"set{i}" / "torch" / "extension.h.gch"
+        gch.parent.mkdir(parents=True)
+        gch.write_bytes(b"")
+    monkeypatch.setattr(pch, "build_command", lambda *a: pytest.fail("built past the cap"))
+    folder = pch.include_dir(["-O1", "-g0"], False, "ext_a")
+    assert folder is not None and "flag sets" in (folder / "failed.txt").read_text()
+
+
+def _cpp_candidate(tag: str) -> str:
+    """The honest fused C++ candidate, as a distinct source with the offline proposer's flags."""
+    code = FUSED_CPP.replace('extra_cflags=["-O3", "-fno-trapping-math"]', f"extra_cflags={CFLAGS!r}")
+    assert code != FUSED_CPP
+    return code.replace("torch::Tensor scale_shift_relu(", f"// {tag}\ntorch::Tensor scale_shift_relu(", 1)
+
+
+@needs_gcc
+def test_cpp_candidates_build_with_the_shared_header_built_once(small_problem, monkeypatch):
+    monkeypatch.setenv(pch.AFTER_ENV, "1")  # build it for the first candidate already
+    monkeypatch.delenv(pch.ENV_SWITCH, raising=False)
+    folder = Path(os.environ["HTAM_CACHE_DIR"]) / "pch" / pch.pch_key(tuple(CFLAGS), False)
+    gch = folder / "torch" / "extension.h.gch"
+    before = gch.stat().st_mtime_ns if gch.exists() else None
+    ev = Evaluator("cpu")  # started after the switch is set: the worker inherits it
+    try:
+        stages: list[str] = []
+        first = ev.evaluate(small_problem, _cpp_candidate(f"pch-a-{os.getpid()}"), fast_config(timeout_s=300),
+                            on_progress=lambda stage, _t: stages.append(stage))
+        assert first.status is Status.OK, (first.diagnostics.message, first.diagnostics.log[-2000:])
+        assert gch.exists() and not (folder / "failed.txt").exists()
+        built = gch.stat().st_mtime_ns
+        if before is None:  # this run built it, in its own stage between two compile stages
+            assert stages.index("compile") < stages.index("pch") < len(stages) - 1 - stages[::-1].index("compile")
+        second_stages: list[str] = []
+        second = ev.evaluate(small_problem, _cpp_candidate(f"pch-b-{os.getpid()}"), fast_config(timeout_s=300),
+                             on_progress=lambda stage, _t: second_stages.append(stage))
+    finally:
+        ev.close()
+    assert second.status is Status.OK, second.diagnostics.message
+    assert "pch" not in second_stages and gch.stat().st_mtime_ns == built  # reused, not rebuilt
+    # gcc took the precompiled header: with it, the depfile of the host unit no longer lists
+    # the header (gcc lists an included header it read, not one it took precompiled).
+    builds = [b.parent for b in Path(os.environ["HTAM_CACHE_DIR"], "build").glob("*/scale_shift_relu_*/build.ninja")
+              if f"-I{folder}" in b.read_text()]
+    assert len(builds) >= 2
+    for build in builds:
+        deps = (build / ".ninja_deps").read_bytes()
+        assert b"main.o" in deps and str(folder / "torch" / "extension.h").encode() not in deps
