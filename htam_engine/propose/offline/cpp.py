@@ -29,6 +29,7 @@ HEADER = """#include <torch/extension.h>
 # erf: Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7).
 FAST_MATH = """
 static inline float htam_exp(float x) {
+  const bool over = x > 88.72f;  // exp overflows float: inf, as expf gives
   x = x < -87.3f ? -87.3f : (x > 88.7f ? 88.7f : x);
   const float k = floorf(x * 1.44269504088896341f + 0.5f);
   const float r = x - k * 0.693359375f + k * 2.12194440e-4f;
@@ -40,7 +41,7 @@ static inline float htam_exp(float x) {
   p = p * r + 5.0000001201e-1f;
   const float y = p * r * r + r + 1.0f;
   const int32_t bits = ((int32_t)k + 127) << 23;
-  return y * __builtin_bit_cast(float, bits);
+  return over ? INFINITY : y * __builtin_bit_cast(float, bits);
 }
 
 static inline float htam_log(float x) {
