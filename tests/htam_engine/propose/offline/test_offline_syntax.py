@@ -13,8 +13,11 @@ import subprocess
 
 import pytest
 
+from htam_engine.families import Backend
 from htam_engine.problems import builtin_names, load_problem
-from htam_engine.propose.offline import TEMPLATE_IDS, Unsupported, generate
+from htam_engine.propose.offline import TEMPLATE_IDS, TEMPLATES, Unsupported, plan_problem, supports
+from htam_engine.propose.offline.module import build_module
+from htam_engine.propose.offline.templates import applies
 
 # The few torch / ATen names the generated host code uses.
 TORCH_STANDIN = """
@@ -42,11 +45,14 @@ def _sources(backend: str, names: list[str]) -> list[tuple[str, str]]:
     key = "_CUDA_SOURCE" if backend == "cuda" else "_CPP_SOURCE"
     for name in names:
         problem = load_problem(name)
+        try:
+            plan = plan_problem(problem)  # traced once, written with every applicable template
+        except Unsupported:
+            continue
         for tid in TEMPLATE_IDS:
-            try:
-                code = generate(problem, backend, tid).code
-            except Unsupported:
+            if not (supports(tid, backend, problem.family) and applies(tid, plan)):
                 continue
+            code = build_module(problem, plan, Backend(backend), TEMPLATES[tid].variant, tid)
             src = re.search(key + r" = r'''\n(.*?)'''", code, re.S).group(1)
             out.append((f"{name}_{tid}", _INCLUDES.sub("", src)))
     return out
