@@ -243,6 +243,9 @@ class HtamApp(App[int]):
                 await self.decide(request, Decision("approve", PERSON))
             else:
                 await self.decide(request, Decision("edit", PERSON, edited_code=edited))
+                if self.view.step == request.step:  # the source pane shows what is evaluated now
+                    self.view.code = edited
+                    self.repaint({"source"})
         else:
             await self.decide(request, Decision(choice.action, PERSON, reason=choice.reason))
 
@@ -365,11 +368,13 @@ class HtamApp(App[int]):
         self.open_approval()
 
     async def action_approve_all(self, first: ev.ApprovalRequested | None = None) -> None:
-        await self.command("set_policy", "auto")
-        self.view.policy = "auto"
+        # The person approves what is queued before the policy changes: the engine's switch to
+        # auto would otherwise approve them in the policy's name.
         queued = ([first] if first else []) + [r for r in self.view.pending.values() if r is not first]
         for request in queued:
             await self.decide(request, Decision("approve", PERSON))
+        await self.command("set_policy", "auto")
+        self.view.policy = "auto"
         self.repaint({"status"})
 
     def action_sessions(self) -> None:

@@ -1,0 +1,52 @@
+"""The real engine for pilot tests: built by `htam_engine.loop.setup.open_engine` (as `htam`
+builds it) with the loopback model server as the proposer and its own one-worker pool, which
+the app closes when the run ends. Candidates the tests approve are evaluated for real in a
+worker (Triton with TRITON_INTERPRET=1, quick settings)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from loopback_support import PROBLEM_PATH, fast_eval
+
+from htam_engine.loop.engine import Engine
+from htam_engine.loop.setup import RunSpec, open_engine
+from htam_engine.propose.config import load_config
+from htam_engine.propose.model import ModelProposer
+from htam_tui.app import HtamApp, UiSettings
+
+
+def proposer(server, folder: Path) -> ModelProposer:
+    """A model proposer on the loopback server: no retries, no reflection call (one reply per
+    candidate), and no user or project config file read."""
+    cfg = load_config({**server.config_overrides(), "retries": 0, "reflect": False},
+                      env={"OPENAI_API_KEY": "sk-loop-test"}, user_file=folder / "none-user.toml",
+                      project_file=folder / "none-project.toml")
+    return ModelProposer(cfg.model)
+
+
+def spec(folder: Path, **kw) -> RunSpec:
+    base = dict(problem=str(PROBLEM_PATH), backend="triton", device="cpu", policy="ask", steps=1,
+                session=str(folder / "run.htam"), bank="", workers=1, proposer="model")
+    return RunSpec(**{**base, **kw})
+
+
+def engine(server, folder: Path, **kw) -> Engine:
+    e = open_engine(spec(folder, **kw), interactive=True, proposer=proposer(server, folder))
+    e.eval_config = fast_eval()
+    return e
+
+
+def resumer(server, folder: Path, steps: int):
+    """The app's engine factory for a resumed session: `steps` more steps on the same server."""
+    def factory(path: Path) -> Engine:
+        e = open_engine(RunSpec(resume=str(path), steps=steps, bank="", workers=1), interactive=True,
+                        proposer=proposer(server, folder))
+        e.eval_config = fast_eval()
+        return e
+    return factory
+
+
+def app_on(engine_, folder: Path, **kw) -> HtamApp:
+    kw.setdefault("settings", UiSettings(bell=False, refresh_hz=50))
+    return HtamApp(engine_, sessions_dir=folder, **kw)
