@@ -2,8 +2,12 @@
 
 It speaks the real engine's surface (events() over the real EventBus, decisions
 through the real Approvals futures, the same commands) but its steps are scripted:
-a fixed selection, retrieval, candidate code and evaluation result per step. Use it
-where the screen, not the optimization, is under test (snapshots, fast pilots).
+a fixed selection, retrieval, candidate code and evaluation result per step.
+
+Kept only where the real engine cannot do the thing: snapshot pictures (real timings,
+speedups and clocks differ run to run) and a C++ compiler's diagnostic (a load_inline build
+costs 20 s+ on the CI's CPU). Every action is tested on the real engine elsewhere
+(test_tui_real_engine.py, test_tui_real_steering.py, test_tui_screen.py).
 """
 
 from __future__ import annotations

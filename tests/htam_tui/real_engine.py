@@ -7,13 +7,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from loopback_support import PROBLEM_PATH, fast_eval
+import pytest
+from loopback_support import MODEL, NO_KERNEL, PROBLEM_PATH, fast_eval, reply
 
 from htam_engine.loop.engine import Engine
 from htam_engine.loop.setup import RunSpec, open_engine
 from htam_engine.propose.config import load_config
 from htam_engine.propose.model import ModelProposer
 from htam_tui.app import HtamApp, UiSettings
+from tests.support.loopback_server import LoopbackServer
+
+
+@pytest.fixture
+def server():
+    """The loopback model server (import this fixture into a test module). Replies a test adds
+    are served in order; after them, a module with no kernel (rejected by the static checks at
+    once, nothing compiled)."""
+    with LoopbackServer(default=reply(NO_KERNEL), model=MODEL) as srv:
+        yield srv
 
 
 def proposer(server, folder: Path) -> ModelProposer:

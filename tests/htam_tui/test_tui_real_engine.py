@@ -10,6 +10,7 @@ import pytest
 from loopback_support import MODEL, NO_KERNEL, PROBLEM_PATH, TRITON_CODE, fast_eval, reply
 from pilot import SMALL, wait_for, wait_text
 from screen_text import screen_text
+from textual.widgets import TextArea
 
 from htam_engine.loop.engine import Engine
 from htam_engine.memory import HTG
@@ -97,6 +98,11 @@ async def test_offline_proposer_candidate_is_shown_and_vetoed(tmp_path, monkeypa
         assert session.steps[0].candidates[0].decision.reason == "not now"
         await pilot.press("k")
         await wait_text(pilot, "kernel (C++)")
+        area = app.query_one("#source", TextArea)
+        assert area.language == "cpp" and "torch::Tensor" in area.text  # the load_inline source alone
+        await pilot.press("k")
+        await wait_text(pilot, "module")
+        assert area.language == "python" and "class ModelNew" in area.text
 
 
 async def test_steering_commands_reach_the_real_engine(tmp_path, monkeypatch):

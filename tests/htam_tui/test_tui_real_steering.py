@@ -1,6 +1,6 @@
 """Steering actions on the real engine (open_engine, loopback model server, real worker pool):
-edit in $EDITOR, approve-all, the bell and the pending queue, the diff of a candidate, re-evaluating
-the best, the error jump, quit, a failed command, and resume from the session browser. Each test
+edit in $EDITOR, approve-all, the bell and the pending queue, the diff of a candidate (approval
+and main screen), re-evaluating the best, the error jump, quit, a failed command, and resume from the session browser. Each test
 asserts on the engine's session (steps, decisions, policy, results) and on the screen."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from __future__ import annotations
 import stat
 
 import pytest
-from loopback_support import MODEL, NO_KERNEL, TRITON_CODE, reply
+from loopback_support import TRITON_CODE, reply
 from pilot import SMALL, wait_for, wait_text
-from real_engine import app_on, engine, resumer
+from real_engine import app_on, engine, resumer, server  # noqa: F401 - the server fixture
 from screen_text import screen_text
 from textual.widgets import TextArea
 
@@ -18,18 +18,9 @@ from htam_engine.session import load_session
 from htam_tui.app import UiSettings
 from htam_tui.screens.approval import ApprovalScreen
 from htam_tui.screens.sessions import SessionsScreen
-from tests.support.loopback_server import LoopbackServer
 
 # A Triton candidate that fails at import (module line 5): the harness's compile error names the line.
 BAD_IMPORT = TRITON_CODE.replace("import triton.language as tl\n", "import triton.language as tl\nWIDTH = int(\"wide\")\n")
-
-
-@pytest.fixture
-def server():
-    """Replies a test adds are served in order; after them, a module with no kernel (rejected by
-    the static checks at once, nothing compiled)."""
-    with LoopbackServer(default=reply(NO_KERNEL), model=MODEL) as srv:
-        yield srv
 
 
 @pytest.fixture(autouse=True)
@@ -123,6 +114,10 @@ async def test_diff_reevaluate_best_and_error_jump(server, tmp_path):
         await wait_for(pilot, finished(app), timeout=60)
         assert e.session.steps[1].candidates[0].result.status.value == "compile_error"
         await wait_text(pilot, "ValueError")
+        await pilot.press("d")  # the main screen's diff: step 2's candidate against the best
+        await wait_text(pilot, "diff vs previous best")
+        assert '+WIDTH = int("wide")' in screen_text(app)
+        await pilot.press("d")
         await pilot.press("4", "enter")  # the error's line in the source pane
         area = app.query_one("#source", TextArea)
         await wait_for(pilot, lambda: area.has_focus and area.cursor_location[0] == 4)
