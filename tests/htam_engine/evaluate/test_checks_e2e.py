@@ -67,3 +67,15 @@ def test_all_zeros_softmax_is_incorrect_with_a_mismatch_summary(evaluator, probl
     mm = r.diagnostics.mismatch
     assert mm is not None and mm.input_set == "get_inputs#0" and "whole-output" in mm.note
     assert mm.expected_shape == [2, 4096] and mm.expected_dtype == "float32"
+
+
+def test_a_candidate_that_turns_stale_during_timing_is_rejected_after_timing(evaluator, problems):
+    """The timing loop cycles fresh inputs through the same buffers, and one more checked call
+    follows it: a kernel that serves its last result after enough calls loses its speedup claim."""
+    import dataclasses
+
+    config = dataclasses.replace(fast_config(), trials=30)
+    r = evaluator.evaluate(problems["relu"], candidate_path("cheat_late_cache").read_text(), config)
+    assert r.status is Status.REJECTED and not r.correct
+    late = [f for f in r.integrity if "after timing" in f.message]
+    assert late and late[0].rule in {"changed_after_timing", "no_kernel", "caching"}, r.integrity
