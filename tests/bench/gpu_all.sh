@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Every GPU figure htam reports, in one call on a CUDA machine (from the repository root):
+#   bash tests/bench/gpu_all.sh [tests] [harness] [offline] [batch]     (default: all)
+# Wheels for packages the machine lacks travel in .whl/ (see README, "GPU runs").
+# Logs go to $OUT (or ./gpu-out); everything the parts write (JSON, batch sessions, reports) is
+# packed into $OUT/gpu.tgz, since a lease returns only a few files. One part failing does not stop
+# the others.
+set -u
+FINAL=${OUT:-$PWD/gpu-out}; mkdir -p "$FINAL"
+export OUT=/tmp/htam-gpu-out; rm -rf "$OUT"; mkdir -p "$OUT"
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl >/dev/null 2>&1
+  export PYTHONPATH=/tmp/site:$PWD
+else
+  export PYTHONPATH=$PWD
+fi
+export PYTHONUNBUFFERED=1 HTAM_CACHE_DIR=${HTAM_CACHE_DIR:-/tmp/htam-cache}
+parts=${*:-tests harness offline batch}
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/device.txt"
+python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" | tee -a "$OUT/device.txt"
+for part in $parts; do
+  start=$(date +%s)
+  case $part in
+    tests)   timeout 300 python3 -m pytest -q -m gpu -p no:cacheprovider tests > "$OUT/gpu_tests.txt" 2>&1; tail -5 "$OUT/gpu_tests.txt" ;;
+    harness) timeout 300 python3 tests/bench/gpu_harness.py > "$OUT/gpu_harness.txt" 2>&1; tail -25 "$OUT/gpu_harness.txt" ;;
+    offline) timeout 300 python3 tests/bench/gpu_offline.py > "$OUT/gpu_offline.txt" 2>&1; tail -25 "$OUT/gpu_offline.txt" ;;
+    batch)   timeout 420 python3 tests/bench/gpu_batch.py > "$OUT/gpu_batch.txt" 2>&1; tail -30 "$OUT/gpu_batch.txt" ;;
+    *) echo "unknown part $part" ;;
+  esac
+  echo "== $part took $(( $(date +%s) - start )) s"
+done
+tar czf "$FINAL/gpu.tgz" -C "$OUT" . && cp "$OUT"/*.txt "$FINAL"/ 2>/dev/null
