@@ -293,22 +293,25 @@ class _RowWriter:
                      for red in reds for i in red.ids]
             return pre + decls + init + loop + fin_lines
         if lanes == 4:
-            loop = ["int64_t r = 0;", "for (; r + 4 <= R; r += 4) {"]
+            loop = ["const int64_t r4 = (R / 4) * 4;"] + self._simd(reds, lanes) + [
+                "for (int64_t r = 0; r < r4; r += 4) {"]
             for lane in range(4):
                 loop += _indent([f"{{ const int64_t rr = r + {lane};"] + [
                     ln.replace("[r]", "[rr]") for ln in accumulate(f"_{lane}", lane)] + ["}"], 2)
-            loop += ["}", "for (; r < R; ++r) {"] + _indent(accumulate("", 0), 2) + ["}"]
-            loop = ["{"] + _indent(loop, 2) + ["}"]  # each pass's counter lives in its own scope
+            loop += ["}", "for (int64_t r = r4; r < R; ++r) {"] + _indent(accumulate("", 0), 2) + ["}"]
+            loop = ["{"] + _indent(loop, 2) + ["}"]  # each pass's bound lives in its own scope
         else:
             loop = self._simd(reds) + ["for (int64_t r = 0; r < R; ++r) {"] + _indent(accumulate("", 0), 2) + ["}"]
         return pre + init + loop + fin
 
-    def _simd(self, reds: list[Reduction]) -> list[str]:
+    def _simd(self, reds: list[Reduction], lanes: int = 1) -> list[str]:
         """An OpenMP simd reduction clause, so float sums and maxima vectorise without -ffast-math."""
         if any(red.kind != "plain" for red in reds):
             return []  # online updates branch per element
         ops = {"red_sum": "+", "red_mean": "+", "red_max": "max", "red_min": "min"}
-        clauses = " ".join(f"reduction({ops[self.r.exprs[red.ids[0]].op]}:acc{red.ids[0]}_0)" for red in reds)
+        clauses = " ".join(
+            f"reduction({ops[self.r.exprs[red.ids[0]].op]}:"
+            + ",".join(f"acc{red.ids[0]}_{lane}" for lane in range(lanes)) + ")" for red in reds)
         return [f"#pragma omp simd {clauses}"]
 
     def _store(self, i: int, value: str) -> str:

@@ -72,7 +72,8 @@ def test_cpp_sources_of_every_template_compile():
     assert len(sources) > 40
     prelude = _STD + "typedef void* cudaStream_t;\n" + TORCH_STANDIN
     text = _unit(sources, prelude)
-    proc = subprocess.run(["g++", "-std=c++20", "-fsyntax-only", "-x", "c++", "-"], input=text, capture_output=True,
+    proc = subprocess.run(["g++", "-std=c++20", "-fsyntax-only", "-fopenmp-simd", "-x", "c++", "-"], input=text,
+                          capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
 
