@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -156,6 +157,11 @@ def link_header(folder: Path, with_cuda: bool) -> None:
     os.replace(tmp_link, link)
 
 
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def settled(folder: Path) -> bool:
     """Built, or known not to build: nothing left to do for this flag set."""
     return (folder / _GCH).exists() or (folder / _FAILED).exists()
@@ -179,7 +185,7 @@ def ensure(folder: Path, extra_cflags: Sequence[str], with_cuda: bool) -> None:
             atomic_write_text(folder / _FAILED, f"already {MAX_FLAG_SETS} precompiled flag sets\n")
             return
         tmp = gch.with_name(f".{gch.name}.{os.getpid()}.tmp")
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), _children_cpu_s()
         try:
             proc = subprocess.run(build_command(header, tmp, extra_cflags, with_cuda),
                                   capture_output=True, text=True, timeout=_BUILD_TIMEOUT_S)
@@ -188,7 +194,8 @@ def ensure(folder: Path, extra_cflags: Sequence[str], with_cuda: bool) -> None:
             ok, why = False, str(exc)
         if ok:
             os.replace(tmp, gch)
-            atomic_write_text(folder / "built.txt", f"{time.perf_counter() - t0:.1f} s\n")
+            atomic_write_text(folder / "built.txt", f"wall {time.perf_counter() - t0:.1f} s, "
+                                                    f"cpu {_children_cpu_s() - cpu0:.1f} s\n")
         else:
             with contextlib.suppress(OSError):
                 tmp.unlink()
