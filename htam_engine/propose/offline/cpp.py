@@ -245,11 +245,13 @@ class _RowWriter:
             if red.kind == "plain":
                 op = exprs[a].op
                 for lane in range(lanes):
-                    init.append(f"float acc{a}_{lane} = {_INIT[op]};")
+                    # sums accumulate in double: a long float32 chain loses digits eager's cascade keeps
+                    ctype = "double" if op in ("red_sum", "red_mean") else "float"
+                    init.append(f"{ctype} acc{a}_{lane} = {_INIT[op]};")
                 val = f"acc{a}_0"
                 for lane in range(1, lanes):
                     fin.append(_combine(op, f"acc{a}_0", f"acc{a}_{lane}"))
-                fin.append(self._store(a, f"{val} / cnt" if op == "red_mean" else val))
+                fin.append(self._store(a, f"(float)({val} / cnt)" if op == "red_mean" else f"(float){val}"))
             elif red.kind == "softmax":
                 m, s = red.ids
                 init += [f"float accm{m} = -INFINITY;", f"float accs{m} = 0.0f;"]
@@ -281,8 +283,8 @@ class _RowWriter:
             return lines
 
         if self.inner:
-            init = [ln.replace("float ", "std::vector<float> ", 1).split(" = ")[0] + f"_v(inner, {ln.split(' = ')[1][:-1]});"
-                    for ln in init]
+            init = [re.sub(r"^(float|double) ", r"std::vector<\1> ", ln).split(" = ")[0]
+                    + f"_v(inner, {ln.split(' = ')[1][:-1]});" for ln in init]
             loop = ["for (int64_t r = 0; r < R; ++r) {", "  for (int64_t q = 0; q < inner; ++q) {"]
             body = accumulate("", 0)
             body = [self._vectorise_acc(ln) for ln in body]
