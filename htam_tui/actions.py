@@ -29,6 +29,8 @@ class ActionSpec:
 
 MAIN_ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("app.help", "question_mark", "help", "Help: list keys", short="help"),
+    ActionSpec("app.quit", "q", "quit", "Quit", short="quit"),
+    ActionSpec("app.palette", "ctrl+p", "command_palette", "Command palette", short="palette"),
     ActionSpec("app.approvals", "o", "open_approval", "Open the pending decision", short="decide"),
     ActionSpec("app.pause", "p", "toggle_pause", "Pause or resume the engine", short="pause"),
     ActionSpec("app.memory", "m", "memory", "Memory browser", short="memory"),
@@ -37,8 +39,6 @@ MAIN_ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("app.steps", "n", "set_steps", "Change the step budget", short="steps"),
     ActionSpec("app.stop", "x", "stop", "Stop the run after the current step", short="stop"),
     ActionSpec("app.zoom", "z", "zoom", "Zoom (maximize) the focused pane, again to restore", short="zoom"),
-    ActionSpec("app.quit", "q", "quit", "Quit", short="quit"),
-    ActionSpec("app.palette", "ctrl+p", "command_palette", "Command palette", short="palette"),
     ActionSpec("app.reevaluate", "r", "reevaluate", "Re-evaluate the current best", show=False),
     ActionSpec("app.approve_all", "A", "approve_all", "Approve all: switch the policy to auto", show=False),
     ActionSpec("app.diff", "d", "toggle_diff", "Source: toggle diff against the previous best", show=False),
@@ -108,10 +108,23 @@ class KeyBar(Static):
         self.specs = specs
 
     def on_mount(self) -> None:
+        self.fit()
+
+    def on_resize(self) -> None:
+        self.fit()
+
+    def fit(self) -> None:
+        """Whole entries in table order while they fit the width (none cut in half); the
+        help screen (?) and the command palette list every action."""
         keymap = dict(getattr(self.app, "keymap", {}))
+        width = self.size.width or 10_000
         bar = Text(no_wrap=True, overflow="ellipsis")
         for spec in self.specs:
-            if spec.show:
-                bar.append(f" {key_label(keymap.get(spec.id, spec.key))} ", style="bold reverse")
-                bar.append(f"{spec.label} ")
+            if not spec.show:
+                continue
+            key, label = f" {key_label(keymap.get(spec.id, spec.key))} ", f"{spec.label} "
+            if bar.cell_len + len(key) + len(label) > width:
+                break
+            bar.append(key, style="bold reverse")
+            bar.append(label)
         self.update(bar)

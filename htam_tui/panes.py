@@ -34,12 +34,18 @@ class StatusLine(Static):
     def __init__(self, **kw) -> None:
         super().__init__(**kw)
         self._plain = None
+        self._view: ViewState | None = None  # kept to redraw at a new width
 
     def show(self, view: ViewState) -> None:
-        line = render.status_line(view)
+        self._view = view
+        line = render.status_line(view, self.size.width or None)
         if line.plain != self._plain:  # most events leave the status as it was
             self._plain = line.plain
             self.update(line)
+
+    def on_resize(self) -> None:
+        if self._view is not None:
+            self.show(self._view)
 
 
 class SourcePane(Pane):

@@ -17,21 +17,29 @@ def fmt_speedup(x: float | None) -> str:
     return "-" if x is None or not math.isfinite(x) else f"{x:.2f}x"
 
 
-def status_line(v) -> Text:
+def status_line(v, width: int | None = None) -> Text:
     """The one-line status, most urgent first so a narrow terminal keeps it: pending decisions,
-    engine state, step k of N, best speedup, policy, problem, backend/device, tokens and cost."""
-    t = Text(no_wrap=True, overflow="ellipsis")
-    if v.pending:
-        t.append(f" DECISION PENDING ({len(v.pending)}) o ", style="bold reverse yellow")
-    t.append(f" [{v.engine_state}] ", style="bold")
-    t.append(f"step {v.step}/{v.steps_planned or '?'} ")
-    t.append(f"best {fmt_speedup(v.best_speedup)} ", style="bold green" if (v.best_speedup or 0) > 1 else "")
-    t.append(f"policy {v.policy or '-'} ")
+    engine state, step k of N, best speedup, policy, tokens and cost, backend/device, problem.
+    When the full line is wider than `width`, the pending flag and the problem name shorten
+    (the problem, static and chosen by the person, is the part an ellipsis may cut)."""
     problem = v.problem or "-"
-    t.append(f"{problem if len(problem) <= 28 else problem[:27] + '…'} ", style="bold")
-    t.append(f"{v.backend or '-'}/{v.device or '-'} ")
-    t.append(f"tok {v.tokens} ${v.cost_usd:.2f}")
-    return t
+    compact = False
+    while True:
+        t = Text(no_wrap=True, overflow="ellipsis")
+        if v.pending:
+            flag = f" PENDING ({len(v.pending)}) o " if compact else f" DECISION PENDING ({len(v.pending)}) o "
+            t.append(flag, style="bold reverse yellow")
+        t.append(f" [{v.engine_state}] ", style="bold")
+        t.append(f"step {v.step}/{v.steps_planned or '?'} ")
+        t.append(f"best {fmt_speedup(v.best_speedup)} ", style="bold green" if (v.best_speedup or 0) > 1 else "")
+        t.append(f"policy {v.policy or '-'} ")
+        t.append(f"tok {v.tokens} ${v.cost_usd:.2f} ")
+        t.append(f"{v.backend or '-'}/{v.device or '-'} ")
+        name = problem.rsplit(":", 1)[-1] if compact else problem  # "builtin:x" -> "x"
+        t.append(name if len(name) <= 28 else name[:27] + "…", style="bold")
+        if compact or width is None or t.cell_len <= width:
+            return t
+        compact = True
 
 
 def direction_view(sel: Selection | None, path: list[str], top: int = 6) -> Text:

@@ -86,14 +86,14 @@ async def test_bell_and_queue_of_pending_decisions(server, tmp_path):
         await wait_for(pilot, lambda: len(app.view.pending) == 2, timeout=30)
         await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen))
         await pilot.press("escape")  # decide later: both stay queued
-        await wait_text(pilot, "DECISION PENDING (2)")
+        await wait_text(pilot, "PENDING (2)")
         assert bells and sorted(e.approvals.pending_ids()) == ["1-0", "1-1"]
         await pilot.press("o", "a")
         await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen) and len(app.view.pending) == 1)
         await pilot.press("v", *"one is enough", "enter")
         await wait_for(pilot, finished(app), timeout=60)
         assert sorted(a for a, _ in decisions(e.session)) == ["approve", "veto"]
-        assert "DECISION PENDING" not in screen_text(app)
+        assert "PENDING" not in screen_text(app)
 
 
 async def test_diff_reevaluate_best_and_error_jump(server, tmp_path):

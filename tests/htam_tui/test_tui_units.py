@@ -96,3 +96,15 @@ def test_step_speedup_is_the_best_sample_and_ignores_re_evaluations():
                  ev.EvaluationFinished(1, sample=1, result=ok_result(1.2)),
                  ev.EvaluationFinished(1, sample=-1, result=ok_result(9.0)), ev.StepFinished(1)])
     assert v.step_speedups == [1.5]
+
+
+def test_status_line_keeps_every_fact_at_80_columns():
+    v = ViewState(problem="builtin:affine_gelu_scale", backend="cpp", device="cpu", policy="ask",
+                  steps_planned=6, step=1, tokens=12345, cost_usd=0.12)
+    v.pending["1-0"] = ev.ApprovalRequested(1, request_id="1-0", code=CODE_V1)
+    wide = render.status_line(v, 200).plain
+    assert "DECISION PENDING (1)" in wide and "builtin:affine_gelu_scale" in wide
+    narrow = render.status_line(v, 80).plain
+    for fact in ("PENDING (1)", "[starting]", "step 1/6", "best -", "policy ask", "tok 12345 $0.12", "cpp/cpu"):
+        assert fact in narrow[:80]
+    assert narrow.index("affine") < 80  # the problem name, last, is what the ellipsis may cut
