@@ -59,6 +59,14 @@ class TitleIndex:
         return [sid for sid in ids if needle in self.title(sid).lower() or needle in sid.lower()]
 
 
+def transition_label(direction: str, source: str, target: str) -> str:
+    """A row of `direction`'s transitions named by its other end: "→ to" leaves it, "← from"
+    enters it, "↻ itself" stays."""
+    if source == target:
+        return "↻ itself"
+    return f"→ {target}" if source == direction else f"← {source}"
+
+
 def strategy_text(view, attrs: dict) -> Text:
     t = Text()
     t.append(view.title + "\n", style="bold")
@@ -109,7 +117,8 @@ class MemoryScreen(Screen[None]):
         tree = self.query_one(Tree)
         tree.show_root = False
         table = self.query_one(DataTable)
-        table.add_columns("from", "to", "count", "ok", "mean reward", "prior", "notes")
+        # The other end first and the numbers next: at 80x24 the table is ~48 columns wide.
+        table.add_columns("transition", "count", "mean reward", "ok", "prior", "notes")
         if self.htg is None:
             self.query_one("#memory-detail", Static).update(Text("no memory loaded", style="dim"))
             return
@@ -180,8 +189,8 @@ class MemoryScreen(Screen[None]):
         table.clear()
         for row in self.htg.transitions(direction):
             notes = "; ".join(filter(None, (n.why or n.risk or n.when for n in row.notes)))
-            table.add_row(row.from_direction, row.to_direction, str(row.count), str(row.successes),
-                          f"{row.mean_reward:+.3f}", f"{row.prior_value:+.2f}", notes or "-")
+            table.add_row(transition_label(direction, row.from_direction, row.to_direction), str(row.count),
+                          f"{row.mean_reward:+.3f}", str(row.successes), f"{row.prior_value:+.2f}", notes or "-")
 
     def show_strategy(self, sid: str) -> None:
         view = self.htg.strategy(sid)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pilot import SMALL, wait_for, wait_text
+from screen_text import screen_text
 from textual.widgets import DataTable, Input, Tree
 
 from htam_engine.memory import HTG
@@ -35,7 +36,9 @@ async def test_lazy_tree_filter_and_details_on_a_big_bank():
         await pilot.press("down")
         await wait_text(pilot, "mean gain")  # the strategy's full text
         table = app.screen.query_one(DataTable)
-        assert table.row_count > 0  # transitions of the direction
+        assert table.row_count > 0  # transitions of the direction, numbers in view at 80x24
+        await wait_text(pilot, "← data_reuse")
+        assert "mean reward" in screen_text(app)
         await pilot.press("slash", *"strategy 9000")
         await wait_for(pilot, lambda: len(tree.root.children) == 1)
         await wait_text(pilot, "(1)")
