@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.table import Table
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -13,7 +14,7 @@ from htam_tui.actions import ALL_ACTIONS, key_label
 
 
 def help_table(keymap: dict[str, str]) -> Table:
-    table = Table(title="htam keys (remap in config [keys] by id)", expand=True, header_style="bold")
+    table = Table(title=Text("htam keys (remap in config [keys] by id)"), expand=True, header_style="bold")
     table.add_column("key", no_wrap=True)
     table.add_column("action")
     table.add_column("id", style="dim", no_wrap=True)

@@ -67,7 +67,7 @@ async def test_help_lists_every_binding_id_and_remapped_keys(server, tmp_path):
     async with app.run_test(size=(160, 48)) as pilot:
         await wait_for(pilot, lambda: app.view.engine_state == "finished", timeout=30)
         await pilot.press("question_mark")
-        await wait_text(pilot, "htam keys")
+        await wait_text(pilot, "remap in config [keys] by id")
         text = screen_text(app)
         assert "app.pause" in text and "approval.veto" in text and "memory.filter" in text
         await pilot.press("escape")
