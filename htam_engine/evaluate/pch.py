@@ -43,8 +43,10 @@ MAX_FLAG_SETS = 8
 
 
 AFTER_ENV = "HTAM_PCH_AFTER"
-# The .gch costs about three candidate compiles to build: it is built when the flag set's
-# second distinct extension arrives (a flag set used once never pays for it).
+# Measured on 2 busy cores (gcc 12, torch 2.13 CPU, -O3): building the .gch costs ~55 s CPU;
+# it cuts a host unit from ~35 s to ~16 s CPU, so it pays off after about three builds.
+# It is built when the flag set's second distinct extension arrives (a flag set used once
+# never pays for it); from its fourth extension on, the flag set is ahead.
 DEFAULT_AFTER = 2
 
 
