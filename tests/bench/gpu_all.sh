@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every GPU figure htam reports, in one call on a CUDA machine (from the repository root):
 #   bash tests/bench/gpu_all.sh [tests] [harness] [offline] [batch]     (default: all)
+# Per part: <PART>_ARGS passes arguments, <PART>_S caps its seconds (TESTS_ARGS, OFFLINE_S, ...).
 # Wheels for packages the machine lacks travel in .whl/ (see README, "GPU runs").
 # Logs go to $OUT (or ./gpu-out); everything the parts write (JSON, batch sessions, reports) is
 # packed into $OUT/gpu.tgz, since a lease returns only a few files. One part failing does not stop
@@ -21,10 +22,10 @@ python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', tr
 for part in $parts; do
   start=$(date +%s)
   case $part in
-    tests)   timeout 300 python3 -m pytest -q -m gpu -p no:cacheprovider tests > "$OUT/gpu_tests.txt" 2>&1; tail -5 "$OUT/gpu_tests.txt" ;;
-    harness) timeout 300 python3 tests/bench/gpu_harness.py > "$OUT/gpu_harness.txt" 2>&1; tail -25 "$OUT/gpu_harness.txt" ;;
-    offline) timeout 300 python3 tests/bench/gpu_offline.py > "$OUT/gpu_offline.txt" 2>&1; tail -25 "$OUT/gpu_offline.txt" ;;
-    batch)   timeout 420 python3 tests/bench/gpu_batch.py > "$OUT/gpu_batch.txt" 2>&1; tail -30 "$OUT/gpu_batch.txt" ;;
+    tests)   timeout ${TESTS_S:-300} python3 -m pytest -q -rf --tb=short -m gpu -p no:cacheprovider ${TESTS_ARGS:-tests} > "$OUT/gpu_tests.txt" 2>&1; tail -30 "$OUT/gpu_tests.txt" ;;
+    harness) timeout ${HARNESS_S:-300} python3 tests/bench/gpu_harness.py ${HARNESS_ARGS:-} > "$OUT/gpu_harness.txt" 2>&1; tail -25 "$OUT/gpu_harness.txt" ;;
+    offline) timeout ${OFFLINE_S:-300} python3 tests/bench/gpu_offline.py ${OFFLINE_ARGS:-} > "$OUT/gpu_offline.txt" 2>&1; tail -25 "$OUT/gpu_offline.txt" ;;
+    batch)   timeout ${BATCH_S:-420} python3 tests/bench/gpu_batch.py ${BATCH_ARGS:-} > "$OUT/gpu_batch.txt" 2>&1; tail -30 "$OUT/gpu_batch.txt" ;;
     *) echo "unknown part $part" ;;
   esac
   echo "== $part took $(( $(date +%s) - start )) s"
