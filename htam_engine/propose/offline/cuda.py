@@ -10,7 +10,7 @@ reducing a middle dimension uses one thread per (outer, inner) column.
 
 from __future__ import annotations
 
-from htam_engine.propose.offline.ir import ROW, Region, needed
+from htam_engine.propose.offline.ir import ELEM, ROW, Region, needed
 from htam_engine.propose.offline.lower import Plan
 from htam_engine.propose.offline.printers import CPrinter, emit_defs, leaf_ref
 from htam_engine.propose.offline.schedule import Reduction, build_schedule, elem_defs, row_defs
@@ -187,7 +187,8 @@ class _RowCuda:
                 "scalar": f"__ldg(p{k})", "outfull": f"__ldg(p{k} + o)", "rpos": f"__ldg(p{k} + r{suffix})",
             }.get(kind, f"__ldg(row{k} + r{suffix})")
 
-        return leaf_ref(self.r, self.pr, "cnt", load, lambda i: f"v{i}" if self.r.levels[i] != 2 else f"v{i}{suffix}")
+        return leaf_ref(self.r, self.pr, "cnt", load,
+                        lambda i: f"v{i}" if self.r.levels[i] != ELEM else f"v{i}{suffix}")
 
     def elem(self, roots: list[int], suffix: str = "", vec_loads: dict[int, str] | None = None) -> list[str]:
         ids = elem_defs(self.r, roots)

@@ -14,7 +14,7 @@ from htam_engine.families import Backend
 from htam_engine.problems.model import Problem
 from htam_engine.propose.offline import cpp
 from htam_engine.propose.offline.embed import BASE_NAME, problem_pieces, runtime_source
-from htam_engine.propose.offline.ir import ELEM, ROW, Region
+from htam_engine.propose.offline.ir import ELEM, Region
 from htam_engine.propose.offline.lower import Plan
 from htam_engine.propose.offline.templates import Variant
 
@@ -139,5 +139,3 @@ def cpp_kernels(plan: Plan, variant: Variant) -> tuple[str, dict[int, list[str]]
     ]
     return "\n".join(code) + "\n", launches
 
-
-__all__ = ["build_module", "extension_name", "ROW"]

@@ -9,7 +9,7 @@ over the inner positions.
 
 from __future__ import annotations
 
-from htam_engine.propose.offline.ir import ELEM, ROW, Region, needed
+from htam_engine.propose.offline.ir import ROW, Region, needed
 from htam_engine.propose.offline.lower import Plan
 from htam_engine.propose.offline.printers import TritonPrinter, emit_defs, leaf_ref
 from htam_engine.propose.offline.schedule import Reduction, build_schedule, elem_defs, row_defs
@@ -310,5 +310,3 @@ def kernels(plan: Plan, variant: Variant) -> tuple[str, dict[int, list[str]]]:
         launches[region.index] = launch
     return "\n\n".join(parts), launches
 
-
-__all__ = ["kernels", "ELEM"]
