@@ -20,14 +20,20 @@ def big_bank(n: int = 10_000) -> HTG:
     return htg
 
 
+async def open_browser(pilot, app, htg) -> Tree:
+    """Press m and wait for the tree of every direction."""
+    await pilot.press("m")
+    await wait_for(pilot, lambda: isinstance(app.screen, MemoryScreen))
+    tree = app.screen.query_one(Tree)
+    await wait_for(pilot, lambda: len(tree.root.children) == len(htg.directions()))
+    return tree
+
+
 async def test_lazy_tree_filter_and_details_on_a_big_bank():
     htg = big_bank()
     app = HtamApp(None, htg=htg, settings=UiSettings(bell=False))
     async with app.run_test(size=SMALL) as pilot:
-        await pilot.press("m")
-        await wait_for(pilot, lambda: isinstance(app.screen, MemoryScreen))
-        tree = app.screen.query_one(Tree)
-        await wait_for(pilot, lambda: len(tree.root.children) == len(htg.directions()))
+        tree = await open_browser(pilot, app, htg)
         assert all(not d.children for d in tree.root.children)  # nothing loaded before expansion
         await pilot.press("down", "enter")  # memory_access
         node = tree.root.children[1]
@@ -50,10 +56,7 @@ async def test_typing_in_the_tree_starts_the_filter():
     htg = HTG.seed()
     app = HtamApp(None, htg=htg, settings=UiSettings(bell=False))
     async with app.run_test(size=SMALL) as pilot:
-        await pilot.press("m")
-        await wait_for(pilot, lambda: isinstance(app.screen, MemoryScreen))
-        tree = app.screen.query_one(Tree)
-        await wait_for(pilot, lambda: len(tree.root.children) == len(htg.directions()))
+        tree = await open_browser(pilot, app, htg)
         await pilot.press(*"fusion")
         box = app.screen.query_one(Input)
         assert box.value == "fusion" and box.has_focus
