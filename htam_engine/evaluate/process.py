@@ -83,6 +83,10 @@ def worker_env(device: str, as_limit_mb: int | None, cpu_threads: int | None = N
     env.setdefault("TRITON_CACHE_DIR", str(cache_dir() / "triton"))
     if device == "cpu":
         env.setdefault("TRITON_INTERPRET", "1")  # the only way Triton kernels run on a CPU
+    else:
+        # Never inherited on a GPU: interpreted kernels copy to the host and back synchronously,
+        # so timings are meaningless and work left on a side stream could not be seen.
+        env.pop("TRITON_INTERPRET", None)
     env.pop("HTAM_WORKER_CPU_THREADS", None)
     if cpu_threads:
         env["HTAM_WORKER_CPU_THREADS"] = env["OMP_NUM_THREADS"] = str(int(cpu_threads))

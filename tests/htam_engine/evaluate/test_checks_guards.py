@@ -177,3 +177,16 @@ def test_threads_started_under_the_reference_code_are_trusted(guards):
     finally:
         stop.set()
         t.join()
+
+
+def test_cuda_checks_import_candidates_with_compiled_triton_kernels():
+    # Under the interpreter a side stream's work is finished (copied back to the device
+    # synchronously) before forward returns: the CUDA checks must see real GPU kernels.
+    import triton.runtime.jit as jit
+
+    from cheats.harness import candidate_path, import_candidate
+
+    gpu = import_candidate(candidate_path("cheat_side_stream"), "cuda")
+    cpu = import_candidate(candidate_path("cheat_side_stream"), "cpu")
+    assert type(gpu.relu_kernel) is jit.JITFunction
+    assert type(cpu.relu_kernel) is not jit.JITFunction and os.environ["TRITON_INTERPRET"] == "1"

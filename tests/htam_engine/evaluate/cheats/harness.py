@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-os.environ.setdefault("TRITON_INTERPRET", "1")  # Triton kernels run on the CPU
+os.environ.setdefault("TRITON_INTERPRET", "1")  # Triton kernels run on the CPU (CUDA checks: see triton_mode)
 
 HERE = Path(__file__).parent
 PROBLEMS = HERE / "problems"
@@ -49,11 +49,29 @@ def restored() -> Iterator[None]:
         torch.set_num_threads(threads)
 
 
-def import_candidate(path: Path) -> Any:
+@contextlib.contextmanager
+def triton_mode(device: str) -> Iterator[None]:
+    """Triton decides interpreter vs compiled kernel when @triton.jit runs (at import), from
+    TRITON_INTERPRET. On CUDA the candidate must get real GPU kernels, as the worker gives it:
+    the interpreter copies tensors to the host and back synchronously, so work queued on a
+    side stream would be finished before forward returns and nothing async could be checked."""
+    before = os.environ.get("TRITON_INTERPRET")
+    os.environ["TRITON_INTERPRET"] = "0" if device.startswith("cuda") else "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("TRITON_INTERPRET", None)
+        else:
+            os.environ["TRITON_INTERPRET"] = before
+
+
+def import_candidate(path: Path, device: str = "cpu") -> Any:
     name = f"htam_test_candidate_{path.stem}_{next(_ids)}"
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    with triton_mode(device):
+        spec.loader.exec_module(module)
     return module
 
 
@@ -71,7 +89,7 @@ def run_check(problem: str, candidate: str, overrides: dict | None = None, devic
     with restored():
         guards = install_guards(device)
         try:
-            module = import_candidate(candidate_path(candidate))
+            module = import_candidate(candidate_path(candidate), device)
             ctx = CheckContext(
                 instance=instantiate(prob, device),
                 model_new_cls=module.ModelNew,
