@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import gc
 import importlib.util
 import inspect
 import json
@@ -19,7 +20,7 @@ import sys
 import time
 import traceback
 import types
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from htam_engine.evaluate import baselines, pch
 from htam_engine.evaluate.cache import atomic_write_text, build_dir, built_marker, cache_dir, file_lock
@@ -35,6 +36,26 @@ _REUSABLE = {Status.OK, Status.INCORRECT, Status.COMPILE_ERROR}
 # torch's message when ninja/the compiler failed (as opposed to a Python error at import).
 _BUILD_FAILED = "Error building extension"
 _FAILED = ".htam-build-failed.json"
+
+
+def lock_covers_checks(device: str) -> bool:
+    """Whether the device lock is held from the check stage on, not only for timing.
+
+    On a GPU, workers checking at once share its memory: several ~GB input sets plus each
+    process's cached allocator blocks run it out. CPU checks stay parallel (memory per
+    worker is capped by its own limit)."""
+    return device.startswith("cuda")
+
+
+def release_memory(device: str) -> None:
+    """Return what an evaluation left behind: cyclic garbage, and on CUDA the caching
+    allocator's free blocks, so the next worker on the device can use them."""
+    gc.collect()
+    if device.startswith("cuda"):
+        import torch
+
+        with contextlib.suppress(Exception):  # a context broken by the candidate: the worker is retired anyway
+            torch.cuda.empty_cache()
 
 
 class _CompileCache:
@@ -165,10 +186,7 @@ class Runner:
         try:
             self._run(problem, code, config, key, result)
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - the candidate's fault becomes a status, never a crash
-            result.status = Status.RUNTIME_ERROR
-            result.correct = False
-            result.diagnostics.message = one_line(exc)
-            result.diagnostics.log = trim_log(traceback.format_exc())
+            self._crashed(result, exc)
         finally:
             self.compile_cache.key = None
             sys.modules.pop(f"htam_candidate_{key}", None)
@@ -185,6 +203,22 @@ class Runner:
             healthy = False  # an illegal access poisons the CUDA context
         return result, healthy
 
+    @staticmethod
+    def _crashed(result: EvalResult, exc: BaseException) -> None:
+        """An exception escaped a stage: the candidate's fault becomes a runtime error."""
+        result.status = Status.RUNTIME_ERROR
+        result.correct = False
+        result.diagnostics.message = one_line(exc)
+        result.diagnostics.log = trim_log(traceback.format_exc())
+
+    @contextlib.contextmanager
+    def _device_lock(self) -> Iterator[None]:
+        """The device's lock, shared by every worker on it; waiting is its own stage (harness
+        time: it does not count against the candidate's timeout)."""
+        self._stage("wait_lock")
+        with file_lock(os.environ.get("HTAM_WORKER_LOCK") or f"time-{self.device.replace(':', '')}"):
+            yield
+
     def _verify_guards(self) -> list:
         try:
             return list(self.guards.verify())
@@ -194,16 +228,12 @@ class Runner:
             return [Finding(rule="guards", message=f"integrity guards could not verify: {one_line(exc)}")]
 
     def _run(self, problem: Any, code: str, config: EvalConfig, key: str, result: EvalResult) -> None:
-        from htam_engine.evaluate.checks import CheckContext, check_candidate, recheck_after_timing
-        from htam_engine.problems import instantiate, unseen_shape_overrides, with_overrides
-
         device = self.device
         # ---- build / load
         self._stage("compile")
         t0 = time.perf_counter()
         marker = built_marker(key)
         result.stages.compile_cached = marker.exists()
-        instance = instantiate(problem, device)
         failed = build_dir(key) / _FAILED
         if failed.exists() and self._replay_failure(failed, result):
             result.stages.compile_s = time.perf_counter() - t0
@@ -229,6 +259,26 @@ class Runner:
             return
         if not marker.exists():
             atomic_write_text(marker, path + "\n")
+
+        # Compiles overlap across workers; on a GPU the rest runs one worker at a time, so
+        # workers sharing it never hold their check inputs, outputs and models at once.
+        whole = lock_covers_checks(device)
+        with self._device_lock() if whole else contextlib.nullcontext():
+            try:
+                self._check_and_time(problem, config, model_new, result, timing_locked=whole)
+            except (Exception, SystemExit) as exc:  # noqa: BLE001 - handled here so its traceback's
+                self._crashed(result, exc)           # frames (models, inputs) are gone before the release
+            release_memory(device)
+
+    def _check_and_time(self, problem: Any, config: EvalConfig, model_new: type, result: EvalResult,
+                        timing_locked: bool) -> None:
+        """Correctness, integrity, baseline and timing of a built candidate. Models and inputs
+        live only in this call's frame: they are freed when it returns."""
+        from htam_engine.evaluate.checks import CheckContext, check_candidate, recheck_after_timing
+        from htam_engine.problems import instantiate, unseen_shape_overrides, with_overrides
+
+        device = self.device
+        instance = instantiate(problem, device)
 
         # ---- correctness and integrity
         self._stage("check")
@@ -260,8 +310,7 @@ class Runner:
         result.correct = True
 
         # ---- timing (one evaluation at a time per device, across processes)
-        self._stage("wait_lock")
-        with file_lock(os.environ.get("HTAM_WORKER_LOCK") or f"time-{device.replace(':', '')}"):
+        with contextlib.nullcontext() if timing_locked else self._device_lock():
             t0 = time.perf_counter()
             self._stage("baseline")
             base = self._baseline(problem, config, report)
