@@ -6,6 +6,14 @@ float4 when pointers are 16-byte aligned and rows are 4-aligned, with a scalar
 tail. Row kernels: a block per row with a shared-memory tree (block), a warp per
 row with shuffles (warp), merged online passes (online), float4 rows (vec4);
 reducing a middle dimension uses one thread per (outer, inner) column.
+
+Split layout (nvcc never sees the torch headers, which cost most of a build): the .cu
+unit holds the kernels and one `extern "C"` launcher per region taking raw pointers,
+sizes and the stream, with only CUDA headers (load_inline(no_implicit_headers=True));
+the C++ unit includes torch/extension.h and holds the torch::Tensor wrappers, which call
+the launchers. The stream comes from Python (torch.cuda.current_stream().cuda_stream) so
+the C++ unit needs no CUDA header and builds with the host compiler alone. A launcher
+returns nullptr or the CUDA launch error's text, which the wrapper raises.
 """
 
 from __future__ import annotations
@@ -16,9 +24,7 @@ from htam_engine.propose.offline.printers import CPrinter, emit_defs, leaf_ref
 from htam_engine.propose.offline.schedule import Reduction, build_schedule, elem_defs, row_defs
 from htam_engine.propose.offline.templates import Variant
 
-HEADER = """#include <torch/extension.h>
-#include <ATen/cuda/CUDAContext.h>
-#include <c10/cuda/CUDAException.h>
+HEADER = """#include <cuda_runtime.h>
 #include <algorithm>
 #include <cstdint>
 #include <cmath>
@@ -34,7 +40,20 @@ static inline int htam_num_sms() {
   }
   return sms;
 }
+
+static inline const char* htam_launch_status() {
+  const cudaError_t err = cudaGetLastError();
+  return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
+}
 """
+
+CPP_HEADER = """#include <torch/extension.h>
+#include <cstdint>
+"""
+
+# Launcher names carry a hash of the .cu text (PREFIX is replaced by it) so extern "C" symbols of
+# different candidates never meet, in one process or in one test translation unit.
+PREFIX = "@HTAM_PREFIX@"
 
 THREADS = 256
 CFLAGS = ["-O3"]
@@ -58,13 +77,37 @@ def _hparams(region: Region) -> list[str]:
     return [f"torch::Tensor in{k}" for k in range(len(region.inputs))] + ["torch::Tensor out"]
 
 
+def _lparams(region: Region) -> list[str]:
+    """Launcher parameters: the tensors' data as raw pointers."""
+    return [f"const float* in{k}" for k in range(len(region.inputs))] + ["float* out"]
+
+
 def _kargs(region: Region) -> list[str]:
+    return [f"in{k}" for k in range(len(region.inputs))] + ["out"]
+
+
+def _targs(region: Region) -> list[str]:
     return [f"in{k}.data_ptr<float>()" for k in range(len(region.inputs))] + ["out.data_ptr<float>()"]
 
 
 def _launch(kernel: str, grid: str, block: str, args: list[str]) -> list[str]:
-    return [f"{kernel}<<<{grid}, {block}, 0, at::cuda::getCurrentCUDAStream()>>>({', '.join(args)});",
-            "C10_CUDA_KERNEL_LAUNCH_CHECK();"]
+    return [f"{kernel}<<<{grid}, {block}, 0, stream>>>({', '.join(args)});"]
+
+
+def _launcher_head(idx: int, params: list[str]) -> list[str]:
+    return [f'extern "C" const char* {PREFIX}region_{idx}_launch({", ".join(params + ["void* stream_ptr"])}) {{',
+            "  const cudaStream_t stream = static_cast<cudaStream_t>(stream_ptr);"]
+
+
+def _wrapper(idx: int, lparams: list[str], params: list[str], args: list[str]) -> str:
+    """The C++ unit's torch::Tensor entry point for one region, after its launcher's declaration."""
+    return "\n".join([
+        f'extern "C" const char* {PREFIX}region_{idx}_launch({", ".join(lparams + ["void* stream_ptr"])});',
+        f"void region_{idx}({', '.join(params + ['int64_t stream'])}) {{",
+        f"  const char* err = {PREFIX}region_{idx}_launch({', '.join(args + ['reinterpret_cast<void*>(stream)'])});",
+        f'  TORCH_CHECK(err == nullptr, "region_{idx}: CUDA kernel launch failed: ", err);',
+        "}",
+    ])
 
 
 # ---------------------------------------------------------------- elementwise
@@ -127,8 +170,8 @@ def ew_source(region: Region, variant: Variant) -> str:
         inner += _ind(vec + lanes + [f"*reinterpret_cast<float4*>(po + i0) = make_float4({', '.join(outs)});"])
         inner += ["} else {", "  for (IT i = i0; i < n; ++i) {"] + _ind(store("i"), 4) + ["  }", "}"]
         src += _ind(inner) + ["}"]
-    host_params = ", ".join(_hparams(region) + ["int64_t L"] + [f"int64_t div{k}, int64_t mod{k}" for k in bands])
-    host = [f"void region_{idx}({host_params}) {{", "  const int64_t n = out.numel();", f"  const int threads = {THREADS};"]
+    sizes = ["int64_t L"] + [f"int64_t div{k}, int64_t mod{k}" for k in bands]
+    host = _launcher_head(idx, _lparams(region) + ["int64_t n"] + sizes) + [f"  const int threads = {THREADS};"]
     band_args = [f"(IT)div{k}, (IT)mod{k}" for k in bands]
 
     def launches(it: str) -> list[str]:
@@ -141,20 +184,22 @@ def ew_source(region: Region, variant: Variant) -> str:
         if variant.ew != "vec4":
             return scalar
         checks = " && ".join(
-            [f"htam_aligned16(in{k}.data_ptr<float>())" for k, i in enumerate(region.inputs) if i.kind == "full"]
-            + ["htam_aligned16(out.data_ptr<float>())"])
+            [f"htam_aligned16(in{k})" for k, i in enumerate(region.inputs) if i.kind == "full"]
+            + ["htam_aligned16(out)"])
         vec = _launch(f"k_region_{idx}_vec4<{it}>", "(unsigned)((n / 4 + 1 + threads - 1) / threads)", "threads", args)
         return [f"if ({checks}) {{"] + _ind(vec) + ["} else {"] + _ind(scalar) + ["}"]
 
-    host += _ind(["if (n == 0) return;", "if (n < (int64_t)1 << 30) {"] + _ind(launches("int32_t")) + ["} else {"]
-                 + _ind(launches("int64_t")) + ["}"]) + ["}"]
+    host += _ind(["if (n == 0) return nullptr;", "if (n < (int64_t)1 << 30) {"] + _ind(launches("int32_t"))
+                 + ["} else {"] + _ind(launches("int64_t")) + ["}", "return htam_launch_status();"]) + ["}"]
     return "\n".join(src + [""] + host) + "\n"
 
 
-def ew_signature(region: Region) -> str:
+def ew_wrapper(region: Region) -> str:
     bands = [k for k, i in enumerate(region.inputs) if i.kind in ("band0", "band1")]
-    params = ", ".join(_hparams(region) + ["int64_t L"] + [f"int64_t div{k}, int64_t mod{k}" for k in bands])
-    return f"void region_{region.index}({params});"
+    sizes = ["int64_t L"] + [f"int64_t div{k}, int64_t mod{k}" for k in bands]
+    size_args = ["L"] + [f"div{k}, mod{k}" for k in bands]
+    return _wrapper(region.index, _lparams(region) + ["int64_t n"] + sizes, _hparams(region) + sizes,
+                    _targs(region) + ["out.numel()"] + size_args)
 
 
 # ---------------------------------------------------------------- rows
@@ -432,8 +477,8 @@ def row_source(region: Region, variant: Variant) -> str:
         src += [""] + _RowCuda(region, variant, "block").kernel(f"k_region_{idx}_rows")
     src += [""] + _ColumnCuda(region, variant).kernel(f"k_region_{idx}_cols")
     args = _kargs(region)
-    host = [f"void region_{idx}({', '.join(_hparams(region) + ['int64_t outer', 'int64_t R', 'int64_t inner'])}) {{",
-            "  if (out.numel() == 0) return;", "  const float cnt = (float)R;", "  if (inner == 1) {"]
+    host = _launcher_head(idx, _lparams(region) + ["int64_t numel", "int64_t outer", "int64_t R", "int64_t inner"])
+    host += ["  if (numel == 0) return nullptr;", "  const float cnt = (float)R;", "  if (inner == 1) {"]
     if flavour == "warp":
         rows = _launch(f"k_region_{idx}", f"(unsigned)((outer + {THREADS // 32} - 1) / {THREADS // 32})",
                        str(THREADS), args + ["outer", "R", "cnt"])
@@ -441,36 +486,40 @@ def row_source(region: Region, variant: Variant) -> str:
         rows = _launch(f"k_region_{idx}", "(unsigned)outer", str(THREADS), args + ["outer", "R", "cnt"])
     if flavour == "vec4":
         vec_inputs = [k for k, i in enumerate(region.inputs) if i.kind in ("full", "rpos")]
-        checks = " && ".join(["R % 4 == 0"] + [f"htam_aligned16(in{k}.data_ptr<float>())" for k in vec_inputs])
+        checks = " && ".join(["R % 4 == 0"] + [f"htam_aligned16(in{k})" for k in vec_inputs])
         plain = _launch(f"k_region_{idx}_rows", "(unsigned)outer", str(THREADS), args + ["outer", "R", "cnt"])
         rows = [f"if ({checks}) {{"] + _ind(rows) + ["} else {"] + _ind(plain) + ["}"]
     host += _ind(rows, 4) + ["  } else {"]
     host += _ind(_launch(f"k_region_{idx}_cols", f"(unsigned)((outer * inner + {THREADS} - 1) / {THREADS})",
-                         str(THREADS), args + ["outer", "R", "inner", "cnt"]), 4) + ["  }", "}"]
+                         str(THREADS), args + ["outer", "R", "inner", "cnt"]), 4) + ["  }", "  return htam_launch_status();", "}"]
     return "\n".join(src + [""] + host) + "\n"
 
 
-def row_signature(region: Region) -> str:
-    params = ", ".join(_hparams(region) + ["int64_t outer", "int64_t R", "int64_t inner"])
-    return f"void region_{region.index}({params});"
+def row_wrapper(region: Region) -> str:
+    sizes = ["int64_t outer", "int64_t R", "int64_t inner"]
+    return _wrapper(region.index, _lparams(region) + ["int64_t numel"] + sizes, _hparams(region) + sizes,
+                    _targs(region) + ["out.numel()", "outer", "R", "inner"])
 
 
 def kernels(plan: Plan, variant: Variant) -> tuple[str, dict[int, list[str]]]:
     from htam_engine.propose.offline.module import extension_name
 
-    sources, sigs, names, launches = [HEADER], [], [], {}
+    sources, wrappers, names, launches = [HEADER], [CPP_HEADER], [], {}
+    stream = "torch.cuda.current_stream(out.device).cuda_stream"
     for region in plan.regions:
         names.append(f"region_{region.index}")
         if region.is_row:
             sources.append(row_source(region, variant))
-            sigs.append(row_signature(region))
-            launches[region.index] = [f"_ext.region_{region.index}(*ts, out, outer, R, inner)"]
+            wrappers.append(row_wrapper(region))
+            launches[region.index] = [f"_ext.region_{region.index}(*ts, out, outer, R, inner, {stream})"]
         else:
             sources.append(ew_source(region, variant))
-            sigs.append(ew_signature(region))
-            launches[region.index] = [f"_ext.region_{region.index}(*ts, out, L, *bands)"]
+            wrappers.append(ew_wrapper(region))
+            launches[region.index] = [f"_ext.region_{region.index}(*ts, out, L, *bands, {stream})"]
     cuda_text = "\n".join(sources)
-    cpp_text = "#include <torch/extension.h>\n" + "\n".join(sigs) + "\n"
+    prefix = extension_name(cuda_text).removeprefix("htam_offline_")
+    cuda_text = cuda_text.replace(PREFIX, f"htam_{prefix}_")
+    cpp_text = "\n".join(wrappers).replace(PREFIX, f"htam_{prefix}_") + "\n"
     flags = FAST_CUDA_FLAGS if variant.fast else CUDA_FLAGS
     name = extension_name(cuda_text + cpp_text + repr(flags))
     code = [
@@ -487,6 +536,7 @@ def kernels(plan: Plan, variant: Variant) -> tuple[str, dict[int, list[str]]]:
         f"    functions={names!r},",
         f"    extra_cflags={CFLAGS!r},",
         f"    extra_cuda_cflags={flags!r},",
+        "    no_implicit_headers=True,",
         "    verbose=False,",
         ")",
     ]
