@@ -28,15 +28,24 @@ def test_kill_9_mid_save_always_leaves_a_loadable_file(tmp_path):
     save_s = time.perf_counter() - save_s
     seen, mid_write = set(), 0
     for i in range(KILLS):
+        ready_r, ready_w = os.pipe()
         pid = os.fork()
         if pid == 0:  # child: save the session and a one-step-shorter version, alternately, forever
             try:
+                os.close(ready_r)
                 n = i  # children start with alternating versions
                 while True:
                     save_session(shorter if n % 2 else s, path)
+                    if n == i:  # one whole save done: the kill may come from now on
+                        os.write(ready_w, b"1")
                     n += 1
             finally:
                 os._exit(0)
+        os.close(ready_w)
+        # Wait for the child's first complete save (a fork can take longer than a save on a quiet
+        # machine), so kills land among the child's saves rather than before its first one.
+        os.read(ready_r, 1)
+        os.close(ready_r)
         time.sleep(rng.uniform(0, 2 * save_s))
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
