@@ -8,12 +8,16 @@ from pathlib import Path
 
 import pytest
 
+
 # One torch-extension build folder for the whole run, so a source compiled by one
 # test is reused by the next (a CPU load_inline compile costs ~20 s).
 _BUILD = Path(os.environ.get("HTAM_TEST_CACHE") or Path(tempfile.gettempdir()) / "htam-test-cache")
 _BUILD.mkdir(parents=True, exist_ok=True)
 os.environ.setdefault("HTAM_CACHE_DIR", str(_BUILD))
 os.environ.setdefault("TORCH_EXTENSIONS_DIR", str(_BUILD / "torch_extensions"))
+
+# The tests find a KernelBench checkout the same way the product does (HTAM_KERNELBENCH).
+from htam_engine.problems.loader import kernelbench_root  # noqa: E402,F401 - re-exported for tests
 
 
 def _has_cuda() -> bool:
@@ -35,14 +39,3 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
-
-
-def kernelbench_root() -> Path | None:
-    """A KernelBench checkout's KernelBench/ folder (holding level1..3), from HTAM_KERNELBENCH."""
-    root = os.environ.get("HTAM_KERNELBENCH")
-    if not root:
-        return None
-    p = Path(root)
-    if (p / "KernelBench").is_dir():
-        p = p / "KernelBench"
-    return p if (p / "level1").is_dir() else None
