@@ -393,8 +393,10 @@ def _input_refresher(instance: Any, buffers: list[Any], seed: int) -> Callable[[
     """refresh(i) writes input set i % TIMING_INPUT_SETS into the timing buffers, in place."""
     from htam_engine.evaluate.checks.inputs import draw, refill_in_place
 
-    sets = [list(buffers)] + [draw(instance.get_inputs, seed + 7919 * (k + 1)) for k in range(TIMING_INPUT_SETS - 1)]
-    pristine = [[b.clone() if hasattr(b, "clone") else b for b in s] for s in sets]
+    # Only the buffers' own first content needs a copy (the buffers get overwritten); drawn sets
+    # are fresh tensors nothing else holds, so copying them would double the memory for nothing.
+    pristine = [[b.clone() if hasattr(b, "clone") else b for b in buffers]]
+    pristine += [draw(instance.get_inputs, seed + 7919 * (k + 1)) for k in range(TIMING_INPUT_SETS - 1)]
 
     def refresh(i: int) -> None:
         refill_in_place(buffers, pristine[i % len(pristine)])
