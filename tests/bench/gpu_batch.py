@@ -111,9 +111,18 @@ def run_batch(args: argparse.Namespace) -> dict[str, Any]:
         done_lines.append(line)
         print(line, flush=True)
 
-    doc = asyncio.run(Batch(spec).run(suite.problems, on_done=on_done))
-    return {"metrics": doc["metrics"], "problems": len(suite.problems), "broken": [str(b) for b in suite.broken],
-            "out": str(out), "lines": done_lines}
+    batch = Batch(spec)
+
+    async def bounded() -> dict[str, Any]:
+        try:
+            return await asyncio.wait_for(batch.run(suite.problems, on_done=on_done), args.batch_deadline)
+        except asyncio.TimeoutError:
+            # what finished is on disk as session files: report it, with the rest listed as unfinished
+            return batch.write_results(suite.problems)
+
+    doc = asyncio.run(bounded())
+    return {"metrics": doc["metrics"], "problems": len(suite.problems), "unfinished": doc["unfinished"],
+            "broken": [str(b) for b in suite.broken], "out": str(out), "lines": done_lines}
 
 
 # ---------------------------------------------------------------------------- throughput
@@ -339,6 +348,8 @@ def main() -> None:
     ap.add_argument("--parallel", type=int, default=32, help="distinct candidates for the parallel pool")
     ap.add_argument("--sequential", type=int, default=6, help="of those, how many one at a time")
     ap.add_argument("--reps", type=int, default=2, help="compiles per variant in the compile part")
+    ap.add_argument("--batch-deadline", type=float, default=3600.0,
+                    help="seconds after which the batch part stops and reports what finished")
     args = ap.parse_args()
     import torch
 

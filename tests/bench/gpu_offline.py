@@ -13,7 +13,7 @@ achieved memory bandwidth (bytes of inputs + output over the kernel's median tim
 reported as a fraction of the device's copy bandwidth, measured here with a 1 GiB
 device-to-device copy. Prints a line per candidate and a summary per backend (attempted,
 ok, geomean speedup vs eager and vs torch.compile, bandwidth fractions). With $OUT set
-(or --out) the record goes to $OUT/gpu_offline.json. One failure never stops the run.
+(or --out) the record goes to $OUT/gpu_offline<--tag>.json. One failure never stops the run.
 """
 
 from __future__ import annotations
@@ -86,6 +86,7 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=4, help="parallel compiles (timing is serialised per GPU)")
     ap.add_argument("--trials", type=int, default=30)
     ap.add_argument("--out", default=os.environ.get("OUT"))
+    ap.add_argument("--tag", default="", help="written as gpu_offline<tag>.json (runs side by side keep apart)")
     args = ap.parse_args()
 
     import torch
@@ -140,7 +141,7 @@ def main() -> int:
     print(f"wall {time.time() - t0:.0f} s")
     if args.out:
         Path(args.out).mkdir(parents=True, exist_ok=True)
-        (Path(args.out) / "gpu_offline.json").write_text(json.dumps(record, indent=1))
+        (Path(args.out) / f"gpu_offline{args.tag}.json").write_text(json.dumps(record, indent=1))
     return 0
 
 
