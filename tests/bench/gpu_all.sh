@@ -7,15 +7,7 @@
 # packed into $OUT/gpu.tgz, since a lease returns only a few files. One part failing does not stop
 # the others.
 set -u
-FINAL=${OUT:-$PWD/gpu-out}; mkdir -p "$FINAL"
-export OUT=/tmp/htam-gpu-out; rm -rf "$OUT"; mkdir -p "$OUT"
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl >/dev/null 2>&1
-  export PYTHONPATH=/tmp/site:$PWD
-else
-  export PYTHONPATH=$PWD
-fi
-export PYTHONUNBUFFERED=1 HTAM_CACHE_DIR=${HTAM_CACHE_DIR:-/tmp/htam-cache}
+source "$(dirname "$0")/gpu_env.sh"
 parts=${*:-tests harness offline batch}
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/device.txt"
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" | tee -a "$OUT/device.txt"

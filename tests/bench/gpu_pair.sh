@@ -11,15 +11,7 @@
 # PAIR_S (default 540). Extra arguments for both benches: OFFLINE_ARGS. Logs and JSON go to $OUT
 # (or ./gpu-out), everything else into $OUT/gpu.tgz.
 set -u
-FINAL=${OUT:-$PWD/gpu-out}; mkdir -p "$FINAL"
-export OUT=/tmp/htam-gpu-out; rm -rf "$OUT"; mkdir -p "$OUT"
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl >/dev/null 2>&1
-  export PYTHONPATH=/tmp/site:$PWD
-else
-  export PYTHONPATH=$PWD
-fi
-export PYTHONUNBUFFERED=1 HTAM_CACHE_DIR=${HTAM_CACHE_DIR:-/tmp/htam-cache}
+source "$(dirname "$0")/gpu_env.sh"
 cap=${PAIR_S:-540}
 nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader | tee "$OUT/device.txt"
 python3 -c "import torch, triton, os; print('torch', torch.__version__, 'triton', triton.__version__, 'gpus', torch.cuda.device_count(), 'cores', os.cpu_count())" | tee -a "$OUT/device.txt"
