@@ -21,7 +21,7 @@ from __future__ import annotations
 from htam_engine.propose.offline.ir import ELEM, ROW, Region, needed
 from htam_engine.propose.offline.lower import Plan
 from htam_engine.propose.offline.printers import CPrinter, emit_defs, leaf_ref
-from htam_engine.propose.offline.schedule import Reduction, build_schedule, elem_defs, row_defs
+from htam_engine.propose.offline.schedule import Reduction, build_schedule, elem_defs, row_defs, split_reductions
 from htam_engine.propose.offline.templates import Variant
 
 HEADER = """#include <cuda_runtime.h>
@@ -56,6 +56,7 @@ CPP_HEADER = """#include <torch/extension.h>
 PREFIX = "@HTAM_PREFIX@"
 
 THREADS = 256
+EW_UNROLL = 4  # elements per thread in the scalar elementwise kernel
 CFLAGS = ["-O3"]
 CUDA_FLAGS = ["-O3"]
 FAST_CUDA_FLAGS = ["-O3", "--use_fast_math"]
@@ -150,7 +151,11 @@ def ew_source(region: Region, variant: Variant) -> str:
         src += _ind(["for (IT i = (IT)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (IT)gridDim.x * blockDim.x) {"]
                     + _ind(store("i")) + ["}"])
     else:
-        src += _ind(["const IT i = (IT)blockIdx.x * blockDim.x + threadIdx.x;", "if (i >= n) return;"] + store("i"))
+        # EW_UNROLL elements per thread, a block-width apart (coalesced): more loads in flight per
+        # thread than one element each, which leaves a memory-bound kernel short of the bandwidth
+        src += _ind([f"const IT base = (IT)blockIdx.x * (blockDim.x * {EW_UNROLL}) + threadIdx.x;", "#pragma unroll",
+                     f"for (int u = 0; u < {EW_UNROLL}; ++u) {{", "  const IT i = base + (IT)u * blockDim.x;",
+                     "  if (i < n) {"] + _ind(store("i"), 4) + ["  }", "}"])
     src.append("}")
     if variant.ew == "vec4":
         src += ["", "template <typename IT>", f"__global__ void k_region_{idx}_vec4({params}) {{"]
@@ -180,7 +185,8 @@ def ew_source(region: Region, variant: Variant) -> str:
         if variant.ew == "stride":
             grid = "(unsigned)std::max<int64_t>(1, std::min<int64_t>((n + threads - 1) / threads, (int64_t)htam_num_sms() * 8))"
             return _launch(f"k_region_{idx}<{it}>", grid, "threads", args)
-        scalar = _launch(f"k_region_{idx}<{it}>", "(unsigned)((n + threads - 1) / threads)", "threads", args)
+        per_block = f"threads * {EW_UNROLL}"
+        scalar = _launch(f"k_region_{idx}<{it}>", f"(unsigned)((n + {per_block} - 1) / ({per_block}))", "threads", args)
         if variant.ew != "vec4":
             return scalar
         checks = " && ".join(
@@ -222,6 +228,7 @@ class _RowCuda:
         self.sched = build_schedule(region, online=flavour == "online")
         self.defined: set[int] = set()
         self.vec = flavour == "vec4"
+        self.lo, self.hi = "0", "R"  # the slice of the row this block walks (split kernels walk part)
 
     def ref(self, suffix: str = "", vec_loads: dict[int, str] | None = None):
         def load(k: int) -> str:
@@ -249,7 +256,8 @@ class _RowCuda:
         step = "32" if self.flavour == "warp" else "blockDim.x"
         start = "lane" if self.flavour == "warp" else "threadIdx.x"
         if not self.vec:
-            return [f"for (int64_t r = {start}; r < R; r += {step}) {{"] + _ind(per_element("", None)) + ["}"]
+            return ([f"for (int64_t r = {self.lo} + {start}; r < {self.hi}; r += {step}) {{"]
+                    + _ind(per_element("", None)) + ["}"])
         comps = "xyzw"
         lines = [f"for (int64_t c4 = {start}; c4 < R / 4; c4 += {step}) {{"]
         body = []
@@ -388,6 +396,37 @@ class _RowCuda:
                 "  }", "  __syncthreads();", "}", f"{n} = sh_{n}[0]; {m} = sh_{m}[0]; {q} = sh_{q}[0];",
                 "__syncthreads();"]
 
+    def split_kernels(self, name: str, reds: list[Reduction]) -> list[str]:
+        """For few long rows: <name>_part (a block per slice `sp` of row `o`) writes its partial
+        results to part[o, sp, j]; <name>_fin (a thread per row) combines them into the output."""
+        n = len(reds)
+        self.lo, self.hi = "lo", "hi"
+        head = ["const int64_t o = blockIdx.x / SPLIT;", "const int64_t sp = blockIdx.x - o * SPLIT;",
+                "const int64_t lo = sp * CH;", "const int64_t hi = lo + CH < R ? lo + CH : R;"]
+        for k, inp in enumerate(self.r.inputs):
+            if inp.kind == "full":
+                head.append(f"const float* __restrict__ row{k} = p{k} + o * R;")
+        body, shared = self.pass_lines(reds)
+        body.append("if (threadIdx.x == 0) {")
+        body += [f"  part[(o * SPLIT + sp) * {n} + {j}] = v{red.ids[0]};" for j, red in enumerate(reds)]
+        body.append("}")
+        decl = [f"__shared__ float sh_{v}[{THREADS}];" for v in dict.fromkeys(shared)]
+        params = ", ".join(_kparams(self.r) + ["float* __restrict__ part", "int64_t R", "int64_t SPLIT", "int64_t CH",
+                                               "float cnt"])
+        src = [f"__global__ void {name}_part({params}) {{"] + _ind(decl + head + body) + ["}", ""]
+        fin = ["const int64_t o = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;", "if (o >= outer) return;"]
+        for j, red in enumerate(reds):
+            a = red.ids[0]
+            op = self.r.exprs[a].op
+            fin += [f"float acc{a} = {_INIT[op]};",
+                    f"for (int64_t s = 0; s < SPLIT; ++s) {_combine(op, f'acc{a}', f'part[(o * SPLIT + s) * {n} + {j}]')}",
+                    f"const float v{a} = acc{a};"]
+        self.defined = {i for red in reds for i in red.ids}  # a fresh kernel: row values are recomputed
+        fin += self.rows([self.r.out]) + [f"po[o] = {self.ref()(self.r.out)};"]
+        params = ", ".join(_kparams(self.r) + ["const float* __restrict__ part", "int64_t outer", "int64_t SPLIT",
+                                               "float cnt"])
+        return src + [f"__global__ void {name}_fin({params}) {{"] + _ind(fin) + ["}"]
+
     def kernel(self, name: str) -> list[str]:
         params = ", ".join(_kparams(self.r) + ["int64_t outer", "int64_t R", "float cnt"])
         if self.flavour == "warp":
@@ -436,31 +475,67 @@ class _ColumnCuda:
 
         return leaf_ref(self.r, self.pr, "cnt", load, lambda i: f"v{i}")
 
-    def kernel(self, name: str) -> list[str]:
+    def pass_lines(self, reds: list[Reduction], lo: str = "0", hi: str = "R") -> list[str]:
         exprs = self.r.exprs
+        ref = self.ref()
+        roots = [red.arg for red in reds]
+        ids = row_defs(self.r, roots, self.defined)
+        self.defined.update(ids)
+        body = emit_defs(self.r, ids, self.pr, ref, lambda i: f"v{i}", _decl)
+        init, step, fin = [], [], []
+        for red in reds:
+            a = red.ids[0]
+            op = exprs[a].op
+            init.append(f"float acc{a} = {_INIT[op]};")
+            step.append(_combine(op, f"acc{a}", ref(red.arg)))
+            fin.append(f"const float v{a} = acc{a} / cnt;" if op == "red_mean" else f"const float v{a} = acc{a};")
+            self.defined.add(a)
+        el = emit_defs(self.r, elem_defs(self.r, roots), self.pr, ref, lambda i: f"v{i}", _decl)
+        return body + init + [f"for (int64_t r = {lo}; r < {hi}; ++r) {{"] + _ind(el + step) + ["}"] + fin
+
+    def out_lines(self) -> list[str]:
+        ref = self.ref()
+        out = self.r.out
+        ids = row_defs(self.r, [out], self.defined)
+        return emit_defs(self.r, ids, self.pr, ref, lambda i: f"v{i}", _decl)
+
+    def split_kernels(self, name: str, reds: list[Reduction]) -> list[str]:
+        """For few columns: <name>_part (a thread per column and slice `sp` of the reduced dim)
+        writes part[o, sp, j, q]; <name>_fin (a thread per column) combines the slices."""
+        n = len(reds)
+        head = ["const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;",
+                "if (t >= outer * inner * SPLIT) return;", "const int64_t q = t % inner;",
+                "const int64_t o = (t / inner) % outer;", "const int64_t sp = t / (inner * outer);",
+                "const int64_t lo = sp * CH;", "const int64_t hi = lo + CH < R ? lo + CH : R;"]
+        body = self.pass_lines(reds, "lo", "hi")
+        body += [f"part[((o * SPLIT + sp) * {n} + {j}) * inner + q] = v{red.ids[0]};" for j, red in enumerate(reds)]
+        params = ", ".join(_kparams(self.r) + ["float* __restrict__ part", "int64_t outer", "int64_t R",
+                                               "int64_t inner", "int64_t SPLIT", "int64_t CH", "float cnt"])
+        src = [f"__global__ void {name}_part({params}) {{"] + _ind(head + body) + ["}", ""]
+        fin = ["const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;", "if (t >= outer * inner) return;",
+               "const int64_t o = t / inner;", "const int64_t q = t - o * inner;"]
+        for j, red in enumerate(reds):
+            a = red.ids[0]
+            op = self.r.exprs[a].op
+            x = f"part[((o * SPLIT + s) * {n} + {j}) * inner + q]"
+            fin += [f"float acc{a} = {_INIT[op]};", f"for (int64_t s = 0; s < SPLIT; ++s) {_combine(op, f'acc{a}', x)}",
+                    f"const float v{a} = acc{a};"]
+        self.defined = {i for red in reds for i in red.ids}  # a fresh kernel: row values are recomputed
+        fin += self.out_lines() + [f"po[o * inner + q] = {self.ref()(self.r.out)};"]
+        params = ", ".join(_kparams(self.r) + ["const float* __restrict__ part", "int64_t outer", "int64_t inner",
+                                               "int64_t SPLIT", "float cnt"])
+        return src + [f"__global__ void {name}_fin({params}) {{"] + _ind(fin) + ["}"]
+
+    def kernel(self, name: str) -> list[str]:
         params = ", ".join(_kparams(self.r) + ["int64_t outer", "int64_t R", "int64_t inner", "float cnt"])
         head = ["const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;", "if (t >= outer * inner) return;",
                 "const int64_t o = t / inner;", "const int64_t q = t - o * inner;"]
         body: list[str] = []
         ref = self.ref()
         for reds in self.sched.passes:
-            roots = [red.arg for red in reds]
-            ids = row_defs(self.r, roots, self.defined)
-            self.defined.update(ids)
-            body += emit_defs(self.r, ids, self.pr, ref, lambda i: f"v{i}", _decl)
-            init, step, fin = [], [], []
-            for red in reds:
-                a = red.ids[0]
-                op = exprs[a].op
-                init.append(f"float acc{a} = {_INIT[op]};")
-                step.append(_combine(op, f"acc{a}", ref(red.arg)))
-                fin.append(f"const float v{a} = acc{a} / cnt;" if op == "red_mean" else f"const float v{a} = acc{a};")
-                self.defined.add(a)
-            el = emit_defs(self.r, elem_defs(self.r, roots), self.pr, ref, lambda i: f"v{i}", _decl)
-            body += init + ["for (int64_t r = 0; r < R; ++r) {"] + _ind(el + step) + ["}"] + fin
+            body += self.pass_lines(reds)
         out = self.r.out
-        ids = row_defs(self.r, [out], self.defined)
-        body += emit_defs(self.r, ids, self.pr, ref, lambda i: f"v{i}", _decl)
+        body += self.out_lines()
         if self.r.levels[out] == ROW:
             body.append(f"po[o * inner + q] = {ref(out)};")
         else:
@@ -489,10 +564,55 @@ def row_source(region: Region, variant: Variant) -> str:
         checks = " && ".join(["R % 4 == 0"] + [f"htam_aligned16(in{k})" for k in vec_inputs])
         plain = _launch(f"k_region_{idx}_rows", "(unsigned)outer", str(THREADS), args + ["outer", "R", "cnt"])
         rows = [f"if ({checks}) {{"] + _ind(rows) + ["} else {"] + _ind(plain) + ["}"]
-    host += _ind(rows, 4) + ["  } else {"]
-    host += _ind(_launch(f"k_region_{idx}_cols", f"(unsigned)((outer * inner + {THREADS} - 1) / {THREADS})",
-                         str(THREADS), args + ["outer", "R", "inner", "cnt"]), 4) + ["  }", "  return htam_launch_status();", "}"]
+    cols = _launch(f"k_region_{idx}_cols", f"(unsigned)((outer * inner + {THREADS} - 1) / {THREADS})",
+                   str(THREADS), args + ["outer", "R", "inner", "cnt"])
+    split = split_reductions(region)
+    if split:
+        src += [""] + _RowCuda(region, variant, "block").split_kernels(f"k_region_{idx}", split)
+        src += [""] + _ColumnCuda(region, variant).split_kernels(f"k_region_{idx}_cols", split)
+        rows, cols = _split_rows(idx, args, len(split), rows), _split_cols(idx, args, len(split), cols)
+    host += _ind(rows, 4) + ["  } else {"] + _ind(cols, 4) + ["  }", "  return htam_launch_status();", "}"]
     return "\n".join(src + [""] + host) + "\n"
+
+
+def _partials(count: str, launches: list[str]) -> list[str]:
+    """Stream-ordered scratch for the partial results around the two launches of a split reduction."""
+    return [
+        "float* part = nullptr;",
+        f"const cudaError_t alloc = cudaMallocAsync(reinterpret_cast<void**>(&part), ({count}) * sizeof(float), stream);",
+        "if (alloc != cudaSuccess) return cudaGetErrorString(alloc);",
+    ] + launches + ["cudaFreeAsync(part, stream);"]
+
+
+def _split_rows(idx: int, args: list[str], n: int, plain: list[str]) -> list[str]:
+    """Few long rows (a loss, a whole-tensor reduction): slices of each row go to separate blocks."""
+    body = [
+        "const int64_t sms = htam_num_sms();",
+        "int64_t SPLIT = std::min<int64_t>((4 * sms + outer - 1) / outer, (R + 16383) / 16384);",
+        "const int64_t CH = (R + SPLIT - 1) / SPLIT;",
+        "SPLIT = (R + CH - 1) / CH;",
+    ] + _partials(f"outer * SPLIT * {n}", [
+        *_launch(f"k_region_{idx}_part", "(unsigned)(outer * SPLIT)", str(THREADS), args + ["part", "R", "SPLIT", "CH", "cnt"]),
+        *_launch(f"k_region_{idx}_fin", "(unsigned)((outer + 255) / 256)", "256", args + ["part", "outer", "SPLIT", "cnt"]),
+    ])
+    return ["if (outer < 2 * (int64_t)htam_num_sms() && R >= 65536) {"] + _ind(body) + ["} else {"] + _ind(plain) + ["}"]
+
+
+def _split_cols(idx: int, args: list[str], n: int, plain: list[str]) -> list[str]:
+    """Few columns (a reduction over a leading dim): slices of the reduced dim go to separate threads."""
+    body = [
+        "const int64_t sms = htam_num_sms();",
+        "int64_t SPLIT = std::min<int64_t>((2048 * sms + outer * inner - 1) / (outer * inner), (R + 31) / 32);",
+        "const int64_t CH = (R + SPLIT - 1) / SPLIT;",
+        "SPLIT = (R + CH - 1) / CH;",
+    ] + _partials(f"outer * SPLIT * {n} * inner", [
+        *_launch(f"k_region_{idx}_cols_part", f"(unsigned)((outer * inner * SPLIT + {THREADS} - 1) / {THREADS})",
+                 str(THREADS), args + ["part", "outer", "R", "inner", "SPLIT", "CH", "cnt"]),
+        *_launch(f"k_region_{idx}_cols_fin", f"(unsigned)((outer * inner + {THREADS} - 1) / {THREADS})", str(THREADS),
+                 args + ["part", "outer", "inner", "SPLIT", "cnt"]),
+    ])
+    return (["if (outer * inner < 512 * (int64_t)htam_num_sms() && R >= 64) {"] + _ind(body) + ["} else {"]
+            + _ind(plain) + ["}"])
 
 
 def row_wrapper(region: Region) -> str:

@@ -102,6 +102,21 @@ def build_schedule(region: Region, online: bool) -> RowSchedule:
     return RowSchedule([passes[k] for k in sorted(passes)])
 
 
+def split_reductions(region: Region) -> list[Reduction] | None:
+    """The reductions of a region whose rows can be cut into slices reduced in parallel, else None.
+
+    That holds for one pass of plain reductions with a row value as the output: partial results
+    over slices combine exactly (sums add; so do means, each being taken over the full count;
+    maxima and minima take the max/min), and the output needs nothing but the combined values.
+    Used when rows are too few to fill the GPU (a loss or a reduction over a leading dim).
+    """
+    sched = build_schedule(region, online=False)
+    if len(sched.passes) != 1 or region.levels[region.out] == ELEM:
+        return None
+    reds = sched.passes[0]
+    return reds if all(r.kind == "plain" for r in reds) else None
+
+
 def row_defs(region: Region, roots: list[int], defined: set[int]) -> list[int]:
     """Row/constant-level expressions (not reductions, not leaves) needed by roots, not yet defined."""
     exprs, levels = region.exprs, region.levels

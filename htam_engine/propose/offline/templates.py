@@ -36,7 +36,7 @@ TEMPLATES: dict[str, Template] = {
     t.id: t
     for t in (
         Template("ew_fused_scalar", "ew", Variant("scalar", "block"),
-                 "one fused pass, one element per thread / loop iteration"),
+                 "one fused pass over single elements (no vector types), a few per GPU thread"),
         Template("ew_fused_vec4", "ew", Variant("vec4", "block"),
                  "one fused pass with 4-wide vector loads and stores and a scalar tail"),
         Template("ew_grid_stride", "ew", Variant("stride", "block"),

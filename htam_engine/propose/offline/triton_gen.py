@@ -12,7 +12,7 @@ from __future__ import annotations
 from htam_engine.propose.offline.ir import ROW, Region, needed
 from htam_engine.propose.offline.lower import Plan
 from htam_engine.propose.offline.printers import TritonPrinter, emit_defs, leaf_ref
-from htam_engine.propose.offline.schedule import Reduction, build_schedule, elem_defs, row_defs
+from htam_engine.propose.offline.schedule import Reduction, build_schedule, elem_defs, row_defs, split_reductions
 from htam_engine.propose.offline.templates import Variant
 
 NEG_INF = '-float("inf")'
@@ -75,7 +75,8 @@ def ew_kernel(region: Region, variant: Variant) -> tuple[list[str], list[str]]:
             loop.append("offs = tl.max_contiguous(tl.multiple_of(offs, 4), 4)")
         loop += ["mask = offs < n"] + body
     src = ["@triton.jit", f"def {k_name}({', '.join(params)}):"] + _ind(head + loop)
-    block, warps = {"scalar": (1024, 4), "vec4": (2048, 4), "stride": (1024, 4)}[variant.ew]
+    # 4096-element blocks keep enough loads in flight per SM to approach the copy bandwidth
+    block, warps = {"scalar": (4096, 4), "vec4": (4096, 8), "stride": (4096, 4)}[variant.ew]
     if variant.ew == "stride":
         grid = "(max(1, min(triton.cdiv(n, BLOCK), _num_sms(out.device) * 4)),)"
     else:
@@ -99,6 +100,8 @@ class _RegionKernel:
         self.pr = TritonPrinter(fast=variant.fast)
         self.sched = build_schedule(region, online=online)
         self.defined: set[int] = set()
+        # the slice of the reduced rows this program walks (a split kernel walks part of them)
+        self.lo, self.hi = "0", "R"
 
     def ref(self):
         def load(k: int) -> str:
@@ -181,18 +184,45 @@ class _RowKernel(_RegionKernel):
                         f"v{mu} = mean{mu}" if exprs[mu].op == "red_mean" else f"v{mu} = mean{mu} * cnt",
                         f"v{sq} = m2{mu} / cnt" if exprs[sq].op == "red_mean" else f"v{sq} = m2{mu}"]
             self.defined.update(red.ids)
-        loop = ["for start in range(0, R, BLOCK):", "    r = start + cols", "    mask = r < R"]
+        loop = [f"for start in range({self.lo}, {self.hi}, BLOCK):", "    r = start + cols", f"    mask = r < {self.hi}"]
         loop += _ind(self.elem_lines(roots) + step)
         return lines + init + loop + fin
 
-    def source(self, name: str) -> list[str]:
-        params = [f"p{k}" for k in range(len(self.r.inputs))] + ["po", "R", "cnt", "BLOCK: tl.constexpr"]
-        head = ["o = tl.program_id(0).to(tl.int64)", "base = o * R", "cols = tl.arange(0, BLOCK)"]
+    def row_head(self) -> list[str]:
+        head = []
         for k, inp in enumerate(self.r.inputs):
             if inp.kind == "scalar":
                 head.append(f"c{k} = tl.load(p{k})")
             elif inp.kind == "outfull":
                 head.append(f"u{k} = tl.load(p{k} + o)")
+        return head
+
+    def split_sources(self, name: str, reds: list[Reduction]) -> list[str]:
+        """Two kernels for few long rows: <name>_part reduces slice `sp` of row `o` into
+        part[o, sp, j]; <name>_fin combines a row's slices and computes the output."""
+        ins = [f"p{k}" for k in range(len(self.r.inputs))]
+        head = ["o = tl.program_id(0).to(tl.int64)", "sp = tl.program_id(1).to(tl.int64)", "base = o * R",
+                "cols = tl.arange(0, BLOCK)", "lo = sp * CH", "hi = tl.minimum(lo + CH, R)"]
+        self.lo, self.hi = "lo", "hi"
+        body = self.pass_lines(reds)
+        body += [f"tl.store(part + (o * SPLIT + sp) * {len(reds)} + {j}, v{red.ids[0]})" for j, red in enumerate(reds)]
+        part = (["@triton.jit", f"def {name}_part({', '.join(ins + ['part', 'R', 'cnt', 'CH', 'SPLIT', 'BLOCK: tl.constexpr'])}):"]
+                + _ind(head + self.row_head() + body))
+        fin = ["o = tl.program_id(0).to(tl.int64)", "s = tl.arange(0, SB)", "smask = s < SPLIT"] + self.row_head()
+        for j, red in enumerate(reds):
+            a = red.ids[0]
+            op = self.r.exprs[a].op
+            vals = f"tl.load(part + (o * SPLIT + s) * {len(reds)} + {j}, mask=smask, other={_INIT[op]})"
+            fn = {"red_max": "tl.max", "red_min": "tl.min"}.get(op, "tl.sum")
+            fin.append(f"v{a} = {fn}({vals}, axis=0)")
+        self.defined = {i for red in reds for i in red.ids}  # a fresh kernel: row values are recomputed
+        fin += self.row_lines([self.r.out]) + [f"tl.store(po + o, {self.ref()(self.r.out)})"]
+        return part + (["", "@triton.jit", f"def {name}_fin({', '.join(ins + ['po', 'part', 'SPLIT', 'cnt', 'SB: tl.constexpr'])}):"]
+                + _ind(fin))
+
+    def source(self, name: str) -> list[str]:
+        params = [f"p{k}" for k in range(len(self.r.inputs))] + ["po", "R", "cnt", "BLOCK: tl.constexpr"]
+        head = ["o = tl.program_id(0).to(tl.int64)", "base = o * R", "cols = tl.arange(0, BLOCK)"] + self.row_head()
         body = []
         for reds in self.sched.passes:
             body += self.pass_lines(reds)
@@ -227,9 +257,7 @@ class _ColumnKernel(_RegionKernel):
                     out.append(f"x{k} = tl.load(p{k} + r)")
         return out + emit_defs(self.r, ids, self.pr, self.ref(), lambda i: f"v{i}", _assign)
 
-    def source(self, name: str) -> list[str]:
-        exprs = self.r.exprs
-        params = [f"p{k}" for k in range(len(self.r.inputs))] + ["po", "R", "inner", "cnt", "BLOCK: tl.constexpr"]
+    def col_head(self) -> list[str]:
         head = ["o = tl.program_id(0).to(tl.int64)",
                 "q = tl.program_id(1).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)", "qmask = q < inner"]
         for k, inp in enumerate(self.r.inputs):
@@ -237,25 +265,63 @@ class _ColumnKernel(_RegionKernel):
                 head.append(f"c{k} = tl.load(p{k})")
             elif inp.kind == "outfull":
                 head.append(f"u{k} = tl.load(p{k} + o * inner + q, mask=qmask, other=0.0)")
+        return head
+
+    def pass_lines(self, reds: list[Reduction], lo: str = "0", hi: str = "R") -> list[str]:
+        exprs = self.r.exprs
+        ref = self.ref()
+        roots = [red.arg for red in reds]
+        body = self.row_lines(roots)
+        init, step, fin = [], [], []
+        for red in reds:
+            a = red.ids[0]
+            op = exprs[a].op
+            v = ref(red.arg)
+            init.append(f"acc{a} = tl.full([BLOCK], {_INIT[op]}, tl.float32)")
+            if op in ("red_sum", "red_mean"):
+                step.append(f"acc{a} += {v}")
+                fin.append(f"v{a} = acc{a} / cnt" if op == "red_mean" else f"v{a} = acc{a}")
+            else:
+                step.append(f"acc{a} = tl.{'maximum' if op == 'red_max' else 'minimum'}(acc{a}, {v})")
+                fin.append(f"v{a} = acc{a}")
+            self.defined.add(a)
+        return body + init + [f"for r in range({lo}, {hi}):"] + _ind(self.elem_lines(roots) + step) + fin
+
+    def split_sources(self, name: str, reds: list[Reduction]) -> list[str]:
+        """<name>_part reduces slice `sp` of the reduced dim into part[o, sp, j, q];
+        <name>_fin combines the slices of each (o, q) and computes the output."""
+        ins = [f"p{k}" for k in range(len(self.r.inputs))]
+        n = len(reds)
+        body = ["sp = tl.program_id(2).to(tl.int64)", "lo = sp * CH", "hi = tl.minimum(lo + CH, R)"]
+        body += self.pass_lines(reds, "lo", "hi")
+        body += [f"tl.store(part + ((o * SPLIT + sp) * {n} + {j}) * inner + q, v{red.ids[0]}, mask=qmask)"
+                 for j, red in enumerate(reds)]
+        params = ins + ["part", "R", "inner", "cnt", "CH", "SPLIT", "BLOCK: tl.constexpr"]
+        part = ["@triton.jit", f"def {name}_part({', '.join(params)}):"] + _ind(self.col_head() + body)
+        fin = self.col_head()
+        for j, red in enumerate(reds):
+            a = red.ids[0]
+            op = self.r.exprs[a].op
+            fin.append(f"v{a} = tl.full([BLOCK], {_INIT[op]}, tl.float32)")
+        fin.append("for sp in range(0, SPLIT):")
+        for j, red in enumerate(reds):
+            a = red.ids[0]
+            op = self.r.exprs[a].op
+            x = f"tl.load(part + ((o * SPLIT + sp) * {n} + {j}) * inner + q, mask=qmask, other=0.0)"
+            fn = {"red_max": "tl.maximum", "red_min": "tl.minimum"}.get(op)
+            fin.append(f"    v{a} = {fn}(v{a}, {x})" if fn else f"    v{a} += {x}")
+        self.defined = {i for red in reds for i in red.ids}  # a fresh kernel: row values are recomputed
+        fin += self.row_lines([self.r.out]) + [f"tl.store(po + o * inner + q, {self.ref()(self.r.out)}, mask=qmask)"]
+        params = ins + ["po", "part", "inner", "SPLIT", "cnt", "BLOCK: tl.constexpr"]
+        return part + ["", "@triton.jit", f"def {name}_fin({', '.join(params)}):"] + _ind(fin)
+
+    def source(self, name: str) -> list[str]:
+        params = [f"p{k}" for k in range(len(self.r.inputs))] + ["po", "R", "inner", "cnt", "BLOCK: tl.constexpr"]
+        head = self.col_head()
         body: list[str] = []
         ref = self.ref()
         for reds in self.sched.passes:
-            roots = [red.arg for red in reds]
-            body += self.row_lines(roots)
-            init, step, fin = [], [], []
-            for red in reds:
-                a = red.ids[0]
-                op = exprs[a].op
-                v = ref(red.arg)
-                init.append(f"acc{a} = tl.full([BLOCK], {_INIT[op]}, tl.float32)")
-                if op in ("red_sum", "red_mean"):
-                    step.append(f"acc{a} += {v}")
-                    fin.append(f"v{a} = acc{a} / cnt" if op == "red_mean" else f"v{a} = acc{a}")
-                else:
-                    step.append(f"acc{a} = tl.{'maximum' if op == 'red_max' else 'minimum'}(acc{a}, {v})")
-                    fin.append(f"v{a} = acc{a}")
-                self.defined.add(a)
-            body += init + ["for r in range(0, R):"] + _ind(self.elem_lines(roots) + step) + fin
+            body += self.pass_lines(reds)
         out = self.r.out
         body += self.row_lines([out])
         if self.r.levels[out] == ROW:
@@ -269,20 +335,46 @@ class _ColumnKernel(_RegionKernel):
 def row_kernel(region: Region, variant: Variant) -> tuple[list[str], list[str]]:
     k_row, k_col = f"_k_region_{region.index}", f"_k_region_{region.index}_cols"
     src = _RowKernel(region, variant).source(k_row) + [""] + _ColumnKernel(region, variant).source(k_col)
+    split = split_reductions(region)
+    if split:
+        src += [""] + _RowKernel(region, variant).split_sources(k_row, split)
+        src += [""] + _ColumnKernel(region, variant).split_sources(k_col, split)
     if variant.row == "warp":
         block, warps = "min(triton.next_power_of_2(R), 256)", 1
     elif variant.row == "vec4":
         block, warps = "min(triton.next_power_of_2(R), 4096)", 8
     else:
         block, warps = "min(triton.next_power_of_2(R), 1024)", 4
-    launch = [
-        "if inner == 1:",
-        f"    BLOCK = max(16, {block})",
-        f"    {k_row}[(outer,)](*ts, out, R, float(R), BLOCK=BLOCK, num_warps={warps})",
-        "else:",
-        "    BLOCK = max(16, min(triton.next_power_of_2(inner), 256))",
-        f"    {k_col}[(outer, triton.cdiv(inner, BLOCK))](*ts, out, R, inner, float(R), BLOCK=BLOCK, num_warps=4)",
-    ]
+    rows = [f"{k_row}[(outer,)](*ts, out, R, float(R), BLOCK=BLOCK, num_warps={warps})"]
+    cols = [f"{k_col}[(outer, triton.cdiv(inner, BLOCK))](*ts, out, R, inner, float(R), BLOCK=BLOCK, num_warps=4)"]
+    if split:
+        # Too few rows (columns) to fill the GPU: cut each into slices reduced by separate programs.
+        n = len(split)
+        rows = [
+            "if outer < 2 * _num_sms(out.device) and R >= 16 * BLOCK:",
+            "    SPLIT = min(triton.cdiv(4 * _num_sms(out.device), outer), triton.cdiv(R, 8 * BLOCK))",
+            "    CH = triton.cdiv(triton.cdiv(R, SPLIT), BLOCK) * BLOCK",
+            "    SPLIT = triton.cdiv(R, CH)",
+            f"    part = torch.empty(outer * SPLIT * {n}, device=out.device, dtype=torch.float32)",
+            f"    {k_row}_part[(outer, SPLIT)](*ts, part, R, float(R), CH, SPLIT, BLOCK=BLOCK, num_warps={warps})",
+            f"    {k_row}_fin[(outer,)](*ts, out, part, SPLIT, float(R), SB=max(16, triton.next_power_of_2(SPLIT)),"
+            " num_warps=4)",
+            "else:",
+        ] + _ind(rows)
+        cols = [
+            "if outer * triton.cdiv(inner, BLOCK) < 2 * _num_sms(out.device) and R >= 64:",
+            "    SPLIT = min(triton.cdiv(8 * _num_sms(out.device), outer * triton.cdiv(inner, BLOCK)), triton.cdiv(R, 32))",
+            "    CH = triton.cdiv(R, SPLIT)",
+            "    SPLIT = triton.cdiv(R, CH)",
+            f"    part = torch.empty(outer * SPLIT * {n} * inner, device=out.device, dtype=torch.float32)",
+            f"    {k_col}_part[(outer, triton.cdiv(inner, BLOCK), SPLIT)](*ts, part, R, inner, float(R), CH, SPLIT,"
+            " BLOCK=BLOCK, num_warps=4)",
+            f"    {k_col}_fin[(outer, triton.cdiv(inner, BLOCK))](*ts, out, part, inner, SPLIT, float(R), BLOCK=BLOCK,"
+            " num_warps=4)",
+            "else:",
+        ] + _ind(cols)
+    launch = (["if inner == 1:", f"    BLOCK = max(16, {block})"] + _ind(rows)
+              + ["else:", "    BLOCK = max(16, min(triton.next_power_of_2(inner), 256))"] + _ind(cols))
     return src, launch
 
 

@@ -45,6 +45,11 @@ ROWS = {
     "frobenius": "return x / torch.norm(x, p='fro')",
 }
 ONLINE = {"softmax", "log_softmax", "logsumexp", "var_std"}  # cases with an online (merged) pattern
+# Too few rows / columns to fill the device: each is cut into slices reduced by separate programs.
+SPLITS = {
+    "loss": ("return torch.mean(torch.abs(x - y) ** 2)", "[torch.randn(3, 20000), torch.randn(3, 20000)]"),
+    "columns": ("return torch.tanh(x.amax(dim=0) - x.sum(dim=0) / 300.0)", "[torch.randn(300, 50), torch.randn(1)]"),
+}
 CONV_TAIL = """
 class Model(nn.Module):
     def __init__(self, cin, cout, bias_shape):
@@ -91,6 +96,9 @@ def checked(tmp_path_factory):
         for t in ROW_TEMPLATES:
             if t != "row_reduce_online" or name in ONLINE:
                 _case(cases, f"{name}-{t}", p, t)
+    for name, (body, inputs) in SPLITS.items():
+        p = write_problem(d, name, f"class Model(nn.Module):\n    def forward(self, x, y):\n        {body}\n", inputs)
+        codes[f"split-{name}"] = _case(cases, f"split-{name}", p, "row_reduce_block")
     ln = write_problem(d, "ln", LAYER_NORM, "[torch.randn(4, 300)]", "[300]")
     for t in ("row_reduce_online", "row_reduce_block"):
         codes[t] = _case(cases, f"ln-{t}", ln, t)
@@ -136,6 +144,12 @@ def test_row_reductions_every_row_template(checked, case, template):
     if template == "row_reduce_online" and case not in ONLINE:
         pytest.skip("no online pattern in this case")
     _assert_ok(checked, f"{case}-{template}")
+
+
+@pytest.mark.parametrize("case", sorted(SPLITS))
+def test_few_long_reductions_are_split_across_programs(checked, case):
+    assert "_part[" in checked["_codes"][f"split-{case}"]
+    _assert_ok(checked, f"split-{case}")
 
 
 def test_layer_norm_with_and_without_welford(checked):
