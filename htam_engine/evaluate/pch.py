@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import os
+import re
 import resource
 import shutil
 import subprocess
@@ -79,6 +81,21 @@ def _compiler() -> tuple[str, str] | None:
 
 
 @functools.lru_cache(maxsize=None)
+def cxx_std_flag() -> str:
+    """The -std flag torch's extension builds pass the host compiler.
+
+    It changed between torch releases (c++17, later c++20), and gcc silently ignores a .gch
+    built with another standard, so it is read from the installed torch's build-file writer."""
+    from torch.utils import cpp_extension as ce
+
+    with contextlib.suppress(Exception):
+        found = re.search(r"-std=(c\+\+\d\d)", inspect.getsource(ce._write_ninja_file_to_build_library))
+        if found:
+            return f"-std={found.group(1)}"
+    return "-std=c++17"
+
+
+@functools.lru_cache(maxsize=None)
 def _system_includes(with_cuda: bool) -> tuple[str, ...]:
     """torch's -isystem folders for the host unit, in torch's order (cpp_extension's ninja file)."""
     from torch.utils.cpp_extension import include_paths
@@ -96,7 +113,7 @@ def build_command(header: Path, output: Path, extra_cflags: Sequence[str], with_
     compiler = _compiler()
     assert compiler is not None
     cmd = [compiler[0], "-x", "c++-header", str(header), "-o", str(output),
-           "-DTORCH_API_INCLUDE_EXTENSION_H", "-fPIC", "-std=c++20", *extra_cflags]
+           "-DTORCH_API_INCLUDE_EXTENSION_H", "-fPIC", cxx_std_flag(), *extra_cflags]
     for inc in _system_includes(with_cuda):
         cmd += ["-isystem", inc]
     return cmd

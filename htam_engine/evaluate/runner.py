@@ -58,6 +58,20 @@ def release_memory(device: str) -> None:
             torch.cuda.empty_cache()
 
 
+def warm_device(device: str) -> None:
+    """Create the CUDA context and load the kernels every check uses, at worker start.
+
+    Otherwise a fresh worker pays for them (seconds) in its first check, which holds the
+    device's lock, so with many new workers the GPU queue grows by that much per worker.
+    Failure is left for the first check to report."""
+    import torch
+
+    with contextlib.suppress(Exception):
+        x = torch.randn(64, 64, device=device)
+        y = torch.where(torch.isfinite(x), (x * 2 + 1).relu(), x).abs().amax()
+        (torch.mm(x, x).sum() + y).item()
+
+
 class _CompileCache:
     """Routes every load_inline/load of the current candidate into its own per-hash build folder.
 
@@ -151,6 +165,8 @@ class Runner:
         self.compile_cache = _CompileCache()
         # The one-time header build is the harness's cost, not the candidate's: its own stage.
         self.compile_cache.on_pch = lambda building: self._stage("pch" if building else "compile")
+        if device.startswith("cuda"):
+            warm_device(device)  # before the guards: the driver's threads are the harness's
         from htam_engine.evaluate.checks import install_guards
 
         self.guards = install_guards(device)

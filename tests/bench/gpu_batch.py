@@ -205,13 +205,19 @@ async def evaluate_all(cands: list[tuple[Any, str, str]], workers: int) -> tuple
 
 @part("throughput")
 def run_throughput(args: argparse.Namespace) -> dict[str, Any]:
-    cands = asyncio.run(offline_candidates(args.parallel))
+    found = asyncio.run(offline_candidates(args.parallel + 1))
+    cands, warm = found[: args.parallel], found[args.parallel:]
     if not cands:
         raise RuntimeError("the offline proposer produced no CUDA candidates")
     out: dict[str, Any] = {"candidates": len(cands), "workers": args.workers, "cpu_cores": os.cpu_count()}
+    # Each mode starts from an empty cache warmed by one extra candidate (not counted), which
+    # builds the shared precompiled header: a one-time cost per machine, not per candidate.
+    os.environ["HTAM_PCH_AFTER"] = "1"
     fresh_cache("parallel")
+    out["warmup_s"] = [round(asyncio.run(evaluate_all(warm, 1))[0], 1)]
     wall_p, rows_p = asyncio.run(evaluate_all(cands, args.workers))
     fresh_cache("sequential")
+    out["warmup_s"].append(round(asyncio.run(evaluate_all(warm, 1))[0], 1))
     seq = cands[: args.sequential]
     wall_s, rows_s = asyncio.run(evaluate_all(seq, 1))
     rate_p = len(cands) / (wall_p / 60)
@@ -267,6 +273,8 @@ def build_pch(pch_dir: Path, extra_cflags: list[str]) -> float:
     flags match and silently falls back to the header when they do not)."""
     from torch.utils.cpp_extension import include_paths
 
+    from htam_engine.evaluate.pch import cxx_std_flag
+
     (pch_dir / "torch").mkdir(parents=True, exist_ok=True)
     incs = include_paths("cuda") + [sysconfig.get_path("include", scheme="posix_prefix")]
     header = Path(incs[0]) / "torch" / "extension.h"
@@ -274,7 +282,7 @@ def build_pch(pch_dir: Path, extra_cflags: list[str]) -> float:
     if not link.exists():
         link.symlink_to(header)  # gcc wants the header beside its .gch
     cmd = [os.environ.get("CXX", "c++"), "-x", "c++-header", str(header), "-o", str(pch_dir / "torch" / "extension.h.gch"),
-           "-DTORCH_API_INCLUDE_EXTENSION_H", "-fPIC", "-std=c++20", *extra_cflags]
+           "-DTORCH_API_INCLUDE_EXTENSION_H", "-fPIC", cxx_std_flag(), *extra_cflags]
     for inc in incs:
         cmd += ["-isystem", inc]
     t = time.perf_counter()

@@ -126,5 +126,7 @@ def test_cpp_candidates_build_with_the_shared_header_built_once(small_problem, m
               if f"-I{folder}" in b.read_text()]
     assert len(builds) >= 2
     for build in builds:
+        # the header is precompiled with the C++ standard torch's own build file gives gcc
+        assert f"{pch.cxx_std_flag()} " in (build / "build.ninja").read_text()
         deps = (build / ".ninja_deps").read_bytes()
         assert b"main.o" in deps and str(folder / "torch" / "extension.h").encode() not in deps
