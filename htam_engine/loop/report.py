@@ -45,7 +45,7 @@ def metric_lines(m: dict[str, Any]) -> list[tuple[str, str]]:
     out += [
         ("tokens per problem", "-" if tokens is None else f"{tokens:.0f}"),
         ("cost per problem", money(m.get("cost_per_problem_usd"))),
-        ("wall time", f"{m['wall_s']:.1f} s"),
+        ("wall time, summed over problems (they overlap with --jobs > 1)", f"{m['wall_s']:.1f} s"),
     ]
     return out
 
