@@ -5,7 +5,10 @@ small enough, avoiding 64-bit division); the vec4 template reads and writes
 float4 when pointers are 16-byte aligned and rows are 4-aligned, with a scalar
 tail. Row kernels: a block per row with a shared-memory tree (block), a warp per
 row with shuffles (warp), merged online passes (online), float4 rows (vec4);
-reducing a middle dimension uses one thread per (outer, inner) column.
+reducing a middle dimension uses one thread per (outer, inner) column. Too few rows or
+columns to fill the GPU (a loss, a reduction over a leading dim): slices of each go to separate
+blocks/threads writing partial results to stream-ordered scratch (cudaMallocAsync), and a
+second kernel combines them (schedule.split_reductions says when that is exact).
 
 Split layout (nvcc never sees the torch headers, which cost most of a build): the .cu
 unit holds the kernels and one `extern "C"` launcher per region taking raw pointers,

@@ -4,7 +4,9 @@ Elementwise: one program per BLOCK of the flattened output (or persistent progra
 walking blocks with a grid stride). Rows (inner == 1): one program per row, looping
 over the row in BLOCK chunks once per schedule pass; reducing a middle dimension
 (inner > 1): one program per (outer index, block of inner positions), vectorised
-over the inner positions.
+over the inner positions. When rows (or columns) are too few to fill the device and the
+reduction allows it (schedule.split_reductions), each is cut into slices reduced by separate
+programs into a scratch buffer, and a second kernel combines the slices and writes the output.
 """
 
 from __future__ import annotations
