@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -60,21 +61,47 @@ def atomic_write_text(path: Path, text: str) -> None:
         raise
 
 
+def _lock_path(name: str) -> Path:
+    path = cache_dir() / "locks" / f"{name}.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 @contextlib.contextmanager
-def file_lock(name: str) -> Iterator[None]:
-    """An exclusive lock shared by every process using this cache dir.
+def file_lock(name: str, shared: bool = False) -> Iterator[None]:
+    """An exclusive (or shared) lock across every process using this cache dir.
 
     fcntl locks die with their holder, so a worker killed mid-compile or mid-timing
     never leaves a stale lock behind.
     """
-    path = cache_dir() / "locks" / f"{name}.lock"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as fh:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+    with open(_lock_path(name), "a+") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
         try:
             yield
         finally:
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def any_file_lock(names: list[str], poll_s: float = 0.05) -> Iterator[str]:
+    """The first of several exclusive locks to be free (a counting semaphore across processes)."""
+    handles = [open(_lock_path(n), "a+") for n in names]
+    try:
+        while True:
+            for name, fh in zip(names, handles):
+                try:
+                    fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    continue
+                try:
+                    yield name
+                finally:
+                    fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+                return
+            time.sleep(poll_s)
+    finally:
+        for fh in handles:
+            fh.close()
 
 
 def read_json(path: Path) -> dict[str, Any]:

@@ -9,9 +9,9 @@ Progress: `on_progress(stage, timings)` is called with the stages, in order, "st
 "compile" (within it "pch" while the shared precompiled
 torch header for the candidate's flags is built once, then "compile" again), "check", "wait_lock" (waiting for the device's lock), "baseline"
 (timing the references, unless cached), "time" (repeated, with the per-trial times so
-far) and finally "done"; a failed evaluation jumps to "done". On a CUDA device the lock is
-taken before the checks (workers sharing a GPU check one at a time), so "wait_lock" comes
-right after "compile", before "check".
+far) and finally "done"; a failed evaluation jumps to "done". On a CUDA device a worker also
+waits for one of the GPU's check slots (a few workers check at once, see devicelock.py), so
+"wait_lock" comes right after "compile" as well as before "baseline".
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """An asyncio pool of evaluation workers.
 
 Each slot is an `Evaluator` (one worker process, reused while healthy) driven from a
-thread so the event loop never blocks. Compiles and checks run in parallel across
-slots; timing is serialized per device by a lock file every worker takes around its
-timing stage (see runner.py), which also serializes separate htam processes. With
-several visible GPUs, slot i is pinned to GPU i mod n.
+thread so the event loop never blocks. Compiles run in parallel across slots; checks
+too (on a GPU a few at a time, bounded by its memory); timing is serialized per device by
+lock files every worker takes (see devicelock.py), which also serializes separate htam
+processes. With several visible GPUs, slot i is pinned to GPU i mod n.
 """
 
 from __future__ import annotations

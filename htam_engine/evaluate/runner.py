@@ -20,11 +20,12 @@ import sys
 import time
 import traceback
 import types
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from htam_engine.evaluate import baselines, pch
 from htam_engine.evaluate.cache import atomic_write_text, build_dir, built_marker, cache_dir, file_lock
 from htam_engine.evaluate.config import EvalConfig
+from htam_engine.evaluate.devicelock import DeviceLock
 from htam_engine.evaluate.diagnostics import exception_messages, one_line, parse_compiler_output, trim_log
 from htam_engine.evaluate.result import EvalResult, Status
 from htam_engine.evaluate.timing import time_forward
@@ -36,15 +37,6 @@ _REUSABLE = {Status.OK, Status.INCORRECT, Status.COMPILE_ERROR}
 # torch's message when ninja/the compiler failed (as opposed to a Python error at import).
 _BUILD_FAILED = "Error building extension"
 _FAILED = ".htam-build-failed.json"
-
-
-def lock_covers_checks(device: str) -> bool:
-    """Whether the device lock is held from the check stage on, not only for timing.
-
-    On a GPU, workers checking at once share its memory: several ~GB input sets plus each
-    process's cached allocator blocks run it out. CPU checks stay parallel (memory per
-    worker is capped by its own limit)."""
-    return device.startswith("cuda")
 
 
 def release_memory(device: str) -> None:
@@ -227,13 +219,11 @@ class Runner:
         result.diagnostics.message = one_line(exc)
         result.diagnostics.log = trim_log(traceback.format_exc())
 
-    @contextlib.contextmanager
-    def _device_lock(self) -> Iterator[None]:
-        """The device's lock, shared by every worker on it; waiting is its own stage (harness
-        time: it does not count against the candidate's timeout)."""
-        self._stage("wait_lock")
-        with file_lock(os.environ.get("HTAM_WORKER_LOCK") or f"time-{self.device.replace(':', '')}"):
-            yield
+    def _device_lock(self) -> DeviceLock:
+        """The device's locks, shared by every worker on it (see devicelock.py); waiting is its
+        own stage (harness time: it does not count against the candidate's timeout)."""
+        name = os.environ.get("HTAM_WORKER_LOCK") or f"time-{self.device.replace(':', '')}"
+        return DeviceLock(self.device, name, self._stage)
 
     def _verify_guards(self) -> list:
         try:
@@ -276,28 +266,54 @@ class Runner:
         if not marker.exists():
             atomic_write_text(marker, path + "\n")
 
-        # Compiles overlap across workers; on a GPU the rest runs one worker at a time, so
-        # workers sharing it never hold their check inputs, outputs and models at once.
-        whole = lock_covers_checks(device)
-        with self._device_lock() if whole else contextlib.nullcontext():
+        # Compiles overlap across workers; on a GPU a few workers check at once and one times
+        # at a time, so their inputs, outputs and models never fill its memory (devicelock.py).
+        lock = self._device_lock()
+        with lock.holding_state():
             try:
-                self._check_and_time(problem, config, model_new, result, timing_locked=whole)
+                self._check_and_time(problem, config, model_new, result, lock)
             except (Exception, SystemExit) as exc:  # noqa: BLE001 - handled here so its traceback's
                 self._crashed(result, exc)           # frames (models, inputs) are gone before the release
             release_memory(device)
 
     def _check_and_time(self, problem: Any, config: EvalConfig, model_new: type, result: EvalResult,
-                        timing_locked: bool) -> None:
+                        lock: DeviceLock) -> None:
         """Correctness, integrity, baseline and timing of a built candidate. Models and inputs
         live only in this call's frame: they are freed when it returns."""
-        from htam_engine.evaluate.checks import CheckContext, check_candidate, recheck_after_timing
+        with lock.checking():
+            ctx, report = self._check_sharing(problem, config, model_new, result, lock.slots > 1)
+        if report is None and lock.slots > 1 and _out_of_memory(result):
+            # Other workers' checks held part of the GPU's memory: check again with it alone.
+            ctx = None
+            release_memory(self.device)
+            _clear_failure(result)
+            with lock.timing():
+                ctx, report = self._check(problem, config, model_new, result)
+        if report is None:
+            return
+        with lock.timing():
+            self._time(problem, config, ctx, report, result)
+
+    def _check_sharing(self, problem: Any, config: EvalConfig, model_new: type, result: EvalResult,
+                       shared: bool) -> tuple[Any, Any]:
+        """_check beside other checkers: running out of device memory there is recorded, not raised,
+        so the caller can check again with the device alone."""
+        try:
+            return self._check(problem, config, model_new, result)
+        except Exception as exc:  # noqa: BLE001 - anything else propagates as before
+            if not (shared and _is_out_of_memory(one_line(exc))):
+                raise
+            self._crashed(result, exc)
+            return None, None
+
+    def _check(self, problem: Any, config: EvalConfig, model_new: type, result: EvalResult) -> tuple[Any, Any]:
+        """(context, report) of the correctness and integrity checks; report None when they failed."""
+        from htam_engine.evaluate.checks import CheckContext, check_candidate
         from htam_engine.problems import instantiate, unseen_shape_overrides, with_overrides
 
         device = self.device
-        instance = instantiate(problem, device)
-
-        # ---- correctness and integrity
         self._stage("check")
+        instance = instantiate(problem, device)
         t0 = time.perf_counter()
         unseen = None
         if config.check_unseen_shape:
@@ -322,31 +338,35 @@ class Runner:
             self._fail(result, report.status, report.message or report.status.value)
             if report.status is Status.COMPILE_ERROR:  # a kernel built lazily, at its first call
                 result.diagnostics.compiler = parse_compiler_output(report.message)
-            return
+            return ctx, None
         result.correct = True
+        return ctx, report
 
-        # ---- timing (one evaluation at a time per device, across processes)
-        with contextlib.nullcontext() if timing_locked else self._device_lock():
-            t0 = time.perf_counter()
-            self._stage("baseline")
-            base = self._baseline(problem, config, report)
-            self._stage("time")
-            batch: list[float] = []
-            last = [time.monotonic()]
+    def _time(self, problem: Any, config: EvalConfig, ctx: Any, report: Any, result: EvalResult) -> None:
+        """Baselines, timing and the recheck after timing; the caller holds the device alone."""
+        from htam_engine.evaluate.checks import recheck_after_timing
 
-            def on_trial(ms: float) -> None:
-                batch.append(ms)
-                if time.monotonic() - last[0] > 0.25:
-                    self.send({"t": "trials", "ms": list(batch)})
-                    batch.clear()
-                    last[0] = time.monotonic()
+        device = self.device
+        t0 = time.perf_counter()
+        self._stage("baseline")
+        base = self._baseline(problem, config, report)
+        self._stage("time")
+        batch: list[float] = []
+        last = [time.monotonic()]
 
-            times = time_forward(report.new_model, report.timing_inputs, device,
-                                 warmup=config.warmup, trials=config.trials, on_trial=on_trial,
-                                 refresh=_input_refresher(instance, report.timing_inputs, config.seed))
-            if batch:
+        def on_trial(ms: float) -> None:
+            batch.append(ms)
+            if time.monotonic() - last[0] > 0.25:
                 self.send({"t": "trials", "ms": list(batch)})
-            result.stages.time_s = time.perf_counter() - t0
+                batch.clear()
+                last[0] = time.monotonic()
+
+        times = time_forward(report.new_model, report.timing_inputs, device,
+                             warmup=config.warmup, trials=config.trials, on_trial=on_trial,
+                             refresh=_input_refresher(ctx.instance, report.timing_inputs, config.seed))
+        if batch:
+            self.send({"t": "trials", "ms": list(batch)})
+        result.stages.time_s = time.perf_counter() - t0
         # The timing loop ran the candidate far more often than the checks did: one more checked
         # call on fresh inputs catches a kernel that turns stale or cached after its first calls.
         late = recheck_after_timing(ctx, report)
@@ -399,6 +419,21 @@ class Runner:
         result.correct = False
         result.diagnostics.message = message
 
+
+
+def _is_out_of_memory(message: str) -> bool:
+    return "out of memory" in message.lower()
+
+
+def _out_of_memory(result: EvalResult) -> bool:
+    return result.status is Status.RUNTIME_ERROR and _is_out_of_memory(result.diagnostics.message)
+
+
+def _clear_failure(result: EvalResult) -> None:
+    """Forget a failed check's outcome before checking again."""
+    result.status, result.correct = Status.OK, False
+    result.integrity = []
+    result.diagnostics.message, result.diagnostics.log, result.diagnostics.mismatch = "", "", None
 
 
 # Distinct input sets the timing loop cycles through (drawn once, copied in outside the timed region).
