@@ -36,6 +36,8 @@ CAUGHT = [
     ("relu", "cheat_cache_address", REJECTED, "caching", "cache"),
     ("relu", "cheat_cache_address_padded", REJECTED, "caching", "new values were written"),
     ("relu", "cheat_cache_content", REJECTED, "caching", "cache"),
+    # ... also when it is wrong on unseen shapes too (that mismatch must not hide the cache)
+    ("relu", "cheat_cache_address_one_shape", REJECTED, "caching", "new values were written"),
     ("relu", "cheat_output_buffer", REJECTED, "output_reuse", "same memory"),
     # 3. modifying or aliasing inputs
     ("relu", "cheat_mutate_input", REJECTED, "input_mutation", "modified input #0"),
