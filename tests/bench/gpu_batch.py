@@ -40,7 +40,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-import sysconfig
 import tempfile
 import time
 import traceback
@@ -267,24 +266,15 @@ torch::Tensor scale_relu(torch::Tensor x, double a) {
 
 
 def build_pch(pch_dir: Path, extra_cflags: list[str]) -> float:
-    """A precompiled torch/extension.h under pch_dir/torch/, built with the flags load_inline uses
-    for the host translation unit; load_inline finds it through extra_include_paths=[pch_dir]
-    (-I directories are searched before the -isystem torch ones; gcc takes the .gch when the
-    flags match and silently falls back to the header when they do not)."""
-    from torch.utils.cpp_extension import include_paths
+    """A precompiled torch/extension.h under pch_dir/torch/, built by htam's own command (the
+    flags load_inline gives the host unit); load_inline finds it through
+    extra_include_paths=[pch_dir] (-I folders are searched before torch's -isystem ones; gcc
+    takes the .gch when the flags match and silently reads the header when they do not)."""
+    from htam_engine.evaluate import pch
 
-    from htam_engine.evaluate.pch import cxx_std_flag
-
-    (pch_dir / "torch").mkdir(parents=True, exist_ok=True)
-    incs = include_paths("cuda") + [sysconfig.get_path("include", scheme="posix_prefix")]
-    header = Path(incs[0]) / "torch" / "extension.h"
-    link = pch_dir / "torch" / "extension.h"
-    if not link.exists():
-        link.symlink_to(header)  # gcc wants the header beside its .gch
-    cmd = [os.environ.get("CXX", "c++"), "-x", "c++-header", str(header), "-o", str(pch_dir / "torch" / "extension.h.gch"),
-           "-DTORCH_API_INCLUDE_EXTENSION_H", "-fPIC", cxx_std_flag(), *extra_cflags]
-    for inc in incs:
-        cmd += ["-isystem", inc]
+    pch.link_header(pch_dir, with_cuda=True)
+    cmd = pch.build_command(pch_dir / "torch" / "extension.h", pch_dir / "torch" / "extension.h.gch",
+                            extra_cflags, with_cuda=True)
     t = time.perf_counter()
     subprocess.run(cmd, check=True, capture_output=True)
     return time.perf_counter() - t
