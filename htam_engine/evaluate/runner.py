@@ -53,8 +53,8 @@ def release_memory(device: str) -> None:
 def warm_device(device: str) -> None:
     """Create the CUDA context and load the kernels every check uses, at worker start.
 
-    Otherwise a fresh worker pays for them (seconds) in its first check, which holds the
-    device's lock, so with many new workers the GPU queue grows by that much per worker.
+    Otherwise a fresh worker pays for them (seconds) in its first check, while it holds one
+    of the GPU's few check slots, so with many new workers the queue grows by that much each.
     Failure is left for the first check to report."""
     import torch
 
@@ -159,6 +159,10 @@ class Runner:
         self.compile_cache.on_pch = lambda building: self._stage("pch" if building else "compile")
         if device.startswith("cuda"):
             warm_device(device)  # before the guards: the driver's threads are the harness's
+        # The device's locks, shared by every worker on it (devicelock.py); waiting is its own
+        # stage (harness time: it does not count against the candidate's timeout).
+        self.lock = DeviceLock(device, os.environ.get("HTAM_WORKER_LOCK") or f"time-{device.replace(':', '')}",
+                               self._stage)
         from htam_engine.evaluate.checks import install_guards
 
         self.guards = install_guards(device)
@@ -219,12 +223,6 @@ class Runner:
         result.diagnostics.message = one_line(exc)
         result.diagnostics.log = trim_log(traceback.format_exc())
 
-    def _device_lock(self) -> DeviceLock:
-        """The device's locks, shared by every worker on it (see devicelock.py); waiting is its
-        own stage (harness time: it does not count against the candidate's timeout)."""
-        name = os.environ.get("HTAM_WORKER_LOCK") or f"time-{self.device.replace(':', '')}"
-        return DeviceLock(self.device, name, self._stage)
-
     def _verify_guards(self) -> list:
         try:
             return list(self.guards.verify())
@@ -268,20 +266,19 @@ class Runner:
 
         # Compiles overlap across workers; on a GPU a few workers check at once and one times
         # at a time, so their inputs, outputs and models never fill its memory (devicelock.py).
-        lock = self._device_lock()
-        with lock.holding_state():
+        with self.lock.holding_state():
             try:
-                self._check_and_time(problem, config, model_new, result, lock)
+                self._check_and_time(problem, config, model_new, result)
             except (Exception, SystemExit) as exc:  # noqa: BLE001 - handled here so its traceback's
                 self._crashed(result, exc)           # frames (models, inputs) are gone before the release
             release_memory(device)
 
-    def _check_and_time(self, problem: Any, config: EvalConfig, model_new: type, result: EvalResult,
-                        lock: DeviceLock) -> None:
+    def _check_and_time(self, problem: Any, config: EvalConfig, model_new: type, result: EvalResult) -> None:
         """Correctness, integrity, baseline and timing of a built candidate. Models and inputs
         live only in this call's frame: they are freed when it returns."""
+        lock = self.lock
         with lock.checking():
-            ctx, report = self._check_sharing(problem, config, model_new, result, lock.slots > 1)
+            ctx, report = self._check_or_fail(problem, config, model_new, result)
         if report is None and lock.slots > 1 and _out_of_memory(result):
             # Other workers' checks held part of the GPU's memory: check again with it alone.
             ctx = None
@@ -294,15 +291,13 @@ class Runner:
         with lock.timing():
             self._time(problem, config, ctx, report, result)
 
-    def _check_sharing(self, problem: Any, config: EvalConfig, model_new: type, result: EvalResult,
-                       shared: bool) -> tuple[Any, Any]:
-        """_check beside other checkers: running out of device memory there is recorded, not raised,
-        so the caller can check again with the device alone."""
+    def _check_or_fail(self, problem: Any, config: EvalConfig, model_new: type,
+                       result: EvalResult) -> tuple[Any, Any]:
+        """_check, with an exception it raises recorded in `result` (as _run would) rather than
+        raised, so the caller can look at it (and check again after running out of memory)."""
         try:
             return self._check(problem, config, model_new, result)
-        except Exception as exc:  # noqa: BLE001 - anything else propagates as before
-            if not (shared and _is_out_of_memory(one_line(exc))):
-                raise
+        except Exception as exc:  # noqa: BLE001 - the candidate's fault becomes a status
             self._crashed(result, exc)
             return None, None
 
@@ -421,12 +416,8 @@ class Runner:
 
 
 
-def _is_out_of_memory(message: str) -> bool:
-    return "out of memory" in message.lower()
-
-
 def _out_of_memory(result: EvalResult) -> bool:
-    return result.status is Status.RUNTIME_ERROR and _is_out_of_memory(result.diagnostics.message)
+    return result.status is Status.RUNTIME_ERROR and "out of memory" in result.diagnostics.message.lower()
 
 
 def _clear_failure(result: EvalResult) -> None:

@@ -109,3 +109,10 @@ def test_gpu_devices_get_check_slots_by_memory(monkeypatch):
     assert devicelock.check_slots("cpu") == 0
     monkeypatch.setenv(devicelock.SLOTS_ENV, "2")
     assert devicelock.check_slots("cuda") == 2 and devicelock.check_slots("cuda:1") == 2
+    monkeypatch.delenv(devicelock.SLOTS_ENV)
+    import torch
+
+    for gib, slots in [(141, 4), (80, 2), (40, 1), (24, 1), (512, 4)]:  # H200, H100, A100-40, L4, capped
+        props = type("Props", (), {"total_memory": gib << 30})()
+        monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device, p=props: p)
+        assert devicelock.check_slots("cuda") == slots, gib
