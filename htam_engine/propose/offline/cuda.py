@@ -578,44 +578,46 @@ def row_source(region: Region, variant: Variant) -> str:
     return "\n".join(src + [""] + host) + "\n"
 
 
-def _partials(count: str, launches: list[str]) -> list[str]:
-    """Stream-ordered scratch for the partial results around the two launches of a split reduction."""
-    return [
+def _split(when: str, split: str, count: str, launches: list[str], plain: list[str]) -> list[str]:
+    """`if (when)`: SPLIT slices of CH rows each (SPLIT from `split`, evened out), partial results
+    in stream-ordered scratch of `count` floats around the two launches; else the plain launch."""
+    body = [
+        "const int64_t sms = htam_num_sms();",
+        f"int64_t SPLIT = {split};",
+        "const int64_t CH = (R + SPLIT - 1) / SPLIT;",
+        "SPLIT = (R + CH - 1) / CH;",
         "float* part = nullptr;",
         f"const cudaError_t alloc = cudaMallocAsync(reinterpret_cast<void**>(&part), ({count}) * sizeof(float), stream);",
         "if (alloc != cudaSuccess) return cudaGetErrorString(alloc);",
-    ] + launches + ["cudaFreeAsync(part, stream);"]
+        *launches,
+        "cudaFreeAsync(part, stream);",
+    ]
+    return [f"if ({when}) {{"] + _ind(body) + ["} else {"] + _ind(plain) + ["}"]
 
 
 def _split_rows(idx: int, args: list[str], n: int, plain: list[str]) -> list[str]:
     """Few long rows (a loss, a whole-tensor reduction): slices of each row go to separate blocks."""
-    body = [
-        "const int64_t sms = htam_num_sms();",
-        "int64_t SPLIT = std::min<int64_t>((4 * sms + outer - 1) / outer, (R + 16383) / 16384);",
-        "const int64_t CH = (R + SPLIT - 1) / SPLIT;",
-        "SPLIT = (R + CH - 1) / CH;",
-    ] + _partials(f"outer * SPLIT * {n}", [
-        *_launch(f"k_region_{idx}_part", "(unsigned)(outer * SPLIT)", str(THREADS), args + ["part", "R", "SPLIT", "CH", "cnt"]),
-        *_launch(f"k_region_{idx}_fin", "(unsigned)((outer + 255) / 256)", "256", args + ["part", "outer", "SPLIT", "cnt"]),
-    ])
-    return ["if (outer < 2 * (int64_t)htam_num_sms() && R >= 65536) {"] + _ind(body) + ["} else {"] + _ind(plain) + ["}"]
+    return _split(
+        "outer < 2 * (int64_t)htam_num_sms() && R >= 65536",
+        "std::min<int64_t>((4 * sms + outer - 1) / outer, (R + 16383) / 16384)",
+        f"outer * SPLIT * {n}",
+        [*_launch(f"k_region_{idx}_part", "(unsigned)(outer * SPLIT)", str(THREADS),
+                  args + ["part", "R", "SPLIT", "CH", "cnt"]),
+         *_launch(f"k_region_{idx}_fin", "(unsigned)((outer + 255) / 256)", "256", args + ["part", "outer", "SPLIT", "cnt"])],
+        plain)
 
 
 def _split_cols(idx: int, args: list[str], n: int, plain: list[str]) -> list[str]:
     """Few columns (a reduction over a leading dim): slices of the reduced dim go to separate threads."""
-    body = [
-        "const int64_t sms = htam_num_sms();",
-        "int64_t SPLIT = std::min<int64_t>((2048 * sms + outer * inner - 1) / (outer * inner), (R + 31) / 32);",
-        "const int64_t CH = (R + SPLIT - 1) / SPLIT;",
-        "SPLIT = (R + CH - 1) / CH;",
-    ] + _partials(f"outer * SPLIT * {n} * inner", [
-        *_launch(f"k_region_{idx}_cols_part", f"(unsigned)((outer * inner * SPLIT + {THREADS} - 1) / {THREADS})",
-                 str(THREADS), args + ["part", "outer", "R", "inner", "SPLIT", "CH", "cnt"]),
-        *_launch(f"k_region_{idx}_cols_fin", f"(unsigned)((outer * inner + {THREADS} - 1) / {THREADS})", str(THREADS),
-                 args + ["part", "outer", "inner", "SPLIT", "cnt"]),
-    ])
-    return (["if (outer * inner < 512 * (int64_t)htam_num_sms() && R >= 64) {"] + _ind(body) + ["} else {"]
-            + _ind(plain) + ["}"])
+    return _split(
+        "outer * inner < 512 * (int64_t)htam_num_sms() && R >= 64",
+        "std::min<int64_t>((2048 * sms + outer * inner - 1) / (outer * inner), (R + 31) / 32)",
+        f"outer * SPLIT * {n} * inner",
+        [*_launch(f"k_region_{idx}_cols_part", f"(unsigned)((outer * inner * SPLIT + {THREADS} - 1) / {THREADS})",
+                  str(THREADS), args + ["part", "outer", "R", "inner", "SPLIT", "CH", "cnt"]),
+         *_launch(f"k_region_{idx}_cols_fin", f"(unsigned)((outer * inner + {THREADS} - 1) / {THREADS})", str(THREADS),
+                  args + ["part", "outer", "inner", "SPLIT", "cnt"])],
+        plain)
 
 
 def row_wrapper(region: Region) -> str:
