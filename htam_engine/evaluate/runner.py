@@ -51,7 +51,8 @@ def release_memory(device: str) -> None:
 
 
 def warm_device(device: str) -> None:
-    """Create the CUDA context and load the kernels every check uses, at worker start.
+    """Create the CUDA context, load the kernels every check uses and take torch's lazy
+    imports, at worker start.
 
     Otherwise a fresh worker pays for them (seconds) in its first check, while it holds one
     of the GPU's few check slots, so with many new workers the queue grows by that much each.
@@ -62,6 +63,20 @@ def warm_device(device: str) -> None:
         x = torch.randn(64, 64, device=device)
         y = torch.where(torch.isfinite(x), (x * 2 + 1).relu(), x).abs().amax()
         (torch.mm(x, x).sum() + y).item()
+    warm_meta_ops()
+
+
+def warm_meta_ops() -> None:
+    """Take the imports of torch's first meta-device operations now.
+
+    The checks draw a problem's inputs on the meta device to learn an unseen shape, and
+    torch's Python implementations of those operations import sympy and torch._dynamo on
+    first use: 2-3 s of a fresh worker's first check on the H200 box, and more while
+    compiles load its cores."""
+    import torch
+
+    with contextlib.suppress(Exception), torch.device("meta"):
+        (torch.randn(2, 2) * 2.0 + 1.0).relu()
 
 
 class _CompileCache:
