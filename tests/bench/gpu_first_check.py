@@ -1,16 +1,17 @@
 """Where a fresh worker's first check spends its time on a GPU.
 
-In the throughput bench a fresh worker's first check takes seconds where a reused worker's
-takes a fraction of one, and on a GPU those seconds hold a check slot. This runs htam's
-worker pipeline (Runner) in one process on offline CUDA candidates, in an order that tells a
-per-process cost from a per-problem one:
+In the throughput bench a fresh worker's first check took seconds where a reused worker's
+took a fraction of one, and on a GPU those seconds hold a check slot. This evaluates offline
+CUDA candidates in an order that tells a per-process cost from a per-problem one:
 
     problem A, problem B, problem A again (another template or a second copy), problem C
 
 twice: first through a real worker process (a pool of one, the worker wrapped by
-profiled_worker.py so the whole worker is profiled), then in this process with one CPU thread
-as a worker has (builds cached by then), each check profiled on its own. CUDA_LAUNCH_BLOCKING=1
-charges time to the call that launched the work rather than to the next synchronisation.
+profiled_worker.py so the whole worker is profiled), then with htam's worker pipeline (Runner)
+in this process, on one CPU thread as a worker has, each check profiled on its own (it builds
+each candidate again, under its own key). CUDA_LAUNCH_BLOCKING=1 charges time to the call that
+launched the work rather than to the next synchronisation. A cost the worker pays and this
+process does not is one this process took earlier (an import, say).
 
     python3 tests/bench/gpu_first_check.py [--problems add_broadcast,layernorm,relu] [--top 25]
 
