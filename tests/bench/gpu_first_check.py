@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import dataclasses
 import io
 import os
 import pstats
@@ -37,23 +38,91 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
-async def through_worker(order: list) -> None:
-    import dataclasses
-
+def config(problem):
     from htam_engine.evaluate.config import EvalConfig
+
+    return EvalConfig(backend="cuda", device="cuda", timeout_s=900.0, time_compile_baseline=False,
+                      overrides=dict(problem.overrides))
+
+
+def show(stats: pstats.Stats | cProfile.Profile | str, key: str, n: int) -> None:
+    buf = io.StringIO()
+    try:
+        pstats.Stats(stats, stream=buf).sort_stats(key).print_stats(n)
+    except TypeError:  # a profile that never ran: the candidate failed before its check
+        print("(no check ran)")
+        return
+    print(buf.getvalue()[-16000:])
+
+
+def stage_line(r, label: str, wall: float) -> str:
+    s = r.stages
+    return (f"{label} {r.status.value}  compile {s.compile_s:.2f}  check {s.check_s:.2f}  time {s.time_s:.2f}  "
+            f"wall {wall:.2f}  {r.diagnostics.message or ''}")
+
+
+def pick_order(wanted: list[str]) -> list:
+    """A, B, A again (its next template when it has one), then the rest."""
+    from gpu_batch import offline_candidates
+
+    by_problem: dict[str, list] = {}
+    for c in asyncio.run(offline_candidates(10_000)):
+        by_problem.setdefault(c[0].id.split(":", 1)[-1], []).append(c)
+    first, second, *rest = wanted
+    again = by_problem[first][1] if len(by_problem[first]) > 1 else by_problem[first][0]
+    return [by_problem[first][0], by_problem[second][0], again] + [by_problem[p][0] for p in rest]
+
+
+async def evaluate_in_worker(order: list) -> None:
     from htam_engine.evaluate.pool import WorkerPool
 
     pool = WorkerPool(1, "cuda")
-    cfg = EvalConfig(backend="cuda", device="cuda", timeout_s=900.0, time_compile_baseline=False)
     try:
         for problem, code, tid in order:
             t = time.perf_counter()
-            r = await pool.evaluate(problem, code, dataclasses.replace(cfg, overrides=dict(problem.overrides)))
-            s = r.stages
-            print(f"worker: {problem.id} [{tid}] {r.status.value}  compile {s.compile_s:.2f}  check {s.check_s:.2f}  "
-                  f"time {s.time_s:.2f}  wall {time.perf_counter() - t:.2f}")
+            r = await pool.evaluate(problem, code, config(problem))
+            print(stage_line(r, f"worker: {problem.id} [{tid}]", time.perf_counter() - t))
     finally:
         await pool.close()
+
+
+def through_worker(order: list, top: int) -> None:
+    """The real worker, profiled whole by profiled_worker.py."""
+    print("== through a worker process")
+    prof_dir = tempfile.mkdtemp(prefix="htam-worker-prof-")
+    os.environ["HTAM_WORKER_WRAPPER"] = f"{sys.executable} {Path(__file__).resolve().parent / 'profiled_worker.py'}"
+    os.environ["HTAM_PROFILE_OUT"] = prof_dir
+    try:
+        asyncio.run(evaluate_in_worker(order))
+    finally:
+        os.environ.pop("HTAM_WORKER_WRAPPER")
+    for f in sorted(Path(prof_dir).glob("*.prof")):
+        show(str(f), "cumulative", top + 50)
+        show(str(f), "tottime", 30)
+
+
+def in_process(order: list, top: int) -> None:
+    """The worker's pipeline in this process, each check profiled on its own."""
+    import torch
+
+    from htam_engine.evaluate.runner import Runner
+
+    print("== in this process, one CPU thread")
+    torch.set_num_threads(1)
+    print("CUDA_MODULE_LOADING", os.environ.get("CUDA_MODULE_LOADING", "(unset: lazy)"), "torch", torch.__version__)
+    t = time.perf_counter()
+    runner = Runner("cuda", lambda msg: None)
+    print(f"worker start (context, warm-up, guards): {time.perf_counter() - t:.2f} s")
+    check = runner._check
+    for i, (problem, code, tid) in enumerate(order):
+        prof = cProfile.Profile()
+        runner._check = lambda *a, **kw: prof.runcall(check, *a, **kw)
+        t = time.perf_counter()
+        r, _ = runner.evaluate(problem, code, config(problem), "cuda", f"first{i}")
+        print("\n" + stage_line(r, f"== {i}: {problem.id} [{tid}]", time.perf_counter() - t))
+        show(prof, "cumulative", top)
+        show(prof, "tottime", 12)
+    runner._check = check
 
 
 def main() -> None:
@@ -68,67 +137,9 @@ def main() -> None:
         return
     os.environ["HTAM_CACHE_DIR"] = tempfile.mkdtemp(prefix="htam-first-check-")
     os.environ["TORCH_EXTENSIONS_DIR"] = os.path.join(os.environ["HTAM_CACHE_DIR"], "torch_extensions")
-    from gpu_batch import offline_candidates
-
-    from htam_engine.evaluate.config import EvalConfig
-    from htam_engine.evaluate.runner import Runner
-
-    wanted = [p.strip() for p in args.problems.split(",") if p.strip()]
-    found = asyncio.run(offline_candidates(10_000))
-    by_problem: dict[str, list] = {}
-    for c in found:
-        by_problem.setdefault(c[0].id.split(":", 1)[-1], []).append(c)
-    first, second, *rest = wanted
-    order = [by_problem[first][0], by_problem[second][0]]
-    again = by_problem[first][1] if len(by_problem[first]) > 1 else by_problem[first][0]
-    order += [again] + [by_problem[p][0] for p in rest]
-
-    here = Path(__file__).resolve().parent
-    print("== through a worker process")
-    prof_dir = tempfile.mkdtemp(prefix="htam-worker-prof-")
-    os.environ["HTAM_WORKER_WRAPPER"] = f"{sys.executable} {here / 'profiled_worker.py'}"
-    os.environ["HTAM_PROFILE_OUT"] = prof_dir
-    asyncio.run(through_worker(order))
-    os.environ.pop("HTAM_WORKER_WRAPPER")
-    for f in sorted(Path(prof_dir).glob("*.prof")):
-        for key, n in (("cumulative", args.top + 50), ("tottime", 30)):
-            buf = io.StringIO()
-            pstats.Stats(str(f), stream=buf).sort_stats(key).print_stats(n)
-            print(buf.getvalue()[-16000:])
-
-    print("== in this process, one CPU thread")
-    torch.set_num_threads(1)
-    print("CUDA_MODULE_LOADING", os.environ.get("CUDA_MODULE_LOADING", "(unset: lazy)"), "torch", torch.__version__)
-    t = time.perf_counter()
-    runner = Runner("cuda", lambda msg: None)
-    print(f"worker start (context, warm-up, guards): {time.perf_counter() - t:.2f} s")
-    cfg = EvalConfig(backend="cuda", device="cuda", timeout_s=900.0, time_compile_baseline=False)
-    for i, (problem, code, tid) in enumerate(order):
-        key = f"first{i}"
-        prof = cProfile.Profile()
-        original = runner._check
-
-        def profiled(*a, _orig=original, **kw):
-            prof.enable()
-            try:
-                return _orig(*a, **kw)
-            finally:
-                prof.disable()
-
-        runner._check = profiled
-        import dataclasses
-
-        r, _ = runner.evaluate(problem, code, dataclasses.replace(cfg, overrides=dict(problem.overrides)), "cuda", key)
-        runner._check = original
-        s = r.stages
-        print(f"\n== {i}: {problem.id} [{tid}] {r.status.value}  compile {s.compile_s:.2f}  check {s.check_s:.2f}  "
-              f"time {s.time_s:.2f}  total {s.total_s:.2f}  {r.diagnostics.message or ''}")
-        buf = io.StringIO()
-        pstats.Stats(prof, stream=buf).sort_stats("cumulative").print_stats(args.top)
-        print(buf.getvalue()[-6000:])
-        buf = io.StringIO()
-        pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(12)
-        print(buf.getvalue()[-3000:])
+    order = pick_order([p.strip() for p in args.problems.split(",") if p.strip()])
+    through_worker(order, args.top)
+    in_process(order, args.top)
 
 
 if __name__ == "__main__":
