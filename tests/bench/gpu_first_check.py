@@ -135,8 +135,9 @@ def main() -> None:
     if not torch.cuda.is_available():
         print("needs a CUDA GPU")
         return
-    os.environ["HTAM_CACHE_DIR"] = tempfile.mkdtemp(prefix="htam-first-check-")
-    os.environ["TORCH_EXTENSIONS_DIR"] = os.path.join(os.environ["HTAM_CACHE_DIR"], "torch_extensions")
+    from gpu_batch import fresh_cache
+
+    fresh_cache("first-check")
     order = pick_order([p.strip() for p in args.problems.split(",") if p.strip()])
     through_worker(order, args.top)
     in_process(order, args.top)
