@@ -55,8 +55,10 @@ def damaged(base: bytes) -> st.SearchStrategy[bytes]:
     )
 
 
+# Integers span msgpack's whole range (int64 up to uint64) and no further: a value msgpack
+# cannot encode would fail the test's own packing, not htam's reading of the file.
 ODD_VALUES = st.one_of(
-    st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(allow_nan=True, allow_infinity=True),
+    st.none(), st.booleans(), st.integers(-2**63, 2**64 - 1), st.floats(allow_nan=True, allow_infinity=True),
     st.text(max_size=12), st.binary(max_size=8), st.lists(st.integers(-3, 3), max_size=3),
     st.dictionaries(st.text(max_size=4), st.integers(-3, 3), max_size=3),
 )
