@@ -35,8 +35,8 @@ NOISE_FACTOR = 8.0
 # noise: the whole-output bound stands down. ("Comparable to its norm"; at 1/NOISE_FACTOR
 # the bound already lets all-zeros through, so between the two nothing is lost.)
 NEAR_ZERO_NOISE_SHARE = 0.5
-# Elements per run of a chunked comparison: a dozen float64/bool temporaries of this many
-# elements (~400 MiB) at the most, a few hundred runs for the largest KernelBench outputs.
+# Elements per run of a chunked comparison: its float64/bool temporaries take ~64 bytes an
+# element (~260 MiB a run) at the most; a few hundred runs for the largest KernelBench outputs.
 CHUNK_ELEMENTS = 1 << 22
 
 

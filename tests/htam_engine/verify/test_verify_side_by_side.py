@@ -139,20 +139,22 @@ def test_verify_without_a_gpu_says_so_in_one_line(capsys):
 
 @pytest.mark.gpu
 def test_kernelbench_s_own_evaluation_agrees_with_htam_on_an_offline_triton_kernel(tmp_path, capsys):
-    """The real path: a KernelBench checkout (HTAM_KERNELBENCH), an official-size problem, the
-    offline proposer's Triton kernel for it, `htam verify --json`. Speedup figures are printed by
-    tests/bench/gpu_verify.py; here only the verdicts must agree."""
+    """The real path: a KernelBench checkout (HTAM_KERNELBENCH), an official-size problem,
+    `htam batch --verify` with the offline proposer's Triton kernel, then `htam verify --json` on
+    the export. Speedup figures are printed by tests/bench/gpu_verify.py; here the verdicts agree."""
     import os
-
-    from htam_engine.problems import load_problem
-    from htam_engine.propose.offline import generate
 
     if not os.environ.get("HTAM_KERNELBENCH"):
         pytest.skip("set HTAM_KERNELBENCH to a KernelBench checkout")
-    checkout = find_checkout()
-    problem = checkout.root / "KernelBench" / "level1" / "88_MinGPTNewGelu.py"
-    solution = tmp_path / "gelu.py"
-    solution.write_text(generate(load_problem(str(problem)), "triton").code)
+    problem = find_checkout().root / "KernelBench" / "level1" / "88_MinGPTNewGelu.py"
+    out = tmp_path / "batch"
+    code, err = _htam(["batch", str(problem), "--device", "cuda", "--backend", "triton", "--proposer", "offline",
+                       "--steps", "1", "--no-compile-baseline", "--verify", "--out", str(out)], capsys)
+    assert code == 0, err
+    assert "[verify 1/1] kernelbench:level1/88_MinGPTNewGelu: htam ok, KernelBench correct" in err
+    assert "| kernelbench:level1/88_MinGPTNewGelu | ok |" in (out / "report.md").read_text()
+    solution = out / "solutions" / "kernelbench_level1_88_MinGPTNewGelu.py"
+    capsys.readouterr()
     code, err = _htam(["verify", str(solution), str(problem), "--json"], capsys)
     assert code == 0, err
     doc = json.loads(capsys.readouterr().out)
