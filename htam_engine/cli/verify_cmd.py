@@ -18,10 +18,12 @@ _DEFAULTS = KernelBenchSettings()
 def settings_help() -> str:
     s = _DEFAULTS
     return (f"Both evaluations use KernelBench's choices: {s.correct_trials} correctness trials, {s.perf_trials} "
-            f"timed trials, seed {s.seed}, {s.precision.value} inputs, the problem at the sizes its file states "
+            f"timed trials, seed {s.seed}, {s.precision.value} (KernelBench casts every input to it; its problem "
+            "files are fp32 as shipped, and htam runs them unchanged), the problem at the sizes its file states "
             f"(KernelBench's official sizes; no GPU_SIZES). KernelBench times with {s.timing_method.value} (L2 "
             "flushed before each trial, CUDA events on the current stream) and reports the mean; htam times with "
-            "its own protocol and reports the median; neither times torch.compile. Each keeps its own "
+            "its own protocol (L2 flushed, all streams synchronized around each trial) and reports the median; "
+            "neither times torch.compile. Each keeps its own "
             "correctness rules: KernelBench torch.allclose at its tolerance for the precision, htam its "
             f"tolerances and integrity checks. Speedups agree within {100 * AGREEMENT:g} %.")
 
