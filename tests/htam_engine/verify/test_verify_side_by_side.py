@@ -1,5 +1,5 @@
-"""htam's verdict beside KernelBench's: one solution (`htam verify`), a batch's bests
-(`htam batch --verify`), the agreement rules, and the command's answers to bad input. KernelBench
+"""htam's verdict beside KernelBench's: a batch's bests exported and each judged by both (what
+`htam batch --verify` and `htam verify` do), the agreement rules, and the command's answers to bad input. KernelBench
 is the test double under fake_kernelbench/ here (the real one needs CUDA; see the gpu tests)."""
 
 from __future__ import annotations
@@ -16,30 +16,13 @@ from htam_engine.verify import report
 from htam_engine.verify.checkout import find_checkout
 from htam_engine.verify.kernelbench import KernelBenchVerdict
 from htam_engine.verify.settings import KernelBenchSettings
-from htam_engine.verify.side_by_side import Verification, verify_solution
+from htam_engine.verify.side_by_side import Verification
 
 FAKE = Path(__file__).parent / "fake_kernelbench"
 DATA = Path(__file__).parents[1] / "loop" / "data"
 PROBLEM = DATA / "scale_relu.py"
 TRITON = DATA / "triton_scale_relu.py"
 QUICK = KernelBenchSettings(correct_trials=2, perf_trials=5)
-
-
-def test_one_solution_is_judged_by_both_with_kernelbench_s_trial_counts():
-    from htam_engine.problems import load_problem
-
-    v = verify_solution(str(TRITON), TRITON.read_text(), load_problem(str(PROBLEM)), find_checkout(FAKE), "cpu", QUICK)
-    assert v.backend is Backend.TRITON and v.problem == "scale_relu"
-    assert v.htam.status is Status.OK and v.htam_correct and len(v.htam.timings) == QUICK.perf_trials
-    assert v.kernelbench.correct and v.kernelbench.runtime_stats["num_trials"] == QUICK.perf_trials
-    assert v.kernelbench.metadata["double_called_with"]["backend"] == "triton"
-    assert v.speedup_gap == pytest.approx((v.htam.speedup_eager - v.kernelbench.speedup) / v.kernelbench.speedup)
-    doc = json.loads(json.dumps(v.to_dict(), allow_nan=False))
-    assert doc["htam"]["status"] == "ok" and doc["kernelbench"]["status"] == "correct"
-    assert doc["settings"]["perf_trials"] == 5 and doc["htam"]["result"]["speedup_eager"] == v.htam.speedup_eager
-    cells = dict(zip(report.HEADERS, report.row(v)))
-    assert cells["problem"] == "scale_relu" and cells["htam"] == "ok" and cells["KernelBench"] == "correct"
-    assert cells["gap"].endswith(" %")
 
 
 def _pair(htam_status: Status, htam_speedup: float | None, kb: KernelBenchVerdict) -> Verification:
@@ -75,7 +58,7 @@ def test_summary_counts_agreement_among_the_solutions_both_timed():
     assert md.count("\n| p |") == 3 and "within 3 % of KernelBench's: 1 of 2" in md
 
 
-def test_a_batch_s_bests_are_exported_verified_and_tabled_in_its_report(tmp_path, monkeypatch):
+def test_a_batch_s_bests_are_exported_verified_by_both_and_tabled_in_its_report(tmp_path, monkeypatch):
     from htam_engine.loop.batch import Batch, BatchSpec
     from htam_engine.problems import load_problem
     from htam_engine.verify.exports import verify_batch
@@ -93,8 +76,17 @@ def test_a_batch_s_bests_are_exported_verified_and_tabled_in_its_report(tmp_path
     assert seen == [(1, 1)]
     solution = batch.out / "solutions" / "scale_relu.py"
     assert solution.read_text().startswith("# htam solution for scale_relu")
-    row = doc["verify"]["rows"][0]
-    assert row["solution"] == str(solution) and row["htam"]["status"] == "ok"
+    v = batch.verification.verifications[0]  # both judged it, with KernelBench's trial counts
+    assert v.backend is Backend.TRITON and v.problem == "scale_relu" and v.solution == str(solution)
+    assert v.htam.status is Status.OK and v.htam_correct and len(v.htam.timings) == QUICK.perf_trials
+    assert v.kernelbench.correct and v.kernelbench.runtime_stats["num_trials"] == QUICK.perf_trials
+    assert v.kernelbench.metadata["double_called_with"]["backend"] == "triton"
+    assert v.speedup_gap == pytest.approx((v.htam.speedup_eager - v.kernelbench.speedup) / v.kernelbench.speedup)
+    cells = dict(zip(report.HEADERS, report.row(v)))
+    assert cells["problem"] == "scale_relu" and cells["htam"] == "ok" and cells["KernelBench"] == "correct"
+    assert cells["gap"].endswith(" %")
+    row = doc["verify"]["rows"][0]  # the same, as plain data in results.json
+    assert row["htam"]["status"] == "ok" and row["htam"]["result"]["speedup_eager"] == v.htam.speedup_eager
     assert row["kernelbench"]["status"] == "correct" and row["settings"]["perf_trials"] == 5
     assert json.loads((batch.out / "verify.json").read_text())["rows"][0]["kernelbench"] == row["kernelbench"]
     assert json.loads((batch.out / "results.json").read_text())["verify"]["summary"]["solutions"] == 1
