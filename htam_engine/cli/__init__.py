@@ -25,6 +25,7 @@ SUBCOMMANDS: dict[str, str] = {
     "sessions": "sessions_cmd",
     "memory": "memory_cmd",
     "compare": "compare_cmd",
+    "verify": "verify_cmd",
 }
 
 

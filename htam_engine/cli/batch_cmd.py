@@ -39,6 +39,10 @@ def register(subparsers: Any) -> None:
     p.add_argument("--trials", type=int, help="timed trials per evaluation (harness default 30)")
     p.add_argument("--timeout", type=float, help="seconds allowed per evaluation, compile included")
     p.add_argument("--no-compile-baseline", action="store_true", help="do not time the torch.compile baseline")
+    p.add_argument("--verify", action="store_true",
+                   help="afterwards, re-run every best kernel through KernelBench's own evaluation (htam verify; "
+                        "CUDA only) and add the side-by-side table to the report")
+    p.add_argument("--kernelbench", metavar="PATH", help="the KernelBench checkout for --verify (default: $HTAM_KERNELBENCH)")
     add_model_arguments(p)
     p.add_argument("--json", action="store_true", help="print results.json's content as one JSON document")
     p.set_defaults(handler=handle)
@@ -80,6 +84,7 @@ def handle(args: argparse.Namespace) -> int:
     from htam_engine.loop.suite import load_suite
 
     spec = spec_from_args(args)
+    checkout = verify_preflight(args, spec.device)
     suite = load_suite(spec.suites, device=spec.device, levels=set(spec.levels) if spec.levels else None,
                        limit=spec.limit, overrides=spec.overrides)
     for fault in suite.broken:
@@ -94,6 +99,8 @@ def handle(args: argparse.Namespace) -> int:
         doc = asyncio.run(batch.run(suite.problems, on_done=progress.update))
     finally:
         progress.stop()
+    if checkout is not None:
+        doc = verify_exports(batch, suite.problems, checkout)
     if args.json:
         from htam_engine.cli import print_json
 
@@ -105,6 +112,33 @@ def handle(args: argparse.Namespace) -> int:
             print(f"{label:52} {value}")
         print(f"report: {batch.out / 'report.md'}")
     return 0
+
+
+def verify_preflight(args: argparse.Namespace, device: str) -> Any:
+    """The KernelBench checkout for --verify (None without it), checked before the batch runs."""
+    if not args.verify:
+        return None
+    from htam_engine.verify.checkout import find_checkout
+    from htam_engine.verify.kernelbench import cuda_device
+
+    checkout = find_checkout(args.kernelbench)
+    cuda_device(device)
+    return checkout
+
+
+def verify_exports(batch: Any, problems: list[Any], checkout: Any) -> dict[str, Any]:
+    """`--verify`: the batch's bests through KernelBench and htam, one line each on stderr."""
+    from htam_engine.verify.exports import verify_batch
+    from htam_engine.verify.report import gap_text, summary_lines
+
+    def line(i: int, n: int, v: Any) -> None:
+        print(f"[verify {i}/{n}] {v.problem}: htam {v.htam.status.value}, KernelBench {v.kernelbench.status}, "
+              f"gap {gap_text(v.speedup_gap)}", file=sys.stderr, flush=True)
+
+    doc = verify_batch(batch, problems, checkout, on_done=line)
+    for text in summary_lines(batch.verification.verifications):
+        print(f"verify: {text}", file=sys.stderr)
+    return doc
 
 
 class PlainProgress:

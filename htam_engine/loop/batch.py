@@ -8,6 +8,8 @@ Layout of the output folder::
     DIR/results.json      rows (one per problem) + suite metrics, recomputed from the session files
     DIR/results.csv       the rows
     DIR/report.md         the metrics as a Markdown report
+    DIR/solutions/*.py    with --verify: each problem's best, exported
+    DIR/verify.json       with --verify: htam's and KernelBench's verdicts on them, side by side
 
 Resuming: a problem marked finished in batch.json is skipped; one with a session file but
 no mark (interrupted) resumes where its session stopped; the others start fresh.
@@ -23,7 +25,7 @@ import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from htam_engine.cli.errors import InputError, UsageError
 from htam_engine.loop import metrics
@@ -31,6 +33,9 @@ from htam_engine.loop.engine import Engine
 from htam_engine.loop.report import render_report
 from htam_engine.loop.setup import RunSpec, make_pool, make_proposer_for, pool_size, safe_name, session_config
 from htam_engine.problems.model import Problem
+
+if TYPE_CHECKING:
+    from htam_engine.verify.exports import BatchVerification
 
 LEDGER = "batch.json"
 # Settings that must match to resume into the same folder (they change what the numbers mean).
@@ -90,6 +95,7 @@ class Batch:
         self._bank_lock = asyncio.Lock()
         self.ledger: dict[str, Any] = {}
         self.broken: list[str] = []
+        self.verification: BatchVerification | None = None  # set by --verify, after the run
 
     # ---- ledger ----------------------------------------------------------------------
     def _settings(self) -> dict[str, Any]:
@@ -210,9 +216,12 @@ class Batch:
             "broken": list(self.broken),
             "written_at": time.time(),
         }
+        if self.verification is not None:
+            doc["verify"] = self.verification.to_dict()
         write_atomic(self.out / "results.json", json.dumps(doc, indent=2, allow_nan=False, default=_json_default))
         write_atomic(self.out / "results.csv", rows_csv(rows))
-        write_atomic(self.out / "report.md", render_report(doc))
+        write_atomic(self.out / "report.md", render_report(doc) + (
+            "\n" + self.verification.markdown() if self.verification is not None else ""))
         return doc
 
 
