@@ -51,7 +51,7 @@ class UiSettings:
     @classmethod
     def from_config(cls, ui: dict[str, Any] | None) -> "UiSettings":
         """Settings from config `[ui]`; a bad value is an InputError naming the setting (exit 2)."""
-        from htam_engine.cli.errors import InputError
+        from htam_engine.errors import InputError
 
         def flag(name: str, value: Any) -> bool:
             if not isinstance(value, bool):

@@ -14,7 +14,7 @@ import os
 import sys
 from typing import Any, Callable, Sequence
 
-from htam_engine.cli.errors import UsageError
+from htam_engine.errors import UsageError, exit_code_for
 
 # subcommand name -> module under htam_engine.cli that defines register(subparsers)
 SUBCOMMANDS: dict[str, str] = {
@@ -30,7 +30,7 @@ SUBCOMMANDS: dict[str, str] = {
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> Any:  # argparse would exit 2 with usage; keep it one line
-        raise UsageError(f"{self.prog}: {message}")
+        raise UsageError(message, prog=self.prog)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -75,14 +75,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code = _run(argv)
     except UsageError as exc:
-        print(f"htam: {one_line(str(exc))}", file=sys.stderr)
+        print(f"{exc.prog or 'htam'}: {one_line(str(exc))}", file=sys.stderr)
         code = 2
     except KeyboardInterrupt:
         print("htam: interrupted", file=sys.stderr)
         code = 130
     except Exception as exc:  # noqa: BLE001 - the one place that turns faults into exit codes
-        from htam_engine.cli.errors import exit_code_for
-
         if os.environ.get("HTAM_DEBUG"):
             raise
         code = exit_code_for(exc)

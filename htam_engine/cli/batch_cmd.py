@@ -13,7 +13,7 @@ import sys
 import time
 from typing import Any
 
-from htam_engine.cli.errors import UsageError
+from htam_engine.errors import UsageError
 from htam_engine.loop.engine import ABLATIONS
 from htam_engine.propose.config import add_model_arguments
 

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from htam_engine.cli.errors import InputError, UsageError
+from htam_engine.errors import InputError, UsageError
 from htam_engine.evaluate.config import EvalConfig
 from htam_engine.evaluate.result import EvalResult, Status
 

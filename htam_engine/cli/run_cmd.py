@@ -12,7 +12,7 @@ import asyncio
 import sys
 from typing import Any
 
-from htam_engine.cli.errors import UsageError
+from htam_engine.errors import UsageError
 from htam_engine.loop.approval import POLICIES
 from htam_engine.loop.engine import ABLATIONS
 from htam_engine.loop.setup import RunSpec

@@ -7,7 +7,7 @@ import importlib.util
 import time
 from typing import Any
 
-from htam_engine.cli.errors import UsageError
+from htam_engine.errors import UsageError
 
 
 def register(subparsers: Any) -> None:

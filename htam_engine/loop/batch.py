@@ -19,18 +19,18 @@ import asyncio
 import csv
 import io
 import json
-import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from htam_engine.cli.errors import InputError, UsageError
+from htam_engine.errors import InputError, UsageError
 from htam_engine.loop import metrics
 from htam_engine.loop.engine import Engine
 from htam_engine.loop.report import render_report
 from htam_engine.loop.setup import RunSpec, make_pool, make_proposer_for, pool_size, safe_name, session_config
 from htam_engine.problems.model import Problem
+from htam_engine.storage import atomic_write_text
 
 LEDGER = "batch.json"
 # Settings that must match to resume into the same folder (they change what the numbers mean).
@@ -71,15 +71,6 @@ class ProblemDone:
     error: str = ""
 
 
-def write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
 class Batch:
     def __init__(self, spec: BatchSpec):
         self.spec = spec
@@ -116,7 +107,7 @@ class Batch:
             self._save_ledger()
 
     def _save_ledger(self) -> None:
-        write_atomic(self.ledger_path, json.dumps(self.ledger, indent=2))
+        atomic_write_text(self.ledger_path, json.dumps(self.ledger, indent=2))
 
     def session_path(self, problem: Problem) -> Path:
         return self.sessions_dir / f"{safe_name(problem.id)}.htam"
@@ -210,9 +201,9 @@ class Batch:
             "broken": list(self.broken),
             "written_at": time.time(),
         }
-        write_atomic(self.out / "results.json", json.dumps(doc, indent=2, allow_nan=False, default=_json_default))
-        write_atomic(self.out / "results.csv", rows_csv(rows))
-        write_atomic(self.out / "report.md", render_report(doc))
+        atomic_write_text(self.out / "results.json", json.dumps(doc, indent=2, allow_nan=False, default=_json_default))
+        atomic_write_text(self.out / "results.csv", rows_csv(rows))
+        atomic_write_text(self.out / "report.md", render_report(doc))
         return doc
 
 

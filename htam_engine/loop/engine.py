@@ -21,7 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from htam_engine.cli.errors import UsageError
+from htam_engine.errors import UsageError
 from htam_engine.evaluate.config import EvalConfig
 from htam_engine.evaluate.result import EvalResult, Status
 from htam_engine.families import Backend, Bottleneck

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from htam_engine.cli.errors import UsageError
+from htam_engine.errors import UsageError
 from htam_engine.families import Backend
 from htam_engine.loop.approval import check_policy
 from htam_engine.loop.engine import Engine, check_ablation

@@ -13,9 +13,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
-from htam_engine.cli.errors import InputError
+from htam_engine.errors import InputError
 from htam_engine.memory.graph import HTG, MemoryDataError
 from htam_engine.memory.learn import apply_delta
+from htam_engine.storage import gc_paused, open_envelope, read_raw, write_envelope
 
 if TYPE_CHECKING:
     from htam_engine.session.model import Session
@@ -40,8 +41,6 @@ def default_bank_path() -> Path:
 
 def load_bank(path: str | os.PathLike | None = None) -> HTG:
     """The bank at path (default: default_bank_path()); a missing file gives the seed HTG."""
-    from htam_engine.session.codec import gc_paused
-    from htam_engine.session.fileio import open_envelope, read_raw
 
     p = Path(path) if path is not None else default_bank_path()
     if not p.exists():
@@ -58,8 +57,6 @@ def load_bank(path: str | os.PathLike | None = None) -> HTG:
 
 
 def save_bank(htg: HTG, path: str | os.PathLike | None = None) -> Path:
-    from htam_engine.session.codec import gc_paused
-    from htam_engine.session.fileio import write_envelope
 
     p = Path(path) if path is not None else default_bank_path()
     with gc_paused():

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping
 
-from htam_engine.cli.errors import InputError
+from htam_engine.errors import InputError
 from htam_engine.propose.pricing import Price, PriceTable, parse_prices
 from htam_engine.propose.redact import MASK, redact, register_secret
 

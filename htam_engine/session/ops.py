@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from htam_engine.cli.errors import UsageError
+from htam_engine.errors import UsageError
 from htam_engine.evaluate.result import EvalResult
 from htam_engine.memory.graph import HTG
 from htam_engine.memory.learn import apply_delta
@@ -145,7 +145,7 @@ def export_best(session: Session, to: str | os.PathLike | None = None) -> Path:
     head = (f"# htam solution for {session.problem.id}, session {session.id}, step {session.best_step}: "
             f"{r.status.value}, speedup vs eager {r.speedup_eager if r.speedup_eager is None else round(r.speedup_eager, 4)}"
             f" on {r.device} ({r.backend or session.config.backend})\n")
-    from htam_engine.session.fileio import atomic_write
+    from htam_engine.storage import atomic_write
 
     code = session.best_code if session.best_code.endswith("\n") else session.best_code + "\n"
     atomic_write(dest, (head + code).encode())

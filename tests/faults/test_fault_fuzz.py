@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from htam_engine.cli import main
-from htam_engine.session.fileio import pack, unpack
+from htam_engine.storage import pack, unpack
 from tests.support.loopback_server import LoopbackServer, Reply
 
 CASES = 1000
@@ -374,7 +374,7 @@ def config_texts(draw):
 
 
 def test_fuzz_config_files(workdir, figures):
-    from htam_engine.cli.errors import InputError
+    from htam_engine.errors import InputError
     from htam_engine.propose.config import load_config
 
     tally = Tally(figures, "fuzz: config files")

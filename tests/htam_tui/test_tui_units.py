@@ -8,7 +8,7 @@ from pilot import SMALL, wait_for, wait_text
 from screen_text import screen_text
 from textual.widgets import TextArea
 
-from htam_engine.cli.errors import InputError
+from htam_engine.errors import InputError
 from htam_engine.loop import events as ev
 from htam_tui import render
 from htam_tui.app import HtamApp, UiSettings

@@ -4,7 +4,7 @@ import asyncio
 
 import pytest
 
-from htam_engine.cli.errors import UsageError
+from htam_engine.errors import UsageError
 from htam_engine.evaluate.result import Finding
 from htam_engine.loop.approval import Approvals, check_policy, policy_verdict
 from htam_engine.session.model import Decision

@@ -8,7 +8,7 @@ from session_builders import build_session
 from htam_engine.evaluate.result import EvalResult, Status
 from htam_engine.loop import events as ev
 from htam_engine.session import codec
-from htam_engine.session.fileio import pack, unpack
+from htam_engine.storage import pack, unpack
 from htam_engine.session.model import Session, StepRecord
 
 
