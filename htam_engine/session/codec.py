@@ -4,7 +4,7 @@ Two encodings of a dataclass, decoded by the same function:
   * positional (`encode(obj)`): a list of field values in field order; the field names are
     written once per class in the file's schema (`schema_of`). Compact and fast: a 2,000-step
     session is hundreds of thousands of records.
-  * named (`encode(obj, named=True)`): a dict {field: value}; used for JSON output and events.
+  * named (`encode(obj, named=True)`): a dict {field: value}; used for JSON output.
 `decode(cls, data, schema)` accepts either. A positional record written with other field names
 (a record that gained or lost fields since) is matched by name; fields missing from the data
 take their defaults. Type hints drive decoding (enums, nested records, lists, optionals) and
@@ -252,19 +252,3 @@ def _record_types(tp: Any) -> list[type]:
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         return [tp]
     return [t for a in typing.get_args(tp) for t in _record_types(a)]
-
-
-def event_to_plain(event: Any) -> dict[str, Any]:
-    """An engine event (loop/events.py) as named plain data with its "kind"."""
-    d = to_plain(event)
-    d["kind"] = type(event).kind
-    return d
-
-
-def event_from_plain(d: dict[str, Any]) -> Any:
-    """The event event_to_plain() gave; CodecError for an unknown kind or bad fields."""
-    from htam_engine.loop.events import EVENT_TYPES  # the loop imports sessions; import late
-
-    if not isinstance(d, dict) or d.get("kind") not in EVENT_TYPES:
-        raise CodecError(f"unknown event kind {d.get('kind') if isinstance(d, dict) else d!r}")
-    return decode(EVENT_TYPES[d["kind"]], {k: v for k, v in d.items() if k != "kind"})

@@ -15,7 +15,6 @@ from textual.widgets import TextArea
 from htam_engine.loop import events as ev
 from htam_tui import bridge
 from htam_tui.app import HtamApp, UiSettings
-from htam_tui.screens.approval import ApprovalScreen
 
 
 def waiting(app):
@@ -69,8 +68,12 @@ async def test_help_lists_every_binding_id_and_remapped_keys(server, tmp_path):
         await pilot.press("question_mark")
         await wait_text(pilot, "remap in config [keys] by id")
         text = screen_text(app)
-        assert "app.pause" in text and "approval.veto" in text and "memory.filter" in text
-        await pilot.press("escape")
+        assert "app.pause" in text and "approval.veto" in text
+        assert "esc or ? closes" in text  # how to leave is on the screen
+        await pilot.press("end")
+        await wait_text(pilot, "memory.filter")
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: len(app.screen_stack) == 1)
 
 
 async def test_remapped_key_drives_the_engine(server, tmp_path):
@@ -78,14 +81,12 @@ async def test_remapped_key_drives_the_engine(server, tmp_path):
     app = app_on(e, tmp_path, keymap={"app.pause": "P", "app.nope": "z"})
     async with app.run_test(size=SMALL) as pilot:
         await wait_for(pilot, waiting(app), timeout=30)
-        await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen))
-        await pilot.press("escape")
         assert any("unknown binding id(s) app.nope" in m for m in app.view.messages)
         await pilot.press("p")  # the default key no longer pauses
         await pilot.pause(0.1)
         assert e._running.is_set()
         await pilot.press("P")
-        await wait_text(pilot, "[paused]")
+        await wait_text(pilot, "[pausing]")
         assert not e._running.is_set()
         await pilot.press("x")
         await wait_for(pilot, lambda: app.view.engine_state == "finished", timeout=30)
@@ -97,12 +98,11 @@ async def test_command_palette_runs_actions(server, tmp_path):
     app = app_on(e, tmp_path)
     async with app.run_test(size=SMALL) as pilot:
         await wait_for(pilot, waiting(app), timeout=30)
-        await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen))
-        await pilot.press("escape", "ctrl+p")
+        await pilot.press("ctrl+p")
         await pilot.press(*"pause or resume")
         await wait_text(pilot, "key p")
         await pilot.press("enter")
-        await wait_text(pilot, "[paused]")
+        await wait_text(pilot, "[pausing]")
         assert not e._running.is_set()
         await pilot.press("x")
         await wait_for(pilot, lambda: app.view.engine_state == "finished", timeout=30)

@@ -45,6 +45,8 @@ def test_approval(snap_compare, size):
     app = HtamApp(engine, settings=settings())
 
     async def run_before(pilot):
+        await wait_for(pilot, lambda: app.view.decision is not None)
+        await pilot.press("o")
         await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen))
         await pilot.pause()
 

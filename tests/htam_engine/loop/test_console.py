@@ -11,7 +11,7 @@ from htam_engine.evaluate.result import EvalResult, Status
 from htam_engine.loop import console
 from htam_engine.loop import events as ev
 from htam_engine.loop.engine import Engine
-from htam_engine.session.model import SessionConfig
+from htam_engine.session.model import Decision, SessionConfig
 
 
 def test_event_lines_say_what_happened():
@@ -19,8 +19,8 @@ def test_event_lines_say_what_happened():
     assert "2.50x vs eager, 1.25x vs torch.compile" in console.event_line(ev.EvaluationFinished(1, result=ok), 3)
     bad = EvalResult.failure(Status.COMPILE_ERROR, "expected ';' at line 3")
     assert console.event_line(ev.EvaluationFinished(2, result=bad), 3) == "  sample 0: compile_error: expected ';' at line 3"
-    assert console.event_line(ev.DecisionMade(1, action="approve", by="auto"), 3) is None
-    assert "veto by person: slow" in console.event_line(ev.DecisionMade(1, action="veto", by="person", reason="slow"), 3)
+    assert console.event_line(ev.DecisionMade(1, decision=Decision("approve", "auto")), 3) is None
+    assert "veto by person: slow" in console.event_line(ev.DecisionMade(1, decision=Decision("veto", "person", "slow")), 3)
     assert console.event_line(ev.TokensStreamed(1, text="x"), 3) is None
     out = io.StringIO()
     console.LineReporter(out).handle(ev.StepStarted(2), 5)

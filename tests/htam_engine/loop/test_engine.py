@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from loop_support import NO_KERNEL, TRITON_CODE, fast_eval, reply
 
+from htam_engine.errors import UsageError
 from htam_engine.loop import events as ev
 from htam_engine.loop.engine import Engine
 from htam_engine.session import load_session
@@ -89,8 +91,8 @@ async def test_approve_veto_edit_skip_each_change_the_session(problem, model_pro
     async def person():
         async for e in sub:
             if isinstance(e, ev.ApprovalRequested):
-                assert e.request_id == f"{e.step}-0" and e.pending == 1
-                engine.decide(e.request_id, plan[e.step])
+                assert e.request.step == e.step and e.pending == (e.request,)
+                e.request.resolve(plan[e.step])
 
     front = asyncio.create_task(person())
     session = await engine.run()
@@ -135,7 +137,7 @@ async def test_interrupted_mid_step_then_resumed_ends_with_every_step(problem, m
             if e.step == 3:
                 task.cancel()  # the process dies while step 3 waits
                 break
-            engine.decide(e.request_id, Decision("approve", by="person"))
+            e.request.approve()
     try:
         await task
     except asyncio.CancelledError:
@@ -196,13 +198,13 @@ async def test_pause_holds_the_next_step_until_resume(problem, model_proposer, p
 async def test_forced_direction_policy_switch_and_evaluate_now(problem, model_proposer, pool, tmp_path):
     engine = make_engine(problem, model_proposer, pool, tmp_path, steps=1)
     target = engine.htg.directions()[-1]
-    engine.force_direction(target)
+    engine.choose_direction(target)
     engine.set_policy("auto-static")
     session = await engine.run()
     assert session.steps[0].selection.direction == target and session.steps[0].selection.mode == "forced"
     assert engine.policy == "auto-static"
-    result = await engine.evaluate_now(NO_KERNEL)
-    assert result.status.value == "rejected" and len(session.steps) == 1
+    with pytest.raises(UsageError, match="no best candidate"):  # the only candidate was rejected
+        await engine.reevaluate()
 
 
 async def test_a_harness_fault_fails_the_sample_and_the_session_goes_on(problem, model_proposer, tmp_path, server):
@@ -325,8 +327,7 @@ async def test_a_saved_session_replays_the_step_events_the_live_stream_showed(
     async for e in sub:
         live.append(e)
         if isinstance(e, ev.ApprovalRequested):
-            action = {1: "veto", 2: "approve", 3: "skip"}[e.step]
-            engine.decide(e.request_id, Decision(action, by="person", reason="r" if action == "veto" else ""))
+            {1: lambda r: r.veto("r"), 2: lambda r: r.approve(), 3: lambda r: r.skip()}[e.step](e.request)
     await task
     replayed = session_events(load_session(tmp_path / "s.htam"))
     assert [e.kind for e in replayed] == [e.kind for e in replayable(live)]
