@@ -27,7 +27,7 @@ def status_line(v, width: int | None = None) -> Text:
     while True:
         t = Text(no_wrap=True, overflow="ellipsis")
         if v.pending:
-            flag = f" PENDING {len(v.pending)} " if compact else f" DECISION PENDING ({len(v.pending)}) "
+            flag = f"PENDING {len(v.pending)} " if compact else f" DECISION PENDING ({len(v.pending)}) "
             t.append(flag, style="bold reverse yellow")
         t.append(f"[{v.engine_state}] " if compact else f" [{v.engine_state}] ", style="bold")
         t.append(f"step {v.step}/{v.steps_planned or '?'} ")
