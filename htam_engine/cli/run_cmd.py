@@ -26,7 +26,7 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--steps", type=int, help="steps this invocation runs (default 6; on --resume: the rest of the plan)")
     p.add_argument("--samples", type=int, help="candidates per step, generated and evaluated concurrently (default 1)")
     p.add_argument("--backend", choices=["cpp", "cuda", "triton"], help="kernel language (default: cuda on a GPU, cpp on the CPU)")
-    p.add_argument("--device", help="cpu, cuda or cuda:N (default cpu)")
+    p.add_argument("--device", help="cpu, cuda or cuda:N (default: cuda on a machine with a GPU, else cpu)")
     p.add_argument("--proposer", choices=["offline", "model"], help="default: model when an endpoint is configured")
     p.add_argument("--policy", choices=list(POLICIES), help="approval policy (default auto)")
     p.add_argument("--session", metavar="FILE", help="session file to write (default sessions/<problem>-<time>.htam)")

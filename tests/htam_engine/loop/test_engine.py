@@ -332,3 +332,21 @@ async def test_a_saved_session_replays_the_step_events_the_live_stream_showed(
     replayed = session_events(load_session(tmp_path / "s.htam"))
     assert [e.kind for e in replayed] == [e.kind for e in replayable(live)]
     assert replayed == replayable(live)
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="needs a machine without a CUDA toolchain")
+async def test_an_environment_fault_never_counts_against_a_strategy(pool, tmp_path):
+    """CUDA kernels evaluated on a machine without CUDA (the engine built directly, past the
+    command line's refusal): the build fails for want of a toolchain, and the memory learns
+    nothing from it."""
+    from htam_engine.memory import HTG
+    from htam_engine.problems import load_problem
+    from htam_engine.propose.offline import OfflineProposer
+
+    problem = load_problem("relu", {"batch_size": 4, "dim": 1024})
+    engine = Engine(problem, SessionConfig(backend="cuda", device="cpu", steps=1, proposer="offline"),
+                    proposer=OfflineProposer(), pool=pool, htg=HTG.seed(), session_path=tmp_path / "e.htam")
+    session, events = await run_collecting(engine)
+    assert session.steps[0].candidates[0].result.status.value == "compile_error"
+    assert session.steps[0].memory_delta == {} and engine.htg == HTG.seed()
+    assert [e.where for e in events if e.kind == "error"] == ["environment"]
