@@ -128,7 +128,7 @@ class PlainProgress:
         return f"{left / 60:.1f} min" if left >= 60 else f"{left:.0f} s"
 
     def line(self, done: Any) -> str:
-        from htam_engine.loop.console import fmt_speedup
+        from htam_engine.loop.console import fmt_speedup, plural
 
         if done.error:
             what = f"failed: {done.error}"
@@ -136,7 +136,8 @@ class PlainProgress:
             what = "no result"
         else:
             r = done.row
-            what = f"{r['status']} {fmt_speedup(r['speedup_eager'])} in {r['steps']} steps"
+            what = f"{r['status']} {fmt_speedup(r['speedup_eager'])} in {plural(r['steps'], 'step')}"
+            what += f" ({r['note']})" if r.get("note") and not r["correct"] else ""
             what += " (already done)" if done.skipped else ""
         return f"[{done.index}/{done.total}] {done.problem}: {what}; ETA {self.eta(done.index)}"
 

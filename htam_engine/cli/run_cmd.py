@@ -130,11 +130,11 @@ async def _drive(engine: Any, *, prompt: bool) -> Any:
 
 
 def best_line(session: Any, engine: Any) -> str:
-    from htam_engine.loop.console import describe_result
+    from htam_engine.loop.console import describe_result, plural
 
     where = f"session {engine.session_path}" if engine.session_path else "session not saved"
     if session.best_result is None:
-        return (f"{session.problem.id}: no correct candidate in {len(session.steps)} steps "
+        return (f"{session.problem.id}: no correct candidate in {plural(len(session.steps), 'step')} "
                 f"({engine.finish_reason}); {where}")
     return (f"{session.problem.id}: best at step {session.best_step}: {describe_result(session.best_result)}; "
             f"{where}")

@@ -97,7 +97,8 @@ class Batch:
                 done = dict(ledger["done"])
             except (OSError, ValueError, KeyError, TypeError) as exc:
                 raise InputError(f"{self.ledger_path}: not a batch ledger ({exc})") from None
-            diff = [k for k in _PINNED if old.get(k) != settings[k]]
+            # a ledger from before the proposer was recorded (None) matches whichever runs
+            diff = [k for k in _PINNED if old.get(k) != settings[k] and not (k == "proposer" and old.get(k) is None)]
             if diff:
                 raise UsageError(f"{self.out} holds a batch run with other settings "
                                  f"({', '.join(f'{k}={old.get(k)!r}' for k in diff)}); use another --out")
@@ -115,11 +116,13 @@ class Batch:
     # ---- running ---------------------------------------------------------------------
     async def run(self, problems: list[Problem], on_done: Callable[[ProblemDone], None] | None = None,
                   on_engine: Callable[[Engine], None] | None = None) -> dict[str, Any]:
-        self._open_ledger()
         spec = self.spec
-        pool = make_pool(spec.workers or pool_size(spec.samples * max(1, spec.jobs), spec.device), spec.device)
         probe = session_config(self._run_spec(), problems[0]) if problems else None
         proposer = make_proposer_for(spec.proposer, probe, spec.model_settings) if probe else None
+        if probe is not None:  # the ledger and report name the proposer that runs, not "None"
+            spec.proposer = probe.proposer
+        self._open_ledger()
+        pool = make_pool(spec.workers or pool_size(spec.samples * max(1, spec.jobs), spec.device), spec.device)
         counter = {"n": 0}
         gate = asyncio.Semaphore(max(1, spec.jobs))
 
@@ -225,10 +228,17 @@ def load_results(path: str | Path) -> dict[str, Any]:
     p = Path(path)
     if p.is_dir():
         p = p / "results.json"
+    not_results = f"{p}: not an htam results file (give a batch folder or its results.json)"
     try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{p}: cannot read results ({exc})") from None
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise InputError(not_results) from None
+    except OSError as exc:
+        raise InputError(f"{p}: cannot read results ({exc.strerror or exc})") from None
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        raise InputError(not_results) from None
     if not isinstance(doc, dict) or "metrics" not in doc or "rows" not in doc:
         raise InputError(f"{p}: not an htam results file (no metrics/rows)")
     doc["_path"] = str(p)

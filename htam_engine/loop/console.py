@@ -20,6 +20,10 @@ from htam_engine.loop.events import RunState
 from htam_engine.session.model import Action, Decider
 
 
+def plural(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def fmt_speedup(x: float | None) -> str:
     return "-" if x is None else f"{x:.2f}x"
 

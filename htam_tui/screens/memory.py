@@ -219,7 +219,9 @@ class MemoryScreen(Screen[None]):
         event.stop()
         event.prevent_default()
         box = self.query_one(Input)
-        box.focus()
+        # Focus now, not after this event: the keys typed next (already queued when a person
+        # types fast) must reach the filter as text, not the tree's bindings (t, w).
+        self.set_focus(box)
         box.insert_text_at_cursor(event.character)
 
     def action_filter(self) -> None:
