@@ -48,6 +48,10 @@ async def test_view_folds_a_step():
 def test_chart_marks_baselines_and_failures():
     chart = render.speedup_chart([1.5, None, 2.0], eager=1.0, compiled=1.25, width=10, height=4).plain
     assert "eager 1.00x" in chart and "compile 1.25x" in chart and "✗" in chart
+    rows = render.speedup_chart([1.5], eager=1.0, compiled=1.05, width=10, height=3).plain.splitlines()
+    eager, = (i for i, r in enumerate(rows) if "eager" in r)
+    compiled, = (i for i, r in enumerate(rows) if "compile" in r)
+    assert eager != compiled and compiled < eager  # two baselines close together keep a row each
 
 
 def test_kernel_sources_and_diff():
@@ -97,6 +101,7 @@ async def test_source_grows_live_while_the_model_streams():
         app.post_message(EngineEvents([ev.EvaluationProgress(1, stage="time", stage_started=time.time() - 42,
                                                              timings=[1.0, 1.2, 0.9])]))
         await wait_text(pilot, "time 42 s")
+        await wait_text(pilot, "time 43 s", timeout=3)  # the elapsed time moves on between events
         await wait_text(pilot, "3 trials")  # and the stage's elapsed seconds
 
 
