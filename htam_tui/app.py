@@ -111,6 +111,7 @@ class HtamApp(App[int]):
         self.view = ViewState()
         self.session: Any = None  # what engine.run() returned
         self.engine_worker: Worker | None = None
+        self._quitting = False  # quit: the run's workers are killed, not waited for
         self.source_width = 60  # percent of the body
         self.bottom_height = 7
 
@@ -175,7 +176,7 @@ class HtamApp(App[int]):
             self.session = await engine.run()
         finally:
             if hasattr(engine, "aclose"):  # the engine's worker pool dies with its run
-                await engine.aclose()
+                await engine.aclose(now=self._quitting)
 
     # ---- engine -> screen ---------------------------------------------------------------
     def on_engine_events(self, message: bridge.EngineEvents) -> None:
@@ -317,6 +318,7 @@ class HtamApp(App[int]):
         candidate becomes a skip by stop); a longer one (a compile, say) is dropped, and
         resuming redoes it."""
         worker = self.engine_worker
+        self._quitting = True
         if self.engine is not None and worker is not None and not worker.is_finished:
             await self.command(self.engine.stop)
             try:

@@ -165,10 +165,15 @@ class Engine:
         self.finish_reason: str | None = None
         self.owns_pool = False  # set by whoever built the pool for this engine alone
 
-    async def aclose(self) -> None:
-        """Release what this engine owns (its worker pool, when it made one)."""
+    async def aclose(self, *, now: bool = False) -> None:
+        """Release what this engine owns (its worker pool, when it made one). `now`: kill the
+        workers instead of letting them exit (a person quitting waits for nothing; a worker
+        holds nothing that is not on disk already)."""
         if self.owns_pool and self.pool is not None:
-            await self.pool.close()
+            if now:
+                self.pool.kill()
+            else:
+                await self.pool.close()
 
     # ---- consumers -------------------------------------------------------------------
     def events(self, maxsize: int | None = None) -> Subscription:

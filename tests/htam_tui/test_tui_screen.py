@@ -15,6 +15,7 @@ from textual.widgets import TextArea
 from htam_engine.loop import events as ev
 from htam_tui import bridge
 from htam_tui.app import HtamApp, UiSettings
+from htam_tui.screens.approval import ApprovalScreen
 
 
 def waiting(app):
@@ -136,3 +137,26 @@ async def test_pump_batches_a_burst_into_few_messages():
     assert "".join(e.text for e in events if isinstance(e, ev.TokensStreamed)) == "x" * 2000
     assert isinstance(events[-1], ev.StepFinished)
     assert len(sink.batches) <= 5  # ~0.2 s of events at 10 Hz: a handful of repaints, not 2001
+
+
+async def test_the_palette_lists_quit_once_and_the_decision_screen_waits_for_o():
+    app = HtamApp(None, settings=UiSettings(bell=False, refresh_hz=50))
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.press("ctrl+p", *"quit")
+        await wait_text(pilot, "key q")
+        quits = [line for line in screen_text(app).splitlines() if "Quit" in line]
+        assert len(quits) == 1, quits
+        await pilot.press("escape")
+
+    engine_ = ScriptedEngine(steps=1, policy="ask")
+    app = HtamApp(engine_, settings=UiSettings(bell=False, refresh_hz=50))
+    async with app.run_test(size=SMALL) as pilot:
+        await wait_for(pilot, lambda: app.view.decision is not None)
+        await wait_text(pilot, "DECIDE step 1")
+        assert not isinstance(app.screen, ApprovalScreen)  # the panes stay in view
+        text = screen_text(app)
+        assert "memory_access · memory_access: float4 loads (+1)" in text  # what produced the candidate
+        await pilot.press("o")
+        await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await pilot.press("a")
+        await wait_for(pilot, lambda: app.view.engine_state == "finished")
