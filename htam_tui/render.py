@@ -79,12 +79,14 @@ def direction_view(sel: Selection | None, path: list[str], top: int = 6) -> Text
     t.append(f"  {sel.mode}{' ' + sel.ablation if sel.ablation else ''}\n")
     chosen = next((s for s in sel.scores if s.direction == sel.direction), None)
     if chosen is not None:
+        # short lines: the pane is ~30 columns at 80x24, and no value may be cut
         t.append(f"  total {chosen.total:.3f}" + (f" p={chosen.probability:.2f}" if chosen.probability is not None
                                                   else "") + "\n")
-        t.append(f"  = trans {chosen.transition:.3f} + prior {chosen.prior:.3f} + expl {chosen.exploration:.3f}\n")
+        t.append(f"  trans {chosen.transition:+.3f} prior {chosen.prior:+.3f}\n")
+        t.append(f"  expl {chosen.exploration:+.3f}\n")
         for term in sorted(chosen.terms, key=lambda x: x.k):
-            # two short lines: the pane is ~30 columns at 80x24 and the value must not be cut
-            t.append(f"  k={term.k} {term.contribution:+.3f} from {term.from_direction}\n", style="dim")
+            t.append(f"  k={term.k} {term.contribution:+.3f} from\n", style="dim")
+            t.append(f"    {term.from_direction}\n", style="dim")
             t.append(f"    w {term.position_weight:.2f} sim {term.similarity:.2f} V {term.edge_value:+.2f}\n",
                      style="dim")
     if sel.reason:
@@ -200,10 +202,10 @@ def timing_lines(stage: str, started: float | None, timings: list[float], result
         t.append("idle: no evaluation yet", style="dim")
         return t
     t.append(f"{result.status.value} ", style="bold green" if result.ok else "bold red")
-    t.append(f"{_ms(result.runtime_ms)} ms")
-    t.append(f" · eager {_ms(result.ref_runtime_ms)}")
+    t.append(f"{_ms(result.runtime_ms)} · eager {_ms(result.ref_runtime_ms)}")
     if result.compile_ref_runtime_ms is not None:
         t.append(f" · compile {_ms(result.compile_ref_runtime_ms)}")
+    t.append(" ms")
     st = result.stages
     t.append(f"\ncompile {st.compile_s:.1f}s{' cached' if st.compile_cached else ''} check {st.check_s:.1f}s "
              f"time {st.time_s:.1f}s", style="dim")

@@ -117,8 +117,9 @@ class MemoryScreen(Screen[None]):
         tree = self.query_one(Tree)
         tree.show_root = False
         table = self.query_one(DataTable)
-        # The other end first and the numbers next: at 80x24 the table is ~48 columns wide.
-        table.add_columns("transition", "count", "mean reward", "ok", "prior", "notes")
+        # The other end first and the numbers next, short headers (n: moves, reward: their mean):
+        # at 80x24 the table is ~48 columns wide.
+        table.add_columns("transition", "n", "reward", "ok", "prior", "notes")
         if self.htg is None:
             self.query_one("#memory-detail", Static).update(Text("no memory loaded", style="dim"))
             return

@@ -97,7 +97,7 @@ async def test_diff_reevaluate_best_and_error_jump(server, tmp_path):
         await wait_text(pilot, "ok ")  # step 1's result in the timings pane: times in ms, stage seconds
         shown = screen_text(app)
         result = e.session.steps[0].candidates[0].result
-        assert f"{result.runtime_ms:.4g} ms · eager {result.ref_runtime_ms:.4g}" in shown
+        assert f"ok {result.runtime_ms:.4g} · eager {result.ref_runtime_ms:.4g} ms" in shown
         assert f"check {result.stages.check_s:.1f}s" in shown
         await pilot.press("o", "d")  # the candidate against the engine's best (step 1's)
         await wait_text(pilot, "+++ candidate")
