@@ -160,3 +160,28 @@ async def test_the_palette_lists_quit_once_and_the_decision_screen_waits_for_o()
         await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen))
         await pilot.press("a")
         await wait_for(pilot, lambda: app.view.engine_state == "finished")
+
+
+async def test_80x24_keeps_names_and_values_apart(tmp_path):
+    """What the issue found cut or run together at 80x24: the k=1 term's value, the problem
+    name in the header, tree labels against the detail column, a branch's file name."""
+    from session_files import write_session
+
+    from htam_engine.memory import HTG
+    from htam_engine.session import branch_session
+
+    write_session(tmp_path / "double_relu-20260101-000000.htam", [1.25, 1.5])
+    branch_session(tmp_path / "double_relu-20260101-000000.htam", 1)
+    app = HtamApp(ScriptedEngine(steps=2, policy="auto"), htg=HTG.seed(), sessions_dir=tmp_path,
+                  settings=UiSettings(bell=False, refresh_hz=50))
+    async with app.run_test(size=SMALL) as pilot:
+        await wait_for(pilot, lambda: app.view.engine_state == "finished")
+        await wait_text(pilot, "k=1 +0.160")
+        assert screen_text(app).splitlines()[0].rstrip().endswith("demo_scale")
+        await pilot.press("m")
+        await wait_text(pilot, "memory_access (")
+        rows = screen_text(app).splitlines()[1:8]
+        assert all(row[31] == "│" for row in rows), rows  # the tree's labels stop at its rule
+        await pilot.press("escape", "b")
+        await wait_text(pilot, "branch1.htam")
+        assert "double_relu-20260101-000000.htam" in screen_text(app)
