@@ -116,3 +116,13 @@ async def test_status_line_keeps_every_fact_at_80_columns():
     for fact in ("PENDING 1", "[starting]", "step 1/6", "best -", "ask", "tok 12k $0.12", "cpp/cpu",
                  "affine_gelu_scale"):
         assert fact in narrow  # the whole problem name too
+
+
+def test_the_best_is_the_engines_not_the_last_candidate_shown():
+    """Two samples: the source pane followed sample 1, but sample 0 became the best; the diff
+    view compares against what the engine says the best is."""
+    other = CODE_V1.replace("scalar loop", "sample 1")
+    v = ViewState()
+    v.apply_all([ev.StepStarted(1), ev.CandidateProposed(1, sample=1, code=other),
+                 ev.StepFinished(1, step_speedup=2.0, best_speedup=2.0, improved=True, best_code=CODE_V1)])
+    assert v.code == other and v.best_code == CODE_V1

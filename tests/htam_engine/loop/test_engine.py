@@ -350,3 +350,20 @@ async def test_an_environment_fault_never_counts_against_a_strategy(pool, tmp_pa
     assert session.steps[0].candidates[0].result.status.value == "compile_error"
     assert session.steps[0].memory_delta == {} and engine.htg == HTG.seed()
     assert [e.where for e in events if e.kind == "error"] == ["environment"]
+
+
+async def test_approve_all_records_the_waiting_ones_as_the_persons_and_later_ones_as_auto(
+        problem, model_proposer, pool, tmp_path):
+    engine = make_engine(problem, model_proposer, pool, tmp_path, steps=2, samples=2, policy="ask", interactive=True)
+    sub = engine.events()
+
+    async def person():
+        async for e in sub:
+            if isinstance(e, ev.ApprovalRequested) and len(e.pending) == 2:
+                engine.approve_all()  # as the app's A and the terminal prompt's A both do
+
+    front = asyncio.create_task(person())
+    session = await engine.run()
+    await front
+    by = [[c.decision.by.value for c in r.candidates] for r in session.steps]
+    assert by == [["person", "person"], ["auto", "auto"]] and engine.policy == "auto"
