@@ -14,7 +14,7 @@ import os
 import sys
 from typing import Any, Callable, Sequence
 
-from htam_engine.errors import UsageError, exit_code_for
+from htam_engine.errors import InputError, UsageError, exit_code_for
 
 # subcommand name -> module under htam_engine.cli that defines register(subparsers)
 SUBCOMMANDS: dict[str, str] = {
@@ -56,6 +56,9 @@ def build_app_parser() -> argparse.ArgumentParser:
 
 
 def _run(argv: Sequence[str]) -> int:
+    from htam_engine import settings
+
+    settings.check()  # a typo in a config file is said before anything runs
     if argv and argv[0] in SUBCOMMANDS:
         args = build_parser().parse_args(argv)
         handler: Callable[[argparse.Namespace], int] = args.handler
@@ -81,11 +84,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("htam: interrupted", file=sys.stderr)
         code = 130
     except Exception as exc:  # noqa: BLE001 - the one place that turns faults into exit codes
-        if os.environ.get("HTAM_DEBUG"):
+        if _debug():
             raise
         code = exit_code_for(exc)
         print(f"htam: {one_line(str(exc))}" if str(exc) else f"htam: {type(exc).__name__}", file=sys.stderr)
     return code
+
+
+def _debug() -> bool:
+    from htam_engine import settings
+
+    try:
+        return settings.debug()
+    except InputError:  # a broken config file is the error being reported
+        return bool(os.environ.get("HTAM_DEBUG"))
 
 
 def entry() -> None:

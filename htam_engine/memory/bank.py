@@ -31,12 +31,13 @@ class BankFileError(InputError):
 
 
 def default_bank_path() -> Path:
-    env = os.environ.get("HTAM_BANK")
-    if env:
-        return Path(env)
-    from htam_engine.session.paths import sessions_dir
+    """The `bank` setting (HTAM_BANK), else memory.htgbank in the sessions folder."""
+    from htam_engine import settings
 
-    return sessions_dir() / BANK_FILENAME
+    chosen = settings.value("bank")
+    if chosen:
+        return Path(chosen).expanduser()
+    return settings.path_value("sessions_dir") / BANK_FILENAME
 
 
 def load_bank(path: str | os.PathLike | None = None) -> HTG:

@@ -321,7 +321,9 @@ def problem_id(path: Path, level: int | None) -> str:
 
 def kernelbench_root() -> Path | None:
     """The folder holding level1..levelN of the checkout named by HTAM_KERNELBENCH, if any."""
-    root = os.environ.get("HTAM_KERNELBENCH")
+    from htam_engine import settings
+
+    root = settings.value("kernelbench")
     if not root:
         return None
     base = Path(root).expanduser()
