@@ -47,7 +47,7 @@ from htam_engine.memory.types import HistoryEntry, Retrieval, Selection, State
 from htam_engine.problems.model import Problem
 from htam_engine.propose.base import Proposal, ProposalRequest, Usage
 from htam_engine.session import (
-    candidate_code, memory_at, new_session, record_step, save_session, step_speedup, step_status,
+    candidate_code, history_of, memory_at, new_session, record_step, save_session, step_speedup, step_status,
 )
 from htam_engine.session.store import best_speedup
 from htam_engine.session.model import (
@@ -378,13 +378,6 @@ class Engine:
             self._emit(ev.EngineError(len(self.session.steps), message=f"memory bank: {exc}", where="bank"))
 
     # ---- one step --------------------------------------------------------------------
-    def _history(self) -> list[HistoryEntry]:
-        return [
-            HistoryEntry(state=r.state, direction=r.selection.direction, reward=r.reward)
-            for r in self.session.steps
-            if r.selection.direction
-        ]
-
     def _last_outcome(self) -> Candidate | None:
         for r in reversed(self.session.steps):
             if r.outcome is not None:
@@ -436,7 +429,7 @@ class Engine:
         s, c = self.session, self.config
         state = self._state()
         self._emit(ev.StepStarted(step, state=state))
-        history = self._history()
+        history = history_of(s)
         forced, self._forced = self._forced, None
         selection = select_direction(self.htg, state, history, rng=step_rng(c.seed, step),
                                      config=self.select_config, forced=forced)

@@ -49,8 +49,3 @@ def session_events(session: Session) -> list[ev.Event]:
                                    best_speedup=rec.best_speedup, improved=improved, best_code=best_code,
                                    usage=usage))
     return out
-
-
-def replayable(events: list[ev.Event]) -> list[ev.Event]:
-    """The part of a live stream a replay reproduces (for comparing the two)."""
-    return [e for e in events if isinstance(e, REPLAYED)]

@@ -10,7 +10,6 @@ from __future__ import annotations
 import ast
 import contextlib
 import itertools
-import os
 import sys
 import types
 from dataclasses import dataclass

@@ -36,10 +36,6 @@ def new_session_id(problem_id: str) -> str:
     return f"{stem[:40] or 'session'}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
 
 
-def default_session_path(session: Session) -> Path:
-    return sessions_dir() / f"{session.id}{SESSION_SUFFIX}"
-
-
 def new_session(problem: Problem, config: SessionConfig, memory: HTG, path: str | os.PathLike | None = None) -> Session:
     """A session starting from this memory (its snapshot is stored); saved at path when given."""
     now = time.time()
@@ -85,8 +81,10 @@ def record_step(session: Session, rec: StepRecord, path: str | os.PathLike | Non
 
 
 def history_of(session: Session) -> list[HistoryEntry]:
-    """The selector's history: each step's state and direction, oldest first."""
-    return [HistoryEntry(state=r.state, direction=r.selection.direction, reward=r.reward) for r in session.steps]
+    """The selector's history: each step's state and direction, oldest first (a step that
+    failed before choosing a direction is not part of it)."""
+    return [HistoryEntry(state=r.state, direction=r.selection.direction, reward=r.reward)
+            for r in session.steps if r.selection.direction]
 
 
 def memory_at(session: Session, step: int) -> HTG:
@@ -98,12 +96,6 @@ def memory_at(session: Session, step: int) -> HTG:
         if rec.memory_delta:
             apply_delta(h, rec.memory_delta)
     return h
-
-
-def resume_session(path: str | os.PathLike) -> tuple[Session, HTG]:
-    """Load a session and the memory as after its last step, ready to append steps."""
-    s = load_session(path)
-    return s, memory_at(s, len(s.steps))
 
 
 def _free_path(p: Path) -> Path:

@@ -15,7 +15,7 @@ from textual import events
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Static, Tree
+from textual.widgets import DataTable, Input, Static, Tree
 from textual.widgets.tree import TreeNode
 
 from htam_tui.actions import MEMORY_ACTIONS, KeyBar, bindings

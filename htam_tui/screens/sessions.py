@@ -11,7 +11,7 @@ from typing import Any
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from htam_tui.actions import SESSIONS_ACTIONS, KeyBar, bindings
 from htam_tui.render import fmt_speedup

@@ -4,7 +4,6 @@ TRITON_INTERPRET=1, then a module with no kernel), or the offline proposer on th
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 from loopback_support import MODEL, NO_KERNEL, PROBLEM_PATH, TRITON_CODE, fast_eval, reply

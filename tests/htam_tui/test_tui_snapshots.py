@@ -4,7 +4,6 @@ memory, session files saved with a frozen clock)."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest

@@ -7,7 +7,6 @@ import time
 import pytest
 from engine_double import CODE_V1, _selection, compile_error, ok_result
 from pilot import SMALL, wait_for, wait_text
-from screen_text import screen_text
 from textual.widgets import TextArea
 
 from htam_engine.errors import InputError

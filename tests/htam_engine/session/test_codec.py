@@ -5,7 +5,7 @@ import json
 import pytest
 from session_builders import build_session
 
-from htam_engine.evaluate.result import EvalResult, Status
+from htam_engine.evaluate.result import EvalResult
 from htam_engine.session import codec
 from htam_engine.storage import pack, unpack
 from htam_engine.session.model import Session, StepRecord
