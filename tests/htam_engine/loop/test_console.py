@@ -27,17 +27,19 @@ def test_event_lines_say_what_happened():
     assert out.getvalue() == "step 2/5\n"
 
 
-async def test_terminal_prompt_vetoes_then_approves(problem, model_proposer, pool, tmp_path, monkeypatch):
-    answers = iter(["?", "v", "needs vector loads", "a"])
+async def test_terminal_prompt_vetoes_approves_and_approves_all(problem, model_proposer, pool, tmp_path, monkeypatch):
+    answers = iter(["?", "v", "needs vector loads", "a", "A"])
     monkeypatch.setattr(console, "_read", lambda prompt: next(answers))
-    engine = Engine(problem, SessionConfig(backend="triton", steps=2, policy="ask"), proposer=model_proposer,
+    engine = Engine(problem, SessionConfig(backend="triton", steps=4, policy="ask"), proposer=model_proposer,
                     pool=pool, session_path=tmp_path / "t.htam", eval_config=fast_eval(), interactive=True)
     err = io.StringIO()
     follower = asyncio.create_task(console.follow(engine, engine.events(), console.LineReporter(err),
                                                   console.TerminalPrompter(engine, out=err)))
     session = await engine.run()
     await follower
-    d1, d2 = (r.candidates[0].decision for r in session.steps)
+    d1, d2, d3, d4 = (r.candidates[0].decision for r in session.steps)
     assert (d1.action, d1.reason, d1.by) == ("veto", "needs vector loads", "person")
     assert d2.action == "approve" and d2.by == "person"
+    # approve all, as in the app: this one is the person's, the later ones the policy's
+    assert (d3.action, d3.by, d4.action, d4.by) == ("approve", "person", "approve", "auto")
     assert "step 1, sample 0: candidate" in err.getvalue()
