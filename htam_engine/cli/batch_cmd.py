@@ -13,7 +13,7 @@ import sys
 import time
 from typing import Any
 
-from htam_engine.cli.errors import UsageError
+from htam_engine.errors import UsageError
 from htam_engine.loop.engine import ABLATIONS
 from htam_engine.propose.config import add_model_arguments
 
@@ -27,7 +27,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--samples", type=int, default=1, help="candidates per step (default 1)")
     p.add_argument("--out", default="batch-out", help="output folder (default ./batch-out); rerun to resume")
     p.add_argument("--ablation", choices=list(ABLATIONS), help="run with one component removed")
-    p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default cpu)")
+    p.add_argument("--device", help="cpu, cuda or cuda:N (default: cuda on a machine with a GPU, else cpu)")
     p.add_argument("--backend", choices=["cpp", "cuda", "triton"], help="default: cuda on a GPU, cpp on the CPU")
     p.add_argument("--proposer", choices=["offline", "model"], help="default: model when an endpoint is configured")
     p.add_argument("--seed", type=int, default=0)
@@ -61,18 +61,20 @@ def parse_levels(text: str | None) -> list[int] | None:
 def spec_from_args(args: argparse.Namespace) -> Any:
     from htam_engine.cli.run_cmd import model_settings_from_args
     from htam_engine.loop.batch import BatchSpec
-    from htam_engine.loop.setup import check_backend, check_device, default_backend
+    from htam_engine.loop.setup import check_backend, check_device, default_backend, default_device, require_machine
     from htam_engine.problems import parse_overrides
 
     for name in ("steps", "samples", "jobs", "limit", "workers", "trials"):
         value = getattr(args, name)
         if value is not None and value < (0 if name == "steps" else 1):
             raise UsageError(f"--{name} must be {'>= 0' if name == 'steps' else '>= 1'}")
-    device = check_device(args.device)
+    device = check_device(args.device or default_device())
+    backend = check_backend(args.backend or default_backend(device))
+    require_machine(device, backend)
     return BatchSpec(
         suites=list(args.suite), out=args.out, steps=args.steps, samples=args.samples,
         levels=parse_levels(args.levels), ablation=args.ablation, device=device,
-        backend=check_backend(args.backend or default_backend(device)), proposer=args.proposer,
+        backend=backend, proposer=args.proposer,
         seed=args.seed, limit=args.limit, overrides=parse_overrides(args.overrides),
         workers=args.workers, jobs=args.jobs, trials=args.trials, timeout_s=args.timeout,
         compile_baseline=not args.no_compile_baseline, model_settings=model_settings_from_args(args),
@@ -160,7 +162,7 @@ class PlainProgress:
         return f"{left / 60:.1f} min" if left >= 60 else f"{left:.0f} s"
 
     def line(self, done: Any) -> str:
-        from htam_engine.loop.console import fmt_speedup
+        from htam_engine.loop.console import fmt_speedup, plural
 
         if done.error:
             what = f"failed: {done.error}"
@@ -168,7 +170,8 @@ class PlainProgress:
             what = "no result"
         else:
             r = done.row
-            what = f"{r['status']} {fmt_speedup(r['speedup_eager'])} in {r['steps']} steps"
+            what = f"{r['status']} {fmt_speedup(r['speedup_eager'])} in {plural(r['steps'], 'step')}"
+            what += f" ({r['note']})" if r.get("note") and not r["correct"] else ""
             what += " (already done)" if done.skipped else ""
         return f"[{done.index}/{done.total}] {done.problem}: {what}; ETA {self.eta(done.index)}"
 

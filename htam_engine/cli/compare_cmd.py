@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from htam_engine.cli.errors import UsageError
+from htam_engine.errors import UsageError
 
 
 def register(subparsers: Any) -> None:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from htam_engine.cli.errors import InputError
+from htam_engine.errors import InputError
 from htam_engine.verify.checkout import CHECKOUT_ENV
 from htam_engine.verify.settings import AGREEMENT, KernelBenchSettings
 

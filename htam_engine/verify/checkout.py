@@ -1,4 +1,5 @@
-"""Where KernelBench's source is: --kernelbench PATH, else HTAM_KERNELBENCH."""
+"""Where KernelBench's source is: --kernelbench PATH, else the `kernelbench` setting
+(HTAM_KERNELBENCH or `[paths] kernelbench` in a config file)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from htam_engine.cli.errors import UsageError
+from htam_engine import settings
+from htam_engine.errors import UsageError
 
-CHECKOUT_ENV = "HTAM_KERNELBENCH"
+CHECKOUT_ENV = settings.BY_KEY["kernelbench"].env
 # The module whose eval_kernel_against_ref `htam verify` calls, relative to the checkout.
 EVAL_MODULE = Path("src") / "kernelbench" / "eval.py"
 
@@ -26,7 +28,7 @@ class KernelBenchCheckout:
 def find_checkout(path: str | os.PathLike | None = None) -> KernelBenchCheckout:
     """The checkout named by `path`, else by HTAM_KERNELBENCH; UsageError (exit 2) saying how
     to name one when neither holds src/kernelbench/eval.py."""
-    named = path if path is not None else os.environ.get(CHECKOUT_ENV)
+    named = path if path is not None else settings.value("kernelbench")
     how = (f"pass --kernelbench PATH or set {CHECKOUT_ENV} to a clone of "
            "https://github.com/ScalingIntelligence/KernelBench")
     if not named:

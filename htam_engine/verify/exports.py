@@ -14,6 +14,7 @@ from htam_engine.problems.model import Problem
 from htam_engine.verify import report
 from htam_engine.verify.checkout import KernelBenchCheckout
 from htam_engine.verify.settings import KernelBenchSettings
+from htam_engine.storage import atomic_write_text
 from htam_engine.verify.side_by_side import Verification, verify_solution
 
 if TYPE_CHECKING:
@@ -75,8 +76,7 @@ def verify_batch(batch: Batch, problems: list[Problem], checkout: KernelBenchChe
         out.verifications.append(v)
         if on_done is not None:
             on_done(i, len(exported), v)
-    from htam_engine.loop.batch import write_atomic
 
-    write_atomic(batch.out / VERIFY_FILE, json.dumps(out.to_dict(), indent=2, default=str))
+    atomic_write_text(batch.out / VERIFY_FILE, json.dumps(out.to_dict(), indent=2, default=str))
     batch.verification = out
     return batch.write_results(problems)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import htam_engine
-from htam_engine.cli.errors import InputError, UsageError
+from htam_engine.errors import InputError, UsageError
 from htam_engine.families import Backend
 from htam_engine.verify.checkout import KernelBenchCheckout
 from htam_engine.verify.settings import KernelBenchSettings

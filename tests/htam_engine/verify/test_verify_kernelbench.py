@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from htam_engine.cli.errors import InputError
+from htam_engine.errors import InputError
 from htam_engine.families import Backend
 from htam_engine.verify.checkout import find_checkout
 from htam_engine.verify.kernelbench import UnreadableResult, run_kernelbench, verdict_from
@@ -126,7 +126,7 @@ def test_kernelbench_s_minus_one_means_not_timed():
 
 
 def test_the_checkout_is_named_by_flag_or_environment(monkeypatch, tmp_path):
-    from htam_engine.cli.errors import UsageError
+    from htam_engine.errors import UsageError
 
     monkeypatch.delenv("HTAM_KERNELBENCH", raising=False)
     with pytest.raises(UsageError, match="pass --kernelbench PATH or set HTAM_KERNELBENCH"):
