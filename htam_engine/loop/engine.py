@@ -51,11 +51,12 @@ ABLATIONS: dict[str, str] = {
     "no-prefix": "direction from the current state only (no history prefix)",
     "no-position": "history prefix without position weights",
     "no-update": "memory is never updated",
+    "random": "a direction drawn uniformly from those that apply in the state",
     "feedback-only": "no memory guidance: the prompt carries only the evaluation feedback",
     "best-of-n": "steps x samples independent samples in one step, no iteration",
 }
 # Ablations the selector/retriever implement themselves.
-_SELECT_ABLATIONS = ("flat", "no-prefix", "no-position")
+_SELECT_ABLATIONS = ("flat", "no-prefix", "no-position", "random")
 
 RETRIEVE_K = 3
 VETO_REASONS_IN_PROMPT = 5  # the most recent ones; older reasons live on in memory notes

@@ -18,6 +18,14 @@ from htam_engine.memory.types import Retrieval, Selection, State, StrategyView, 
 NOTES_PER_EDGE = 4  # prior notes plus the most recent learned/veto ones
 
 
+def applies(attrs: dict, state: State) -> bool:
+    """Whether a strategy is meant for this state: every list it gives (families, statuses,
+    backends) names the state's value; an empty list means any."""
+    fams, sts, bks = attrs["families"], attrs["states"], attrs["backends"]
+    return ((not fams or state.family.value in fams) and (not sts or state.status in sts)
+            and (not bks or state.backend.value in bks))
+
+
 def fit(attrs: dict, state: State) -> float:
     f = 0.0
     fams = attrs["families"]

@@ -26,7 +26,9 @@ temperature with the caller's seeded rng. Ablations:
   "no-position" w_k = 1 for every k
   "flat"        no hierarchy: every direction scores its best strategy ranked directly
                 (retrieve(..., ablation="flat") then ranks all strategies)
-  "random"      a uniformly random direction (scores still computed for the log)
+  "random"      a direction drawn uniformly from those that apply in the state (a direction
+                applies when one of its strategies does: retrieve.applies; when none does,
+                every direction is drawn from); scores are still computed for the log
   "no-update"   honoured by learn.update (memory never changes); selection as usual
 """
 
@@ -37,6 +39,7 @@ import random
 from dataclasses import dataclass
 
 from htam_engine.memory.graph import HTG, START, MemoryDataError, levels
+from htam_engine.memory.retrieve import applies
 from htam_engine.memory.state import similarity
 from htam_engine.memory.types import DirectionScore, HistoryEntry, Selection, State, TransitionTerm
 
@@ -92,6 +95,13 @@ def _experience_into(htg: HTG, g: str, family: str) -> int:
             if st is not None:
                 n += st[0]
     return n
+
+
+def applicable_directions(htg: HTG, state: State) -> list[str]:
+    """Directions with at least one strategy meant for this state (all of them when none has)."""
+    found = [g for g in htg.directions()
+             if any(applies(htg.strategy_attrs(sid), state) for sid in htg.strategy_ids(g))]
+    return found or htg.directions()
 
 
 def position_weights(config: SelectConfig, k_max: int) -> list[float]:
@@ -161,7 +171,7 @@ def select_direction(htg: HTG, state: State, history: list[HistoryEntry], *, rng
     if forced is not None:
         chosen, mode = forced, "forced"
     elif config.ablation == "random":
-        chosen, mode = rng.choice(htg.directions()), "random"
+        chosen, mode = rng.choice(applicable_directions(htg, state)), "random"
     elif config.temperature > 0:
         top = max(s.total for s in scores)
         ws = [math.exp((s.total - top) / config.temperature) for s in scores]

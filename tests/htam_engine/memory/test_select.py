@@ -3,14 +3,16 @@
 import math
 import random
 import time
+from collections import Counter
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.stats import chisquare
 from htg_builders import grow, random_history, random_state
 
 from htam_engine.memory import HTG, START, HistoryEntry, MemoryDataError, SelectConfig, edge_value, make_state, select_direction
-from htam_engine.memory.select import LEVEL_WEIGHTS
+from htam_engine.memory.select import LEVEL_WEIGHTS, applicable_directions
 from htam_engine.memory.state import similarity
 
 S = make_state("ok", "elementwise", "cuda", "memory", 1.3)
@@ -124,12 +126,29 @@ def test_flat_ablation_ranks_strategies_directly_without_transitions():
     assert select_direction(h, S, history, rng=random.Random(0)).direction == "reduction_strategy"
 
 
-def test_random_ablation_is_uniform_and_seeded():
+def test_random_ablation_draws_uniformly_from_the_directions_that_apply_and_is_seeded():
     h = HTG.seed()
+    start = make_state("start", "elementwise", "triton", "memory", None)
+    want = applicable_directions(h, start)
+    # nothing to repair before a first candidate, and no reductions in an elementwise chain
+    assert "correctness_repair" not in want and "reduction_strategy" not in want and len(want) >= 6
     cfg = SelectConfig(ablation="random")
-    picks = [select_direction(h, S, [], rng=random.Random(i), config=cfg).direction for i in range(60)]
-    assert len(set(picks)) >= 8
-    assert picks == [select_direction(h, S, [], rng=random.Random(i), config=cfg).direction for i in range(60)]
+    picks = [select_direction(h, start, [], rng=random.Random(i), config=cfg) for i in range(1200)]
+    counts = Counter(p.direction for p in picks)
+    assert set(counts) == set(want)
+    assert chisquare([counts[g] for g in want]).pvalue > 1e-3  # uniform over them
+    assert {(p.mode, p.ablation) for p in picks} == {("random", "random")}
+    again = [select_direction(h, start, [], rng=random.Random(i), config=cfg).direction for i in range(60)]
+    assert again == [p.direction for p in picks[:60]]
+    broken = make_state("compile_error", "elementwise", "triton", "memory", None)
+    assert "correctness_repair" in applicable_directions(h, broken)
+
+
+def test_a_state_no_strategy_is_meant_for_draws_from_every_direction():
+    h = HTG.seed()
+    for sid in h.strategy_ids():
+        h.strategy_attrs(sid)["backends"] = ["cuda"]
+    assert applicable_directions(h, make_state("start", "elementwise", "cpp", "memory", None)) == h.directions()
 
 
 def test_temperature_sampling_is_reproducible_with_a_seed_and_reports_probabilities():
