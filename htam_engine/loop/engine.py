@@ -39,10 +39,11 @@ from htam_engine.memory import (
     update,
 )
 from htam_engine.memory.learn import NOTABLE
+from htam_engine.memory.select import lineage
 from htam_engine.memory.types import HistoryEntry, Retrieval, Selection, State
 from htam_engine.problems.model import Problem
 from htam_engine.propose.base import Proposal, ProposalRequest, Usage
-from htam_engine.session import candidate_code, memory_at, new_session, record_step, save_session
+from htam_engine.session import candidate_code, history_of, memory_at, new_session, record_step, save_session
 from htam_engine.session.store import best_speedup
 from htam_engine.session.model import Candidate, Decision, Session, SessionConfig, StepRecord
 
@@ -68,9 +69,10 @@ def check_ablation(name: str | None) -> str | None:
     return name
 
 
-def step_rng(seed: int, step: int) -> random.Random:
-    """One RNG per (seed, step): a resumed session draws exactly what an uninterrupted one would."""
-    return random.Random(f"htam:{seed}:{step}")
+def step_rng(seed: int, step: int, problem_id: str) -> random.Random:
+    """One RNG per (seed, problem, step): a resumed session draws exactly what an uninterrupted one
+    would, and the problems of a batch do not all draw the same sequence."""
+    return random.Random(f"htam:{seed}:{problem_id}:{step}")
 
 
 def _speedup(result: EvalResult | None) -> float | None:
@@ -302,11 +304,7 @@ class Engine:
 
     # ---- one step --------------------------------------------------------------------
     def _history(self) -> list[HistoryEntry]:
-        return [
-            HistoryEntry(state=r.state, direction=r.selection.direction, reward=r.reward)
-            for r in self.session.steps
-            if r.selection.direction
-        ]
+        return history_of(self.session)
 
     def _last_outcome(self) -> Candidate | None:
         for r in reversed(self.session.steps):
@@ -361,7 +359,7 @@ class Engine:
         self._emit(ev.StepStarted(step, state=state))
         history = self._history()
         forced, self._forced = self._forced, None
-        selection = select_direction(self.htg, state, history, rng=step_rng(c.seed, step),
+        selection = select_direction(self.htg, state, history, rng=step_rng(c.seed, step, self.problem.id),
                                      config=self.select_config, forced=forced)
         self._emit(ev.DirectionSelected(step, selection=selection))
         retrieval = retrieve(self.htg, selection.direction, state, k=RETRIEVE_K,
@@ -470,8 +468,8 @@ class Engine:
         status, new_speedup, veto_reason = outcome_status(outcome)
         reward, delta, new_strategy = 0.0, {}, None
         if status is not None:  # skipped steps teach nothing
-            delta = update(
-                self.htg, history=history, state=state, direction=selection.direction,
+            delta = update(  # the move is recorded from the one that made the best it was tried on
+                self.htg, history=lineage(history), state=state, direction=selection.direction,
                 strategies=[st.id for st in retrieval.strategies], status=status,
                 prev_speedup=prev_best, new_speedup=new_speedup, family=self.problem.family,
                 backend=Backend(c.backend), veto_reason=veto_reason, session_id=s.id, step=step,

@@ -225,6 +225,14 @@ class HTG:
             raise MemoryDataError(f"unknown direction {direction!r}")
         return list(self._members[direction])
 
+    def member_attrs(self, direction: str) -> list[dict]:
+        """The attribute maps of a direction's strategies, in order (scoring all of a bank's
+        strategies goes through here: it skips strategy_attrs' per-id checks)."""
+        if direction not in self._members:
+            raise MemoryDataError(f"unknown direction {direction!r}")
+        nodes = self.g._node  # networkx's node-attribute dict; NodeView lookups cost more than the scoring
+        return [nodes[s] for s in self._members[direction]]
+
     def strategy_attrs(self, id: str) -> dict:
         if not self.has_strategy(id):
             raise MemoryDataError(f"unknown strategy {id!r}")
