@@ -20,9 +20,10 @@ For every global direction g:
       V = (Σ_l c_l · reward_sum_l + τ · prior_edge) / (Σ_l c_l · count_l + τ),  c = LEVEL_WEIGHTS
   so an edge with no experience is worth its prior, and experience in the exact state counts most.
 * prior(g | s) = base + status[s] + family[s] + bottleneck[s] from the direction's seed prior.
-* record*(g | s) = the best retrieve.record among g's strategies meant for the state (what their
-  tries earned, most in this family and backend; 0 untried; strategy_records): the fine level
-  informs the coarse pick.
+* record*(g | s) = the best of retrieve.record · n / (n + κ) among g's strategies meant for the
+  state (what their n tries earned, most in this family and backend; 0 untried; strategy_records):
+  the fine level informs the coarse pick once its evidence is consistent (κ keeps one lucky try
+  in this session from pulling the next pick back to the same direction).
 * ucb(g) = sqrt(ln(1 + N) / (1 + n_g)), n_g = experience into g for this family in the bank plus
   the uses of g in the history, N = Σ n_g (a bonus for directions tried less).
 * r_g = the tries of g on the current best since it last improved: the state and the lineage are
@@ -74,6 +75,7 @@ class SelectConfig:
     retry_penalty: float = 1.0  # λ_r: per try of a direction on the current best that did not improve it
     prior_strength: float = 2.0  # τ: pseudo-count of the edge prior
     strategy_weight: float = 0.5  # λ_s: weight of the best record among g's strategies meant for the state
+    strategy_confidence: float = 4.0  # κ: a strategy's record counts n / (n + κ) after its n tries
     ablation: str | None = None
 
     def __post_init__(self) -> None:
@@ -104,17 +106,19 @@ def state_prior(htg: HTG, g: str, state: State) -> float:
             + float((p.get("bottleneck") or {}).get(state.bottleneck.value, 0.0)))
 
 
-def strategy_records(htg: HTG, state: State) -> dict[str, float | None]:
+def strategy_records(htg: HTG, state: State, kappa: float = 0.0) -> dict[str, float | None]:
     """Per direction, the best record (retrieve.record: what the tries earned, most in this family
-    and backend; 0 for an untried strategy) among its strategies meant for the state; None when
-    none of its strategies is meant for the state. One pass over the strategies."""
+    and backend; 0 for an untried strategy), weighed n / (n + kappa) after n tries, among its
+    strategies meant for the state; None when none of its strategies is meant for the state.
+    One pass over the strategies."""
     m = Match.of(state)
     out: dict[str, float | None] = {}
     for g in htg.directions():
         best = None
         for a in htg.member_attrs(g):
             if applies(a, m):
-                r = record(a, m) if a["tries"] else 0.0  # what record() gives an untried strategy
+                n = a["tries"]
+                r = record(a, m) * n / (n + kappa) if n else 0.0  # what record() gives an untried strategy
                 if best is None or r > best:
                     best = r
         out[g] = best
@@ -169,7 +173,7 @@ def score_directions(htg: HTG, state: State, history: list[HistoryEntry], config
                      records: dict[str, float | None] | None = None) -> list[DirectionScore]:
     """Every direction's score with its per-term breakdown, best first."""
     directions = htg.directions()
-    records = strategy_records(htg, state) if records is None else records
+    records = strategy_records(htg, state, config.strategy_confidence) if records is None else records
     tried = retries(history)
     if config.ablation == "flat":
         return _flat_scores(htg, state, directions, tried, config.retry_penalty)
@@ -221,7 +225,7 @@ def select_direction(htg: HTG, state: State, history: list[HistoryEntry], *, rng
     config = config or SelectConfig()
     if forced is not None and forced not in htg.directions():
         raise MemoryDataError(f"unknown direction {forced!r}")
-    records = strategy_records(htg, state)
+    records = strategy_records(htg, state, config.strategy_confidence)
     scores = score_directions(htg, state, history, config, records)
     if not scores:
         raise MemoryDataError("the memory has no directions")

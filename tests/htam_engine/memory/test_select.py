@@ -245,7 +245,12 @@ def test_what_a_directions_strategies_earned_in_the_family_lifts_its_score():
     a.update(tries=20, successes=20, gain_sum=20.0)  # 20 steps of 2.7x each, in this family
     a["ctx"]["elementwise|cuda"] = [20, 20, 20.0]
     after = select_direction(h, S, [], rng=random.Random(0))
-    assert score(after, "instruction_throughput").prior == pytest.approx(before + 0.5 * record(a, S))
+    assert score(after, "instruction_throughput").prior == pytest.approx(before + 0.5 * record(a, S) * 20 / 24)
     assert after.direction == "instruction_throughput"
     other_family = make_state("ok", "reduction", "cuda", "memory", 1.3)  # the strategy is not meant for it
     assert strategy_records(h, other_family)["instruction_throughput"] < record(a, S)
+    once = HTG.seed()  # one lucky try counts for less than a record of many
+    b = once.strategy_attrs(sid)
+    b.update(tries=1, successes=1, gain_sum=1.0)
+    b["ctx"]["elementwise|cuda"] = [1, 1, 1.0]
+    assert strategy_records(once, S, 4.0)["instruction_throughput"] == pytest.approx(record(b, S) / 5)
