@@ -66,10 +66,10 @@ class ToyEvaluator:
     """Evaluator test double (a worker pool's evaluate()): the toy speedup of the candidate's path."""
 
     def __init__(self) -> None:
-        self.evaluated: list[str] = []
+        self.evaluated: list[tuple[str, str]] = []  # (problem id, candidate), in the order asked
 
     async def evaluate(self, problem, code, config=None, on_progress=None) -> EvalResult:
-        self.evaluated.append(code)
+        self.evaluated.append((problem.id, code))
         s = speedup_of(path_of(code))
         return EvalResult(status=Status.OK, correct=True, runtime_ms=1.0 / s, ref_runtime_ms=1.0, speedup_eager=s,
                           device="cuda", backend="triton")

@@ -59,3 +59,32 @@ def test_an_unknown_arm_is_bad_usage(env, capsys):
     assert main(["run", str(PROBLEM), "--ablation", "sideways"]) == 2
     err = capsys.readouterr().err
     assert "sideways" in err and "Traceback" not in err
+
+
+def test_compare_prints_an_experiments_ablation_table(tmp_path, capsys):
+    import asyncio
+
+    from htam_engine.cli import main
+    from htam_engine.evaluate.config import EvalConfig
+    from htam_engine.experiment import Arm, EvalTable, Experiment, ExperimentSpec, TablePool
+    from tests.support.toy_search import ToyEvaluator, ToyProposer, toy_problem
+
+    problems = {p.id: p for p in map(toy_problem, ("t0", "t1", "t2", "b0"))}
+    spec = ExperimentSpec(test=["toy:t0", "toy:t1", "toy:t2"], bank=["toy:b0"], arms=[Arm.FULL, Arm.RANDOM],
+                          seeds=[0])
+    out = tmp_path / "exp"
+    asyncio.run(Experiment(spec, out, pool=TablePool(EvalTable(None, {}), ToyEvaluator()), proposer=ToyProposer(),
+                           eval_config=EvalConfig(device="cuda"), evaluator="the toy evaluator").run(problems))
+    assert main(["compare", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "cold: every run starts from the seed memory" in text and "memory transfer" in text
+    assert "steps to 95 %" in text and "random" in text and "Mode: measured by the toy evaluator" in text
+    assert main(["compare", str(out / "experiment.json"), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)[0]
+    assert [r["arm"] for r in doc["summary"]["rows"]] == ["full", "random", "full", "random"]
+    assert doc["spec"]["test"] == spec.test and doc["tables"][0]["columns"][0] == "arm"
+    batch = tmp_path / "batch"
+    batch.mkdir()
+    (batch / "results.json").write_text(json.dumps({"settings": {}, "metrics": {}, "rows": []}))
+    assert main(["compare", str(out), str(batch)]) == 2
+    assert "not both" in capsys.readouterr().err
