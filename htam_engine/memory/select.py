@@ -115,7 +115,7 @@ def strategy_records(htg: HTG, state: State, kappa: float = 0.0) -> dict[str, fl
     out: dict[str, float | None] = {}
     for g in htg.directions():
         best = None
-        for a in htg.member_attrs(g):
+        for a in htg.members_for_family(g, m.family):
             if applies(a, m):
                 n = a["tries"]
                 r = record(a, m) * n / (n + kappa) if n else 0.0  # what record() gives an untried strategy
