@@ -22,7 +22,8 @@ Other modes (the report says which produced it):
     --device cpu --small --test-limit 2 --bank-limit 2 --seeds 1 --steps 2
                      a real end-to-end run on this CPU at small sizes (Triton interpreter).
 
-Any mode: --out DIR, --arms full,random,..., --starts cold,warm, --workers N, --trials N.
+Any mode: --out DIR, --arms full,random,..., --starts cold,warm, --workers N, --trials N,
+--select JSON (selection settings other than the defaults, e.g. to replay a formula variant).
 Rerunning into the same --out with the same settings resumes (finished runs are kept).
 """
 
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import sys
 import time
@@ -95,6 +97,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--test-limit", type=int, help="only the first N test problems")
     p.add_argument("--bank-limit", type=int, help="only the first N bank problems")
     p.add_argument("--warm-bank", help="use this bank file as the warm memory instead of learning one")
+    p.add_argument("--select", type=json.loads, default={}, metavar="JSON",
+                   help='selection settings other than the defaults, e.g. \'{"retry_penalty": 0}\' (a replay of a '
+                        "measured table can try formula variants)")
+    p.add_argument("--proposer-processes", type=int,
+                   help="processes writing proposals (default: a quarter of the cores on a GPU box, else 0: "
+                        "in the event loop's process)")
     return p.parse_args(argv)
 
 
@@ -155,6 +163,7 @@ def make_pool(args: argparse.Namespace, out: Path, eval_config: Any) -> tuple[An
 def main(argv: list[str] | None = None) -> int:
     from htam_engine.evaluate.config import EvalConfig
     from htam_engine.experiment import Arm, Experiment, ExperimentSpec, Start
+    from htam_engine.experiment.parallel import ProcessProposer
     from htam_engine.experiment.report import render_markdown
     from htam_engine.propose.offline import OfflineProposer
 
@@ -167,7 +176,8 @@ def main(argv: list[str] | None = None) -> int:
     spec = ExperimentSpec(test=test, bank=bank if Start.WARM in starts else [],
                           arms=[Arm(a) for a in args.arms.split(",")] if args.arms else list(Arm),
                           seeds=list(range(args.seeds)), starts=starts, steps=args.steps,
-                          backend=args.backend, device=replay_device(args.replay) if args.replay else args.device)
+                          backend=args.backend, device=replay_device(args.replay) if args.replay else args.device,
+                          select=args.select)
     print(f"test problems ({len(test)}): {', '.join(test)}", flush=True)
     print(f"bank problems ({len(spec.bank)}, disjoint): {', '.join(spec.bank)}", flush=True)
     t0 = time.monotonic()
@@ -191,10 +201,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[{p.elapsed_s:6.0f} s] {p.done}/{p.total} runs ({p.phase}); evaluated {c.evaluated} distinct, "
               f"{c.hits} from the table, {c.joined} joined in flight, {c.missing} missing", flush=True)
 
-    exp = Experiment(spec, out, pool=pool, proposer=OfflineProposer(), eval_config=eval_config,
+    procs = args.proposer_processes
+    if procs is None:
+        procs = (os.cpu_count() or 1) // 4 if spec.device.startswith("cuda") and not (args.replay or args.synthetic) else 0
+    proposer = ProcessProposer(OfflineProposer, procs) if procs > 0 else OfflineProposer()
+    print(f"proposals written {f'by {procs} processes' if procs > 0 else 'in this process'}", flush=True)
+    exp = Experiment(spec, out, pool=pool, proposer=proposer, eval_config=eval_config,
                      concurrency=args.concurrency or 8 * workers, warm_bank=args.warm_bank, evaluator=evaluator,
                      on_progress=progress)
-    outcome = asyncio.run(exp.run(problems, deadline_s=args.deadline))
+    try:
+        outcome = asyncio.run(exp.run(problems, deadline_s=args.deadline))
+    finally:
+        if isinstance(proposer, ProcessProposer):
+            proposer.close()
     report = render_markdown(outcome)
     (out / "report.md").write_text(report, encoding="utf-8")
     print(report, flush=True)
