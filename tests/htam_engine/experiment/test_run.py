@@ -107,14 +107,21 @@ def test_replaying_the_table_gives_the_same_searches_without_evaluating(measured
 
 
 def test_a_deadline_stops_the_experiment_and_the_report_says_what_finished(tmp_path):
-    class Slow(ToyEvaluator):
+    stuck = {p.id for p in TEST[3:]}
+
+    class Hangs(ToyEvaluator):
+        """Never answers for half the test problems (a hung GPU, say)."""
+
         async def evaluate(self, problem, code, config=None, on_progress=None):
-            await asyncio.sleep(0.02)
+            if problem.id in stuck:
+                await asyncio.Event().wait()
             return await super().evaluate(problem, code, config, on_progress)
 
-    outcome = asyncio.run(experiment(tmp_path, inner=Slow(), concurrency=4).run(PROBLEMS, deadline_s=0.5))
-    assert outcome.meta["deadline_hit"] and 0 < len(outcome.records) < outcome.meta["planned_runs"]
-    assert all(len(r.steps) == 6 for r in outcome.records)  # what is recorded is whole runs
+    outcome = asyncio.run(experiment(tmp_path, inner=Hangs(), concurrency=100).run(PROBLEMS, deadline_s=3.0))
+    assert outcome.meta["deadline_hit"]
+    assert {r.key.problem for r in outcome.records} == {p.id for p in TEST[:3]}
+    assert len(outcome.records) == 3 * 3 * 2 * 2  # problems x arms x seeds x starts, all whole runs
+    assert all(len(r.steps) == 6 for r in outcome.records)
     assert "deadline stopped the rest" in table_text(outcome)
     lines = (tmp_path / RUNS).read_text().splitlines()
     assert len(lines) == len(outcome.records) and all(json.loads(x)["key"] for x in lines)
