@@ -110,7 +110,8 @@ def facts(outcome: Outcome, summary: Summary) -> list[str]:
         f"{spec.steps} steps; backend {spec.backend} on {spec.device}.",
         f"Runs: {summary.runs} of {meta.get('planned_runs', '?')} finished"
         + (f" (the {meta.get('deadline_s')} s deadline stopped the rest)" if meta.get("deadline_hit") else "")
-        + (f"; {summary.errors} broke and are left out" if summary.errors else "") + f"; wall {meta.get('wall_s', '?')} s.",
+        + (f"; {summary.errors} broke and are left out" if summary.errors else "")
+        + f"; wall {meta.get('wall_s', '?')} s.",
         f"Distinct candidates evaluated by the runs (bank runs included): {summary.distinct_candidates}; "
         f"evaluations asked for {c.get('requests', '?')}, answered from the table {c.get('hits', '?')}, "
         f"joined in flight {c.get('joined', '?')}, evaluated {c.get('evaluated', '?')}.",

@@ -136,8 +136,10 @@ def cluster_interval(groups: list[np.ndarray], statistic: Statistic, seed: int =
             return float(statistic(np.concatenate([groups[int(i)] for i in idx]), axis=-1))
 
         vectorized = False
+    # random_state, not rng: the GPU boxes' scipy may predate rng (1.15)
     res = sps.bootstrap((np.arange(len(groups)),), on_groups, vectorized=vectorized, n_resamples=RESAMPLES,
-                        confidence_level=CONFIDENCE, method="percentile", rng=np.random.default_rng(seed))
+                        confidence_level=CONFIDENCE, method="percentile",
+                        random_state=np.random.default_rng(seed))
     return Interval(value, float(res.confidence_interval.low), float(res.confidence_interval.high))
 
 

@@ -64,7 +64,8 @@ BANK = [
         "24_LogSoftmax", "37_FrobeniusNorm_", "39_L2Norm_",
         "48_Mean_reduction_over_a_dimension", "53_Min_reduction_over_a_dimension", "100_HingeLoss")),
     *(f"kernelbench:level2/{n}" for n in (
-        "2_ConvTranspose2d_BiasAdd_Clamp_Scaling_Clamp_Divide", "4_Conv2d_Mish_Mish", "6_Conv3d_Softmax_MaxPool_MaxPool",
+        "2_ConvTranspose2d_BiasAdd_Clamp_Scaling_Clamp_Divide", "4_Conv2d_Mish_Mish",
+        "6_Conv3d_Softmax_MaxPool_MaxPool",
         "8_Conv3d_Divide_Max_GlobalAvgPool_BiasAdd_Sum", "10_ConvTranspose2d_MaxPool_Hardtanh_Mean_Tanh",
         "12_Gemm_Multiply_LeakyReLU", "14_Gemm_Divide_Sum_Scaling", "16_ConvTranspose2d_Mish_Add_Hardtanh_Scaling",
         "19_ConvTranspose2d_GELU_GroupNorm", "21_Conv2d_Add_Scale_Sigmoid_GroupNorm", "23_Conv3d_GroupNorm_Mean",
@@ -203,7 +204,8 @@ def main(argv: list[str] | None = None) -> int:
 
     procs = args.proposer_processes
     if procs is None:
-        procs = (os.cpu_count() or 1) // 4 if spec.device.startswith("cuda") and not (args.replay or args.synthetic) else 0
+        measured_on_gpu = spec.device.startswith("cuda") and not (args.replay or args.synthetic)
+        procs = (os.cpu_count() or 1) // 4 if measured_on_gpu else 0
     proposer = ProcessProposer(OfflineProposer, procs) if procs > 0 else OfflineProposer()
     print(f"proposals written {f'by {procs} processes' if procs > 0 else 'in this process'}", flush=True)
     exp = Experiment(spec, out, pool=pool, proposer=proposer, eval_config=eval_config,
