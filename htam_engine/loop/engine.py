@@ -43,6 +43,7 @@ from htam_engine.memory import (
     update,
 )
 from htam_engine.memory.learn import NOTABLE
+from htam_engine.memory.select import lineage
 from htam_engine.memory.types import HistoryEntry, Retrieval, Selection, State
 from htam_engine.problems.model import Problem
 from htam_engine.propose.base import Proposal, ProposalRequest, Usage
@@ -59,11 +60,12 @@ ABLATIONS: dict[str, str] = {
     "no-prefix": "direction from the current state only (no history prefix)",
     "no-position": "history prefix without position weights",
     "no-update": "memory is never updated",
+    "random": "a direction drawn uniformly from those that apply in the state",
     "feedback-only": "no memory guidance: the prompt carries only the evaluation feedback",
     "best-of-n": "steps x samples independent samples in one step, no iteration",
 }
 # Ablations the selector/retriever implement themselves.
-_SELECT_ABLATIONS = ("flat", "no-prefix", "no-position")
+_SELECT_ABLATIONS = ("flat", "no-prefix", "no-position", "random")
 
 RETRIEVE_K = 3
 VETO_REASONS_IN_PROMPT = 5  # the most recent ones; older reasons live on in memory notes
@@ -76,9 +78,10 @@ def check_ablation(name: str | None) -> str | None:
     return name
 
 
-def step_rng(seed: int, step: int) -> random.Random:
-    """One RNG per (seed, step): a resumed session draws exactly what an uninterrupted one would."""
-    return random.Random(f"htam:{seed}:{step}")
+def step_rng(seed: int, step: int, problem_id: str) -> random.Random:
+    """One RNG per (seed, problem, step): a resumed session draws exactly what an uninterrupted one
+    would, and the problems of a batch do not all draw the same sequence."""
+    return random.Random(f"htam:{seed}:{problem_id}:{step}")
 
 
 def _speedup(result: EvalResult | None) -> float | None:
@@ -431,7 +434,7 @@ class Engine:
         self._emit(ev.StepStarted(step, state=state))
         history = history_of(s)
         forced, self._forced = self._forced, None
-        selection = select_direction(self.htg, state, history, rng=step_rng(c.seed, step),
+        selection = select_direction(self.htg, state, history, rng=step_rng(c.seed, step, self.problem.id),
                                      config=self.select_config, forced=forced)
         self._emit(ev.DirectionSelected(step, selection=selection))
         retrieval = retrieve(self.htg, selection.direction, state, k=RETRIEVE_K,
@@ -550,8 +553,8 @@ class Engine:
             status = None
         reward, delta, new_strategy = 0.0, {}, None
         if status is not None:  # skipped steps teach nothing
-            delta = update(
-                self.htg, history=history, state=state, direction=selection.direction,
+            delta = update(  # the move is recorded from the one that made the best it was tried on
+                self.htg, history=lineage(history), state=state, direction=selection.direction,
                 strategies=[st.id for st in retrieval.strategies], status=status,
                 prev_speedup=prev_best, new_speedup=new_speedup, family=self.problem.family,
                 backend=Backend(c.backend), veto_reason=veto_reason, session_id=s.id, step=step,

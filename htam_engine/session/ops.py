@@ -81,10 +81,16 @@ def record_step(session: Session, rec: StepRecord, path: str | os.PathLike | Non
 
 
 def history_of(session: Session) -> list[HistoryEntry]:
-    """The selector's history: each step's state and direction, oldest first (a step that
-    failed before choosing a direction is not part of it)."""
-    return [HistoryEntry(state=r.state, direction=r.selection.direction, reward=r.reward)
-            for r in session.steps if r.selection.direction]
+    """The selector's history: each step that chose a direction, its state and whether it
+    improved the session's best, oldest first."""
+    out, best = [], None
+    for r in session.steps:
+        improved = r.best_speedup is not None and (best is None or r.best_speedup > best)
+        best = r.best_speedup if improved else best
+        if r.selection.direction:
+            out.append(HistoryEntry(state=r.state, direction=r.selection.direction, reward=r.reward,
+                                    improved=improved))
+    return out
 
 
 def memory_at(session: Session, step: int) -> HTG:
