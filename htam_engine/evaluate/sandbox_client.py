@@ -1,0 +1,364 @@
+"""The judge's side of its helper processes: the zygote, and the sandboxes it forks.
+
+Every wait on a sandbox has a deadline, watches the sandbox tree's memory, and turns whatever
+goes wrong into one of four exceptions (the sandbox is dead after any of them): it did not
+answer in time, it died, it used too much memory, or it said something the protocol does not
+allow. A candidate sandbox's time is charged to the candidate's budget; stages the sandbox
+announces as harness work (building the shared precompiled header) are not, up to their cap.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from htam_engine.evaluate import wire
+from htam_engine.evaluate.process import describe_exit, kill_tree, tree_rss_mb
+from htam_engine.evaluate.protocol import ProtocolError, ReplyReader, send_request
+from htam_engine.evaluate.shared import Exported
+from htam_engine.evaluate.stages import Stage, parse_stage
+
+POLL_S = 0.2
+ZYGOTE_START_S = 300.0
+FORK_S = 60.0
+# A sandbox that sent the start of a message finishes it promptly, or it is garbling the channel.
+_GRACE_S = 5.0
+
+
+class SandboxError(Exception):
+    """Base: the sandbox is dead (killed) after any of these."""
+
+
+class SandboxTimeout(SandboxError):
+    def __init__(self, stage: Stage, seconds: float):
+        super().__init__(f"timed out after {seconds:g} s during {stage.value}")
+        self.stage = stage
+
+
+class SandboxDied(SandboxError):
+    def __init__(self, stage: Stage, detail: str):
+        super().__init__(f"the sandbox died during {stage.value}: {detail}")
+        self.stage = stage
+
+
+class SandboxMemory(SandboxError):
+    def __init__(self, stage: Stage, used_mb: float, limit_mb: float):
+        super().__init__(f"memory limit exceeded during {stage.value}: {used_mb:.0f} MB > {limit_mb:.0f} MB")
+        self.stage = stage
+
+
+class SandboxProtocol(SandboxError):
+    """The sandbox wrote something that is not an expected message (candidate code in the channel)."""
+
+    def __init__(self, stage: Stage, detail: str):
+        super().__init__(f"the sandbox sent a malformed message during {stage.value}: {detail}")
+        self.stage = stage
+
+
+class HarnessStartError(Exception):
+    """The zygote or a sandbox could not be brought up: a harness fault."""
+
+
+@dataclass
+class Budget:
+    """The candidate's timeout: seconds left, charged only while the candidate's sandbox works."""
+
+    seconds: float
+    spent: float = 0.0
+    paused: dict[Stage, float] = field(default_factory=dict)
+
+    @property
+    def left(self) -> float:
+        return self.seconds - self.spent
+
+    def charge(self, stage: Stage, seconds: float) -> None:
+        cap = stage.pause_cap_s
+        if cap is not None and self.paused.get(stage, 0.0) < cap:
+            self.paused[stage] = self.paused.get(stage, 0.0) + seconds
+            return
+        self.spent += seconds
+
+
+def zygote_command() -> list[str]:
+    """The zygote's command line, behind `HTAM_WORKER_WRAPPER` when a site sets one.
+
+    The wrapper is a command prefix (split like a shell would) that must run the rest of
+    its arguments with the environment and open descriptors it was given: `env`,
+    `bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --unshare-net --`, `nice -n 5`...
+    Every sandbox is forked by the zygote, so it runs inside the wrapper too.
+    """
+    try:
+        wrapper = shlex.split(os.environ.get("HTAM_WORKER_WRAPPER", ""))
+    except ValueError as exc:
+        raise HarnessStartError(f"HTAM_WORKER_WRAPPER is not a valid command line ({exc})") from None
+    return [*wrapper, sys.executable, "-m", "htam_engine.evaluate.zygote"]
+
+
+def _recv_message(sock: socket.socket, timeout_s: float, want_fd: bool) -> tuple[dict[str, Any], int | None]:
+    """One framed msgpack message from the zygote, with the descriptor that came with its first byte."""
+    sock.settimeout(timeout_s)
+    try:
+        data, fds, _flags, _addr = socket.recv_fds(sock, 65536, 1) if want_fd else (sock.recv(65536), [], 0, None)
+    except (TimeoutError, socket.timeout):
+        raise ProtocolError("no answer") from None
+    finally:
+        sock.settimeout(None)
+    if not data:
+        raise ProtocolError("closed", closed=True)
+    reader = ReplyReader(sock.fileno(), max_bytes=4096)
+    reader.feed(data)
+    msg = reader.poll(timeout_s)
+    if msg is None:
+        raise ProtocolError("a truncated message")
+    return msg, (fds[0] if fds else None)
+
+
+class ZygoteProcess:
+    """The clean process sandboxes are forked from (see zygote.py)."""
+
+    def __init__(self, env: dict[str, str]):
+        self.env = dict(env)
+        self.proc: subprocess.Popen | None = None
+        self.sock: socket.socket | None = None
+        self._lock = threading.Lock()  # one exchange at a time (a spare may be forked from a thread)
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def start(self) -> None:
+        command = zygote_command()
+        mine, theirs = socket.socketpair()
+        env = {k: v for k, v in self.env.items() if k != "HTAM_WORKER_FDS"}
+        env["HTAM_ZYGOTE_FD"] = str(theirs.fileno())
+        try:
+            self.proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, pass_fds=(theirs.fileno(),), env=env,
+                                         close_fds=True)
+        except OSError as exc:  # the wrapper (or the interpreter) cannot be run
+            mine.close()
+            raise HarnessStartError(f"the sandbox zygote failed to start ({exc})") from None
+        finally:
+            theirs.close()
+        self.sock = mine
+        try:
+            msg, _ = _recv_message(mine, ZYGOTE_START_S, want_fd=False)
+        except (ProtocolError, OSError) as exc:
+            code = self.proc.poll()
+            self.kill()
+            why = describe_exit(code) if code is not None else str(exc)
+            raise HarnessStartError(f"the sandbox zygote failed to start ({why})") from None
+        if msg.get("t") != "ready":
+            self.kill()
+            raise HarnessStartError("the sandbox zygote failed to start (unexpected first message)")
+
+    def fork(self, role: str, device: str) -> "SandboxProcess":
+        with self._lock:
+            return self._fork(role, device)
+
+    def _fork(self, role: str, device: str) -> "SandboxProcess":
+        if not self.alive() or self.sock is None:
+            self.kill()
+            self.start()
+        assert self.sock is not None
+        try:
+            send_request(self.sock.fileno(), {"op": "fork", "role": role, "device": device})
+            msg, fd = _recv_message(self.sock, FORK_S, want_fd=True)
+        except (ProtocolError, OSError) as exc:
+            self.kill()
+            raise HarnessStartError(f"the zygote did not fork a sandbox ({exc})") from None
+        pid = msg.get("pid")
+        if msg.get("t") != "forked" or not isinstance(pid, int) or fd is None:
+            self.kill()
+            raise HarnessStartError("the zygote did not fork a sandbox (unexpected answer)")
+        return SandboxProcess(pid, socket.socket(fileno=fd), role, self.exit_status)
+
+    def exit_status(self, pid: int) -> int | None:
+        """A sandbox's exit status once the zygote reaped it (None while it runs, or unknown)."""
+        with self._lock:
+            if self.sock is None or not self.alive():
+                return None
+            try:
+                send_request(self.sock.fileno(), {"op": "status", "pid": pid})
+                msg, _ = _recv_message(self.sock, FORK_S, want_fd=False)
+            except (ProtocolError, OSError):
+                return None
+        code = msg.get("code")
+        return code if isinstance(code, int) else None
+
+    def kill(self) -> None:
+        if self.proc is not None:
+            kill_tree(self.proc.pid)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=10)
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+
+    def close(self) -> None:
+        """Closing its socket ends the zygote's loop (it kills its sandboxes on the way out)."""
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+        if self.proc is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=5)
+        self.kill()
+
+
+class SandboxProcess:
+    """One sandbox: requests in (pickled), checked msgpack replies out."""
+
+    def __init__(self, pid: int, sock: socket.socket, role: str, exit_status: Callable[[int], int | None]):
+        self.pid = pid
+        self._exit_status = exit_status
+        self.sock = sock
+        self.role = role
+        self.reader = ReplyReader(sock.fileno(), max_bytes=wire.MAX_SANDBOX_BYTES)
+        self.seq = 0
+        self.ready = False
+        self.dead = False
+
+    def alive(self) -> bool:
+        if self.dead:
+            return False
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return not _zombie(self.pid)
+
+    def next_seq(self) -> int:
+        self.seq += 1
+        return self.seq
+
+    def thread_count(self) -> int | None:
+        """OS threads of the sandbox (its /proc task list stays readable while it is non-dumpable)."""
+        try:
+            return len(os.listdir(f"/proc/{self.pid}/task"))
+        except OSError:
+            return None
+
+    def wait_ready(self, deadline_s: float) -> None:
+        msg = self._wait(deadline_s, Stage.START, None, 0.0, None)
+        reply = self._decode(msg, None, Stage.START)
+        if not isinstance(reply, wire.Ready):
+            self.kill()
+            raise SandboxProtocol(Stage.START, f"a {type(reply).__name__} before it said it was ready")
+        self.ready = True
+
+    def request(self, msg: Any, *, stage: Stage, deadline_s: float, budget: Budget | None, memory_mb: float,
+                on_stage: Callable[[Stage], None] | None = None, fds: list[int] | None = None) -> Any:
+        """Send one request and wait for its reply (a wire dataclass with the request's seq)."""
+        if not self.ready:
+            self.wait_ready(deadline_s)
+        try:
+            send_request(self.sock.fileno(), msg)
+            if fds:
+                socket.send_fds(self.sock, [b"F"], fds)
+        except OSError as exc:
+            self.kill()
+            raise SandboxDied(stage, f"its channel failed ({exc.strerror or exc})") from None
+        current = stage
+        while True:
+            raw = self._wait(deadline_s, current, budget, memory_mb, stage)
+            reply = self._decode(raw, msg.seq, current)
+            if isinstance(reply, wire.StageNote):
+                named = parse_stage(reply.stage)
+                if named not in (Stage.PCH, Stage.COMPILE) or stage is not Stage.COMPILE:
+                    self.kill()
+                    raise SandboxProtocol(current, f"an unexpected stage {reply.stage[:20]!r}")
+                current = named
+                if on_stage is not None:
+                    on_stage(named)
+                continue
+            if isinstance(reply, wire.Ready):
+                self.kill()
+                raise SandboxProtocol(current, "a second 'ready'")
+            return reply
+
+    def _decode(self, raw: dict[str, Any], seq: int | None, stage: Stage) -> Any:
+        try:
+            return wire.decode_reply(raw, seq)
+        except wire.WireError as exc:
+            self.kill()
+            raise SandboxProtocol(stage, str(exc)) from None
+
+    def _wait(self, deadline_s: float, stage: Stage, budget: Budget | None, memory_mb: float,
+              request_stage: Stage | None) -> dict[str, Any]:
+        """The next message, charging the time waited to `budget` (under the stage the sandbox is in)."""
+        started = last = time.monotonic()
+        while True:
+            try:
+                msg = self.reader.poll(POLL_S)
+            except ProtocolError as exc:
+                if not exc.closed:
+                    self.kill()
+                    raise SandboxProtocol(stage, str(exc)) from None
+                code = self._reap()
+                self.kill()
+                raise SandboxDied(stage, describe_exit(code) if code is not None else str(exc)) from None
+            except (OSError, ValueError) as exc:
+                code = self._reap()
+                self.kill()
+                raise SandboxDied(stage, describe_exit(code) if code is not None else str(exc)) from None
+            now = time.monotonic()
+            if budget is not None:
+                budget.charge(stage, now - last)
+            last = now
+            if msg is not None:
+                return msg
+            over = budget.left <= 0 if budget is not None else now - started > deadline_s
+            if over:
+                self.kill()
+                raise SandboxTimeout(stage, budget.seconds if budget is not None else deadline_s)
+            if memory_mb:
+                used = tree_rss_mb(self.pid)
+                if used > memory_mb:
+                    self.kill()
+                    raise SandboxMemory(stage, used, memory_mb)
+
+    def _reap(self) -> int | None:
+        """The sandbox's exit status once its channel closed (its parent, the zygote, reaps it)."""
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline:
+            code = self._exit_status(self.pid)
+            if code is not None:
+                return code
+            time.sleep(0.05)
+        return None
+
+    def attach(self, buffers: list[tuple[int, Exported]], fds: list[int], *, memory_mb: float) -> Any:
+        msg = wire.Attach(self.next_seq(), buffers)
+        return self.request(msg, stage=Stage.CHECK, deadline_s=120.0, budget=None, memory_mb=memory_mb, fds=fds)
+
+    def kill(self) -> None:
+        if not self.dead:
+            kill_tree(self.pid, group=True)
+        self.dead = True
+        with contextlib.suppress(OSError):
+            self.sock.close()
+
+    def close(self) -> None:
+        if not self.dead:
+            with contextlib.suppress(OSError):
+                send_request(self.sock.fileno(), wire.Close(self.next_seq()))
+        self.kill()
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
