@@ -322,10 +322,10 @@ class Evaluation:
     # ------------------------------------------------------------------ stages
     def _run(self) -> None:
         judge, cfg, r = self.judge, self.cfg, self.result
-        judge.stage(Stage.COMPILE)
         t0 = time.perf_counter()
         failed = build_dir(self.key) / _FAILED
         if failed.exists() and self._replay_failure(failed):
+            judge.stage(Stage.COMPILE)
             r.stages.compile_s = time.perf_counter() - t0
             raise Stop()
         if judge.zygote_error and not judge.zygote.alive():
@@ -337,8 +337,7 @@ class Evaluation:
         r.stages.compile_s = time.perf_counter() - t0
         init = list(loaded.main.get_init_inputs())
         with judge.lock.holding_state():
-            with judge.lock.checking():
-                checks = self._check(loaded, reference, init)
+            checks = self._check(loaded, reference, init)
             if self.obs.rejected or _verdict(self.obs.findings, self.obs.mismatch)[0] is not Status.OK:
                 return
             r.correct = True
@@ -352,6 +351,7 @@ class Evaluation:
     def _build(self, failed: Any) -> None:
         assert self.channel is not None
         r = self.result
+        self.judge.stage(Stage.COMPILE)
         reply = self.channel.request(wire.Build(self.channel.next_seq(), self.code, self.key, self.backend),
                                      Stage.COMPILE, deadline_s=None)
         if not isinstance(reply, wire.Outcome):
@@ -384,10 +384,11 @@ class Evaluation:
         return True
 
     def _check(self, loaded: LoadedProblem, reference: ReferenceModel | None, init: list[Any]) -> CheckRun:
-        """Construct both models, compare their parameters, run the checked calls. A candidate that
-        ran out of memory beside other checkers is checked again with the device alone."""
+        """Construct both models, compare their parameters, run the checked calls (beside other
+        checkers). A check that ran out of memory there is checked again with the device alone."""
         try:
-            return self._check_once(loaded, reference, init)
+            with self.judge.lock.checking():
+                return self._check_once(loaded, reference, init)
         except CandidateFailed as e:
             if not (self.judge.lock.slots > 1 and "out of memory" in str(e).lower()):
                 raise

@@ -88,6 +88,7 @@ class SetResult:
     out: Any  # the candidate's output (views of the shared buffers: valid until the next call)
     ref_out: Any
     exact: Any
+    seed: int  # the call's seed
 
 
 class CheckRun:
@@ -133,7 +134,7 @@ class CheckRun:
             self.obs.note_mismatch(m)
         if self.obs.rejected:
             raise Stop()
-        return SetResult(out, ref_out, exact)
+        return SetResult(out, ref_out, exact, seed)
 
     def verify_call(self, result: Any, values: list[Any], ref_out: Any, label: str, ref_changed: set[int]) -> None:
         """Everything about a call except its values: failure, notes, threads, inputs, the output's form."""
@@ -196,7 +197,7 @@ class CheckRun:
         self.check_unseen_shape(init)
 
     def check_uninitialized(self, label: str, seed: int, first: SetResult) -> None:
-        """Same inputs again, other garbage in freed memory: the output must not change."""
+        """Same inputs and call seed again, other garbage in freed memory: the output must not change."""
         if first.out is None:
             return
         before = [t.clone() for t in tensors(first.out)]
@@ -204,7 +205,7 @@ class CheckRun:
         values = draw(self.loaded.main.get_inputs, seed)
         staged = self.channel.stage_inputs(values)
         ref_out = first.ref_out
-        result = self.channel.call(staged, "main", ref_out, fresh_seed(), Stage.CHECK)
+        result = self.channel.call(staged, "main", ref_out, first.seed, Stage.CHECK)  # random ops draw alike
         self.verify_call(result, values, ref_out, again_label, set() if not self.reference_mutates else
                          set(range(len(staged.views))))
         if self.last_out is not None:
@@ -212,9 +213,10 @@ class CheckRun:
             strict = {k: v * 1e-2 for k, v in self.cfg.tolerances.items()}
             m = compare_outputs(self.last_out, first_out, strict, again_label)
             if m is not None:
-                self.obs.find("uninitialized_memory", f"two runs on the same {label} inputs differ ({m.note}) when "
-                                                      "freed memory holds different values: the output reads "
-                                                      "uninitialized memory")
+                self.obs.find("uninitialized_memory", f"two runs on the same {label} inputs differ ({m.note}): the "
+                                                      "output depends on more than its inputs (it reads uninitialized "
+                                                      "memory, which held other values the second time, or keeps "
+                                                      "state from call to call)")
         if self.obs.rejected:
             raise Stop()
 
