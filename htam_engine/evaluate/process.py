@@ -222,6 +222,7 @@ class WorkerProcess:
         self._to_worker = -1
         self._reader: ReplyReader | None = None
         self._drain: threading.Thread | None = None
+        self.ready: dict[str, Any] = {}  # the judge's first message (its pid, device, dumpable flag)
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -260,6 +261,7 @@ class WorkerProcess:
             msg = self._reader.poll(timeout_s)
         except ProtocolError:
             msg = None
+        self.ready = msg or {}
         if not msg or msg.get("t") != "ready":
             self.kill()
             tail = self.log.text().strip().splitlines()

@@ -272,6 +272,9 @@ def warm(device: str) -> None:
 
 def serve(fd: int, role: str, device: str) -> int:
     """The sandbox's life after the zygote forked it: warm up, then answer requests until closed."""
+    import faulthandler
+
+    faulthandler.enable()  # a segfaulting kernel leaves a Python stack in the judge's log
     sock = socket.socket(fileno=fd)
     threads = os.environ.get("HTAM_WORKER_CPU_THREADS")
     if threads:  # candidate and reference get the same, before the guards snapshot the setting

@@ -98,7 +98,8 @@ def zygote_command() -> list[str]:
     try:
         wrapper = shlex.split(os.environ.get("HTAM_WORKER_WRAPPER", ""))
     except ValueError as exc:
-        raise HarnessStartError(f"HTAM_WORKER_WRAPPER is not a valid command line ({exc})") from None
+        raise HarnessStartError(f"the sandbox zygote cannot start: HTAM_WORKER_WRAPPER is not a valid command line "
+                                f"({exc})") from None
     return [*wrapper, sys.executable, "-m", "htam_engine.evaluate.zygote"]
 
 

@@ -65,7 +65,7 @@ def main() -> int:
 
         torch.set_num_threads(int(threads))
     judge = Judge(device, lambda msg: send_reply(wfd, msg))
-    send_reply(wfd, {"t": "ready", "pid": os.getpid(), "device": device})
+    send_reply(wfd, {"t": "ready", "pid": os.getpid(), "device": device, "dumpable": limits.dumpable()})
     try:
         while True:
             try:
