@@ -167,6 +167,11 @@ def main() -> int:
     limits.make_non_dumpable()
     limits.adopt_orphans()
     _import_everything()
+    import torch
+
+    if torch.cuda.is_initialized():  # a fork would inherit a CUDA context it cannot use
+        print("htam zygote: CUDA was initialized while importing; sandboxes could not use it", file=sys.stderr)
+        return 1
     gc.collect()
     gc.freeze()  # the imported world is shared by every fork; a sandbox's collections skip it
     return Zygote(fd).serve()

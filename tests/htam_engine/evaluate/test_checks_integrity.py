@@ -135,10 +135,12 @@ def test_poisoning_the_baseline_cache_leaves_the_next_honest_speedup_alone():
     poisoner = run_check("relu", "cheat_poison_baseline", trials=10)
     after = run_check("relu", "honest_relu_triton", trials=10)
     assert alone.status is after.status is Status.OK
-    assert poisoner.speedup_eager is None or poisoner.speedup_eager < 4 * alone.speedup_eager
-    # The poison multiplied every stored baseline by 20: an inherited figure would show it.
-    assert after.speedup_eager < 4 * alone.speedup_eager and after.speedup_eager > alone.speedup_eager / 4, \
-        (alone.speedup_eager, after.speedup_eager)
+    # The poison multiplied every stored baseline by 20: an inherited figure would show it. (The
+    # eager baseline is compared rather than the speedup: an interpreted Triton kernel's own time
+    # swings several-fold on a busy CPU, the eager ReLU's far less.)
+    for r in (poisoner, after):
+        assert r.ref_runtime_ms is None or r.ref_runtime_ms < 5 * alone.ref_runtime_ms, (alone.ref_spread, r.ref_spread)
+    assert after.speedup_eager == pytest.approx(after.ref_runtime_ms / after.runtime_ms)
 
 
 def test_all_zeros_softmax_fails_the_whole_output_bound():
