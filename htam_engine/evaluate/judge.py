@@ -43,7 +43,8 @@ from htam_engine.evaluate.diagnostics import one_line, parse_compiler_output, tr
 from htam_engine.evaluate.reference import BaselineSandbox, ReferenceFailed, ReferenceModel
 from htam_engine.evaluate.result import EvalResult, Finding, Mismatch, Status
 from htam_engine.evaluate.sandbox_client import (Budget, HarnessStartError, SandboxDied, SandboxError, SandboxMemory,
-                                                 SandboxProcess, SandboxProtocol, SandboxTimeout, ZygoteProcess)
+                                                 SandboxProcess, SandboxProtocol, SandboxTimeout, ZygoteProcess,
+                                                 fork_sandbox)
 from htam_engine.evaluate.shared import NoPrivatePool
 from htam_engine.evaluate.stages import Stage
 from htam_engine.problems.loader import LoadedProblem, load_for_judge
@@ -105,10 +106,12 @@ def warm_device(device: str) -> None:
 
 
 def release_memory(device: str) -> None:
-    import gc
-
-    gc.collect()
+    """On CUDA: what an evaluation left behind (cyclic garbage, the allocator's free blocks) goes
+    back to the device for the next judge. (On the CPU reference counting has freed it already.)"""
     if device.startswith("cuda"):
+        import gc
+
+        gc.collect()
         with contextlib.suppress(Exception):
             torch.cuda.empty_cache()
 
@@ -116,19 +119,27 @@ def release_memory(device: str) -> None:
 class Judge:
     """One per judge process: the zygote, a spare sandbox, the loaded problems and baselines."""
 
-    def __init__(self, device: str, send: Send, env: dict[str, str] | None = None):
-        """env: the sandboxes' environment (default: this process's, which the engine scrubbed)."""
+    def __init__(self, device: str, send: Send, env: dict[str, str] | None = None,
+                 zygote: ZygoteProcess | None = None):
+        """env: the sandboxes' environment (default: this process's, which the engine scrubbed).
+        zygote: one already launched (the judge's process starts it before importing torch)."""
         self.device = device
         self.send = send
-        self.zygote = ZygoteProcess(dict(os.environ if env is None else env))
+        self.zygote = zygote or ZygoteProcess(dict(os.environ if env is None else env))
         self.zygote_error = ""
-        warm_device(device)
-        self.lock = DeviceLock(device, os.environ.get("HTAM_WORKER_LOCK") or f"time-{device.replace(':', '')}",
-                               lambda stage: self.stage(Stage(stage)))
         try:
-            self.zygote.start()
+            if self.zygote.proc is None:
+                self.zygote.launch()
         except HarnessStartError as exc:
             self.zygote_error = str(exc)
+        warm_device(device)  # while the zygote imports
+        self.lock = DeviceLock(device, os.environ.get("HTAM_WORKER_LOCK") or f"time-{device.replace(':', '')}",
+                               lambda stage: self.stage(Stage(stage)))
+        if not self.zygote_error:
+            try:
+                self.zygote.wait_ready()
+            except HarnessStartError as exc:
+                self.zygote_error = str(exc)
         self._spare: SandboxProcess | None = None
         self.problems: collections.OrderedDict[str, tuple[LoadedProblem, ReferenceModel | None]] = \
             collections.OrderedDict()
@@ -149,7 +160,7 @@ class Judge:
         if self.zygote_error:
             return
         try:
-            self._spare = self.zygote.fork("candidate", self.device)
+            self._spare = fork_sandbox(self.zygote, "candidate", self.device)
         except HarnessStartError as exc:
             self._spare, self.zygote_error = None, str(exc)
 
@@ -167,7 +178,7 @@ class Judge:
             if sandbox is not None:
                 sandbox.kill()
             try:
-                sandbox = self.zygote.fork("candidate", self.device)
+                sandbox = fork_sandbox(self.zygote, "candidate", self.device)
             except HarnessStartError as exc:
                 raise HarnessFault(str(exc)) from None
         self._fork_spare()
@@ -201,7 +212,7 @@ class Judge:
         if bs is not None:
             return bs
         try:
-            sandbox = self.zygote.fork("reference", self.device)
+            sandbox = fork_sandbox(self.zygote, "reference", self.device)
         except HarnessStartError as exc:
             raise HarnessFault(str(exc)) from None
         bs = BaselineSandbox(sandbox, loaded.key)
@@ -330,6 +341,8 @@ class Evaluation:
             raise Stop()
         if judge.zygote_error and not judge.zygote.alive():
             raise HarnessFault(judge.zygote_error)
+        if self.device.startswith("cuda") and not torch.cuda.is_available():
+            raise HarnessFault(f"no CUDA device is visible to the judge (device {self.device})")
         loaded, reference = judge.loaded(self.problem, cfg)
         self.loaded = loaded
         self.channel = Channel(judge.candidate_sandbox(), self.device, self.memory_mb, self.budget, judge.stage)

@@ -41,6 +41,22 @@ def _import_everything() -> None:
         pass
     from htam_engine.evaluate import sandbox  # noqa: F401
     from htam_engine.problems import loader  # noqa: F401
+    from htam_engine.session import codec  # noqa: F401 - the sandbox's replies are encoded with it
+
+
+def _close_all_but(*keep: int) -> None:
+    """Close every open descriptor not in `keep` (read from /proc: closing up to the descriptor
+    limit one by one can take half a second where close_range is missing)."""
+    try:
+        fds = [int(name) for name in os.listdir("/proc/self/fd")]
+    except OSError:
+        fds = list(range(3, resource.getrlimit(resource.RLIMIT_NOFILE)[0]))
+    for fd in fds:
+        if fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
 
 def _child(sock: socket.socket, zygote_sock: socket.socket, role: str, device: str) -> None:
@@ -54,9 +70,7 @@ def _child(sock: socket.socket, zygote_sock: socket.socket, role: str, device: s
         if os.getppid() != parent:  # the zygote died before the flag was set
             os._exit(1)
         limits.adopt_orphans()  # what the candidate double-forks stays in this tree
-        keep = sock.fileno()
-        os.closerange(3, keep)
-        os.closerange(keep + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+        _close_all_but(0, 1, 2, sock.fileno())
         limits.apply_sandbox_limits()
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         from htam_engine.evaluate.sandbox import serve

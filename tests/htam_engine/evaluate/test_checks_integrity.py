@@ -151,10 +151,12 @@ def test_all_zeros_softmax_fails_the_whole_output_bound():
     assert r.diagnostics.mismatch.max_abs_error < 1e-2
 
 
-def test_closed_form_loss_fails_on_other_distributions():
+def test_closed_form_loss_fails():
+    # A constant near E[loss] for get_inputs' distribution: sometimes close enough on a draw of it
+    # (the seeds are secret, so which set exposes it varies), never on the other distributions.
     r = run_check("mse", "cheat_closed_form")
-    assert r.status is INCORRECT
-    assert r.diagnostics.mismatch.input_set in ("signed-normal", "heavy-tailed", "heavy-tailed (positive)")
+    assert r.status is INCORRECT and r.diagnostics.mismatch is not None
+    assert "caching" not in rules(r)  # a constant is wrong, not stale
 
 
 def test_reading_the_process_memory_finds_nothing_of_the_harness():
