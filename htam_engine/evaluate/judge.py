@@ -43,8 +43,8 @@ from htam_engine.evaluate.diagnostics import one_line, parse_compiler_output, tr
 from htam_engine.evaluate.reference import BaselineSandbox, ReferenceFailed, ReferenceModel
 from htam_engine.evaluate.result import EvalResult, Finding, Mismatch, Status
 from htam_engine.evaluate.sandbox_client import (Budget, HarnessStartError, SandboxDied, SandboxError, SandboxMemory,
-                                                 SandboxProcess, SandboxProtocol, SandboxTimeout, ZygoteProcess,
-                                                 fork_sandbox)
+                                                 SandboxLimits, SandboxProcess, SandboxProtocol, SandboxTimeout,
+                                                 ZygoteProcess, fork_sandbox)
 from htam_engine.evaluate.shared import NoPrivatePool
 from htam_engine.evaluate.stages import Stage
 from htam_engine.problems.loader import LoadedProblem, load_for_judge
@@ -145,7 +145,7 @@ class Judge:
             collections.OrderedDict()
         self.baseline: BaselineSandbox | None = None
         self._bandwidth: float | None = None
-        self._fork_spare()
+        self._fork_spare(SandboxLimits.of(EvalConfig(), device))  # the usual limits, until a request says
 
     # ------------------------------------------------------------------ helpers
     def stage(self, stage: Stage) -> None:
@@ -156,16 +156,17 @@ class Judge:
             self._bandwidth = copy_bandwidth(self.device)
         return self._bandwidth
 
-    def _fork_spare(self) -> None:
+    def _fork_spare(self, limits: SandboxLimits) -> None:
         if self.zygote_error:
             return
         try:
-            self._spare = fork_sandbox(self.zygote, "candidate", self.device)
+            self._spare = fork_sandbox(self.zygote, "candidate", self.device, limits)
         except HarnessStartError as exc:
             self._spare, self.zygote_error = None, str(exc)
 
-    def candidate_sandbox(self) -> SandboxProcess:
-        """A fresh sandbox (the spare, started ahead), and the next spare behind it."""
+    def candidate_sandbox(self, limits: SandboxLimits) -> SandboxProcess:
+        """A fresh sandbox (the spare started ahead, when its limits are these), and the next
+        spare behind it."""
         if self.zygote_error and not self.zygote.alive():
             self.zygote_error = ""
             try:
@@ -174,14 +175,14 @@ class Judge:
                 self.zygote_error = str(exc)
                 raise HarnessFault(self.zygote_error) from None
         sandbox, self._spare = self._spare, None
-        if sandbox is None or not sandbox.alive():
+        if sandbox is None or not sandbox.alive() or sandbox.limits != limits:
             if sandbox is not None:
                 sandbox.kill()
             try:
-                sandbox = fork_sandbox(self.zygote, "candidate", self.device)
+                sandbox = fork_sandbox(self.zygote, "candidate", self.device, limits)
             except HarnessStartError as exc:
                 raise HarnessFault(str(exc)) from None
-        self._fork_spare()
+        self._fork_spare(limits)
         return sandbox
 
     def loaded(self, problem: Any, config: EvalConfig) -> tuple[LoadedProblem, ReferenceModel | None]:
@@ -206,13 +207,14 @@ class Judge:
     def baseline_for(self, loaded: LoadedProblem, config: EvalConfig, init: list[Any]) -> BaselineSandbox:
         """The reference sandbox of this problem (a new one when the problem changed or it died)."""
         bs = self.baseline
-        if bs is not None and (bs.problem_key != loaded.key or not bs.alive()):
+        limits = SandboxLimits.of(config, self.device, "reference")
+        if bs is not None and (bs.problem_key != loaded.key or not bs.alive() or bs.sandbox.limits != limits):
             bs.close()
             bs = self.baseline = None
         if bs is not None:
             return bs
         try:
-            sandbox = fork_sandbox(self.zygote, "reference", self.device)
+            sandbox = fork_sandbox(self.zygote, "reference", self.device, limits)
         except HarnessStartError as exc:
             raise HarnessFault(str(exc)) from None
         bs = BaselineSandbox(sandbox, loaded.key)
@@ -345,7 +347,8 @@ class Evaluation:
             raise HarnessFault(f"no CUDA device is visible to the judge (device {self.device})")
         loaded, reference = judge.loaded(self.problem, cfg)
         self.loaded = loaded
-        self.channel = Channel(judge.candidate_sandbox(), self.device, self.memory_mb, self.budget, judge.stage)
+        self.channel = Channel(judge.candidate_sandbox(SandboxLimits.of(cfg, self.device)), self.device,
+                               self.memory_mb, self.budget, judge.stage)
         self._build(failed)
         r.stages.compile_s = time.perf_counter() - t0
         init = list(loaded.main.get_init_inputs())
@@ -413,8 +416,8 @@ class Evaluation:
         self.channel.sandbox.kill()
         self.channel.close_after_death()
         release_memory(self.device)
-        self.channel = Channel(self.judge.candidate_sandbox(), self.device, self.memory_mb, self.budget,
-                               self.judge.stage)
+        self.channel = Channel(self.judge.candidate_sandbox(SandboxLimits.of(self.cfg, self.device)), self.device,
+                               self.memory_mb, self.budget, self.judge.stage)
         self._build(build_dir(self.key) / _FAILED)
         with self.judge.lock.timing():
             return self._check_once(loaded, getattr(self, "reference", None), init)

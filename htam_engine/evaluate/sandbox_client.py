@@ -21,12 +21,13 @@ from htam_engine.evaluate.process import describe_exit, kill_tree, tree_rss_mb
 from htam_engine.evaluate.protocol import ProtocolError, ReplyReader, send_request
 from htam_engine.evaluate.shared import Exported
 from htam_engine.evaluate.stages import Stage, parse_stage
-from htam_engine.evaluate.zygote_client import HarnessStartError, ZygoteProcess
+from htam_engine.evaluate.zygote_client import HarnessStartError, SandboxLimits, ZygoteProcess
 
-__all__ = ["Budget", "HarnessStartError", "SandboxDied", "SandboxError", "SandboxMemory", "SandboxProcess",
+__all__ = ["Budget", "HarnessStartError", "SandboxDied", "SandboxLimits", "SandboxError", "SandboxMemory", "SandboxProcess",
            "SandboxProtocol", "SandboxTimeout", "ZygoteProcess", "fork_sandbox"]
 
 POLL_S = 0.2
+KILL_WAIT_S = 5.0
 
 
 class SandboxError(Exception):
@@ -91,6 +92,7 @@ class SandboxProcess:
         self.seq = 0
         self.ready = False
         self.dead = False
+        self.limits = SandboxLimits()
 
     def alive(self) -> bool:
         if self.dead:
@@ -208,8 +210,13 @@ class SandboxProcess:
         return self.request(msg, stage=Stage.CHECK, deadline_s=120.0, budget=None, memory_mb=memory_mb, fds=fds)
 
     def kill(self) -> None:
+        """Kill the sandbox's tree and wait (briefly) until the sandbox is gone: its memory, GPU
+        context included, is free once this returns."""
         if not self.dead:
             kill_tree(self.pid, group=True)
+            deadline = time.monotonic() + KILL_WAIT_S
+            while not _zombie(self.pid) and time.monotonic() < deadline:
+                time.sleep(0.01)
         self.dead = True
         with contextlib.suppress(OSError):
             self.sock.close()
@@ -231,7 +238,9 @@ def _zombie(pid: int) -> bool:
 
 
 
-def fork_sandbox(zygote: ZygoteProcess, role: str, device: str) -> SandboxProcess:
+def fork_sandbox(zygote: ZygoteProcess, role: str, device: str, limits: SandboxLimits) -> SandboxProcess:
     """A new sandbox from the zygote (HarnessStartError when it cannot fork one)."""
-    pid, fd = zygote.fork(role, device)
-    return SandboxProcess(pid, socket.socket(fileno=fd), role, zygote.exit_status)
+    pid, fd = zygote.fork(role, device, limits)
+    sandbox = SandboxProcess(pid, socket.socket(fileno=fd), role, zygote.exit_status)
+    sandbox.limits = limits
+    return sandbox

@@ -66,11 +66,6 @@ def main() -> int:
     from htam_engine.evaluate.protocol import ProtocolError, recv_request, send_reply
 
     device = os.environ.get("HTAM_WORKER_DEVICE", "cpu")
-    threads = os.environ.get("HTAM_WORKER_CPU_THREADS")
-    if threads:
-        import torch
-
-        torch.set_num_threads(int(threads))
     judge = Judge(device, lambda msg: send_reply(wfd, msg), zygote=zygote)
     send_reply(wfd, {"t": "ready", "pid": os.getpid(), "device": device, "dumpable": limits.dumpable()})
     try:

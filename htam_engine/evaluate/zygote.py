@@ -59,10 +59,18 @@ def _close_all_but(*keep: int) -> None:
                 pass
 
 
-def _child(sock: socket.socket, zygote_sock: socket.socket, role: str, device: str) -> None:
-    """The forked child: cut loose from the zygote, then serve as a sandbox. Never returns."""
+def _child(sock: socket.socket, zygote_sock: socket.socket, role: str, device: str, as_mb: int | None,
+           cpu_threads: int | None) -> None:
+    """The forked child: cut loose from the zygote, take its limits, serve as a sandbox. Never returns."""
     code = 1
     try:
+        for name, value in (("HTAM_WORKER_AS_MB", as_mb), ("HTAM_WORKER_CPU_THREADS", cpu_threads)):
+            if value:
+                os.environ[name] = str(int(value))
+            else:
+                os.environ.pop(name, None)
+        if cpu_threads:
+            os.environ["OMP_NUM_THREADS"] = str(int(cpu_threads))
         zygote_sock.close()
         os.setsid()
         parent = os.getppid()
@@ -102,12 +110,12 @@ class Zygote:
         else:
             self.sock.sendall(data)
 
-    def fork(self, role: str, device: str) -> None:
+    def fork(self, role: str, device: str, as_mb: int | None, cpu_threads: int | None) -> None:
         judge_end, child_end = socket.socketpair()
         pid = os.fork()
         if pid == 0:
             judge_end.close()
-            _child(child_end, self.sock, role, device)
+            _child(child_end, self.sock, role, device, as_mb, cpu_threads)
         child_end.close()
         self.sandboxes.add(pid)
         try:
@@ -166,7 +174,7 @@ class Zygote:
                 self.kill_all()
                 return 0
             if req.get("op") == "fork":
-                self.fork(str(req["role"]), str(req["device"]))
+                self.fork(str(req["role"]), str(req["device"]), req.get("as_mb"), req.get("cpu_threads"))
             elif req.get("op") == "status":
                 self.sweep()
                 self._send({"t": "status", "pid": req["pid"], "code": self.exits.get(req["pid"])})

@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import threading
+from dataclasses import dataclass
 from typing import Any
 
 from htam_engine.evaluate.process import describe_exit, kill_tree
@@ -20,6 +21,20 @@ from htam_engine.evaluate.protocol import ProtocolError, ReplyReader, send_reque
 
 ZYGOTE_START_S = 300.0
 FORK_S = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxLimits:
+    """What one sandbox is started under (from the evaluation's config)."""
+
+    as_mb: int | None = None  # RLIMIT_AS, on the CPU only (CUDA maps far more than it uses)
+    cpu_threads: int | None = None  # torch/OpenMP threads (the reference sandbox gets the same)
+
+    @classmethod
+    def of(cls, config: Any, device: str, role: str = "candidate") -> "SandboxLimits":
+        as_mb = config.memory_limit_mb if role == "candidate" and not device.startswith("cuda") else None
+        threads = config.cpu_threads if not device.startswith("cuda") else None
+        return cls(int(as_mb) if as_mb else None, int(threads) if threads else None)
 
 
 class HarnessStartError(Exception):
@@ -106,18 +121,19 @@ class ZygoteProcess:
             self.kill()
             raise HarnessStartError("the sandbox zygote failed to start (unexpected first message)")
 
-    def fork(self, role: str, device: str) -> tuple[int, int]:
-        """(pid, socket descriptor) of a new sandbox of `role`."""
+    def fork(self, role: str, device: str, limits: "SandboxLimits") -> tuple[int, int]:
+        """(pid, socket descriptor) of a new sandbox of `role` under `limits`."""
         with self._lock:
-            return self._fork(role, device)
+            return self._fork(role, device, limits)
 
-    def _fork(self, role: str, device: str) -> tuple[int, int]:
+    def _fork(self, role: str, device: str, limits: "SandboxLimits") -> tuple[int, int]:
         if not self.alive() or self.sock is None:
             self.kill()
             self.start()
         assert self.sock is not None
         try:
-            send_request(self.sock.fileno(), {"op": "fork", "role": role, "device": device})
+            send_request(self.sock.fileno(), {"op": "fork", "role": role, "device": device, "as_mb": limits.as_mb,
+                                              "cpu_threads": limits.cpu_threads})
             msg, fd = _recv_message(self.sock, FORK_S, want_fd=True)
         except (ProtocolError, OSError) as exc:
             self.kill()

@@ -102,7 +102,7 @@ def in_process(order: list, top: int) -> None:
     torch.set_num_threads(1)
     print("CUDA_MODULE_LOADING", os.environ.get("CUDA_MODULE_LOADING", "(unset: lazy)"), "torch", torch.__version__)
     t = time.perf_counter()
-    judge = judge_mod.Judge("cuda", lambda msg: None, env=worker_env("cuda", None, None))
+    judge = judge_mod.Judge("cuda", lambda msg: None, env=worker_env("cuda"))
     print(f"judge start (context, warm-up, zygote, a spare sandbox): {time.perf_counter() - t:.2f} s")
     check = judge_mod.Evaluation._check
     try:

@@ -113,11 +113,12 @@ def test_fault_gets_its_status_and_the_next_candidate_is_fine(fault, problem, ev
         assert len(r.diagnostics.log) < 200_000  # output is bounded, whatever the candidate printed
         # The candidate's sandbox is gone with its whole group (whatever the verdict); the judge is not
         # (unless this fault's memory setting asked for a judge with other sandbox limits).
+        assert wait_until(lambda: before - {p.pid for p in sandboxes()}, 5), (before, sandboxes())
         used = before - {p.pid for p in sandboxes()}
-        assert used, (before, sandboxes())
         assert wait_until(lambda: not any(group_members(pid) for pid in used), 5)
         if fault.memory_mb is None:
-            assert len(used) == 1 and judge.is_running() and worker_processes() == [judge]
+            assert len(used) == 1, (before, used, sandboxes())
+            assert judge.is_running() and worker_processes() == [judge]
         if fault.tag:
             assert wait_until(lambda: not tagged(fault.tag), 5), f"left behind: {tagged(fault.tag)}"
         after, recover_s = _honest(evaluator, problem)

@@ -41,7 +41,7 @@ def judge():
     from htam_engine.evaluate.judge import Judge
     from htam_engine.evaluate.process import worker_env
 
-    j = Judge("cpu", lambda msg: None, env=worker_env("cpu", None, 1))
+    j = Judge("cpu", lambda msg: None, env=worker_env("cpu"))
     yield j
     j.close()
 
