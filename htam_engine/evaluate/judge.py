@@ -58,6 +58,11 @@ _BUILD_FAILED = "Error building extension"
 _ENVIRONMENT = re.compile(r"nvcc: not found|No such file or directory: '?(nvcc|c\+\+|g\+\+|ninja)|CUDA_HOME environment"
                           r"|Ninja is required|command not found: (nvcc|c\+\+)|cannot find -lcudart", re.I)
 _SANDBOX_START_S = 300.0
+# Baseline rounds timed alone after the candidate's sandbox is gone (at least; trials / 4 if more).
+ALONE_MIN_ROUNDS = 3
+# A baseline beside the candidate slower than alone by more than this (plus 3x its own relative
+# spread) was disturbed.
+DISTURBED_FRACTION = 0.15
 _BASELINE_PREP_S = 1800.0
 _KEPT_PROBLEMS = 2
 
@@ -265,6 +270,8 @@ class Evaluation:
         self.baseline_channel: Channel | None = None
         self.healthy = True
         self.extension_ops = False
+        self._output_form: Any = None  # the reference output's form (meta tensors), for baseline calls
+        self._mutates = False  # the reference changes its inputs in place (so each call gets a fresh draw)
 
     # ------------------------------------------------------------------ the whole request
     def run(self) -> tuple[EvalResult, bool]:
@@ -359,10 +366,16 @@ class Evaluation:
             r.correct = True
             baseline = self._prepare_baselines(loaded, init)
             with judge.lock.timing():
-                self._time(checks, baseline)
+                samples, out_bytes = self._time(checks, baseline)
             with judge.lock.checking():
                 judge.stage(Stage.CHECK)
                 checks.check_kernels_did_the_work()
+            alone: dict[str, list[tuple[float, float]]] = {}
+            if not self.obs.rejected and baseline is not None:
+                self.channel.sandbox.kill()  # nothing of the candidate's is left to disturb them
+                with judge.lock.timing():
+                    alone = self._time_baselines_alone(baseline)
+            self._record_times(samples, alone, out_bytes)
 
     def _build(self, failed: Any) -> None:
         assert self.channel is not None
@@ -502,13 +515,15 @@ class Evaluation:
         wanted = ["eager"] + (["compiled"] if self.cfg.time_compile_baseline else [])
         return [m for m in wanted if m in bs.models]
 
-    def _time(self, checks: CheckRun, bs: BaselineSandbox | None) -> None:
+    def _time(self, checks: CheckRun, bs: BaselineSandbox | None) -> tuple[dict[str, list[tuple[float, float]]], int]:
         """Rounds of candidate, eager and compiled calls on fresh inputs; every candidate trial's
-        output verified against the judge's reference for that trial's inputs."""
+        output verified against the judge's reference for that trial's inputs. Returns the
+        (judge wall ms, reported ms) samples per model and the output's bytes."""
         assert self.channel is not None
         judge, cfg, r, loaded = self.judge, self.cfg, self.result, self.loaded
         judge.stage(Stage.TIME)
         t0 = time.perf_counter()
+        self._mutates = checks.reference_mutates
         models = self._baseline_models(bs) if bs is not None else []
         samples: dict[str, list[tuple[float, float]]] = {"main": [], **{m: [] for m in models}}
         batch: list[float] = []
@@ -524,24 +539,26 @@ class Evaluation:
             staged_b = self.baseline_channel.stage_inputs(values) if models and self.baseline_channel else None
             ref_out = self.reference.outputs(values, seed, label)
             out_bytes = sum(t.numel() * t.element_size() for t in tensors(ref_out))
+            self._output_form = _meta_copy(ref_out)
             res = self.channel.call(staged, "main", ref_out, seed, Stage.TIME)
             self._verify_timed(checks, res, values, ref_out, label)
             if timed:
                 samples["main"].append((res.wall_ms, res.reply.ms))
                 batch.append(res.reply.ms)
-            for model_id in models:
-                assert self.baseline_channel is not None
-                if staged_b is None:  # the inputs again (re-drawn where the reference changes its inputs)
-                    again = draw(loaded.main.get_inputs, draw_seed) if checks.reference_mutates else values
-                    staged_b = self.baseline_channel.stage_inputs(again)
-                try:
-                    b = self.baseline_channel.call(staged_b, model_id, ref_out, seed, Stage.TIME)
-                except SandboxError as e:
-                    judge.baseline = None
-                    raise HarnessFault(f"the reference sandbox failed while timing the baselines: {e}") from None
-                staged_b = None
-                if b.reply.ok and timed:
-                    samples[model_id].append((b.wall_ms, b.reply.ms))
+            with self.channel.sandbox.paused():  # the candidate cannot run beside its baselines
+                for model_id in models:
+                    assert self.baseline_channel is not None
+                    if staged_b is None:  # the inputs again (re-drawn where the reference changes its inputs)
+                        again = draw(loaded.main.get_inputs, draw_seed) if checks.reference_mutates else values
+                        staged_b = self.baseline_channel.stage_inputs(again)
+                    try:
+                        b = self.baseline_channel.call(staged_b, model_id, ref_out, seed, Stage.TIME)
+                    except SandboxError as e:
+                        judge.baseline = None
+                        raise HarnessFault(f"the reference sandbox failed while timing the baselines: {e}") from None
+                    staged_b = None
+                    if b.reply.ok and timed:
+                        samples[model_id].append((b.wall_ms, b.reply.ms))
             if batch and time.monotonic() - last_sent > 0.25:
                 judge.send({"t": "trials", "ms": list(batch)})
                 batch.clear()
@@ -549,7 +566,28 @@ class Evaluation:
         if batch:
             judge.send({"t": "trials", "ms": list(batch)})
         r.stages.time_s = time.perf_counter() - t0
-        self._record_times(samples, out_bytes)
+        return samples, out_bytes
+
+    def _time_baselines_alone(self, bs: BaselineSandbox) -> dict[str, list[tuple[float, float]]]:
+        """A few more baseline rounds once the candidate's sandbox is gone: what the baselines cost
+        when nothing of the candidate's (a process, queued device work) can run beside them."""
+        assert self.baseline_channel is not None
+        self.judge.stage(Stage.BASELINE)
+        samples: dict[str, list[tuple[float, float]]] = {m: [] for m in self._baseline_models(bs)}
+        for _ in range(max(ALONE_MIN_ROUNDS, int(self.cfg.trials) // 4)):
+            seed = fresh_seed()
+            values = draw(self.loaded.main.get_inputs, seed)
+            for model_id in samples:
+                staged = self.baseline_channel.stage_inputs(
+                    draw(self.loaded.main.get_inputs, seed) if self._mutates else values)
+                try:
+                    b = self.baseline_channel.call(staged, model_id, self._output_form, seed, Stage.BASELINE)
+                except SandboxError as e:
+                    self.judge.baseline = None
+                    raise HarnessFault(f"the reference sandbox failed while timing the baselines: {e}") from None
+                if b.reply.ok:
+                    samples[model_id].append((b.wall_ms, b.reply.ms))
+        return samples
 
     def _verify_timed(self, checks: CheckRun, res: Any, values: list[Any], ref_out: Any, label: str) -> None:
         reply = res.reply
@@ -571,15 +609,16 @@ class Evaluation:
         if self.obs.rejected:
             raise Stop()
 
-    def _record_times(self, samples: dict[str, list[tuple[float, float]]], out_bytes: int) -> None:
+    def _record_times(self, samples: dict[str, list[tuple[float, float]]],
+                      alone: dict[str, list[tuple[float, float]]], out_bytes: int) -> None:
         r, bs = self.result, self.judge.baseline
         cand = samples["main"]
         r.timings = [round(ms, 6) for _, ms in cand]
         r.runtime_spread = spread([ms for _, ms in cand])
         r.runtime_ms = r.runtime_spread.median_ms if r.runtime_spread else None
         eager, compiled = samples.get("eager", []), samples.get("compiled", [])
-        r.ref_spread = spread([ms for _, ms in eager])
-        r.compile_ref_spread = spread([ms for _, ms in compiled])
+        r.ref_spread = self._undisturbed("eager", eager, alone.get("eager", []))
+        r.compile_ref_spread = self._undisturbed("torch.compile", compiled, alone.get("compiled", []))
         r.ref_runtime_ms = r.ref_spread.median_ms if r.ref_spread else None
         r.compile_ref_runtime_ms = r.compile_ref_spread.median_ms if r.compile_ref_spread else None
         if r.runtime_ms and r.runtime_ms > 0:
@@ -594,6 +633,32 @@ class Evaluation:
             self.obs.find("clock", message)
         if bs is not None and bs.compile_note and self.cfg.time_compile_baseline:
             self.obs.find("compile_baseline", f"no torch.compile baseline: {bs.compile_note}", "warn")
+
+    def _undisturbed(self, name: str, beside: list[tuple[float, float]], alone: list[tuple[float, float]]) -> Any:
+        """The spread of a baseline as timed beside the candidate, unless its rounds timed alone
+        afterwards show it was disturbed there: then the alone figures (and a finding naming both)."""
+        interleaved, clean = spread([ms for _, ms in beside]), spread([ms for _, ms in alone])
+        if interleaved is None or clean is None:
+            return interleaved or clean
+        noise = (clean.q3_ms - clean.q1_ms) / clean.median_ms if clean.median_ms > 0 else 0.0
+        if interleaved.median_ms <= clean.median_ms * (1 + DISTURBED_FRACTION + 3 * noise):
+            return interleaved
+        self.obs.find("baseline_disturbed", f"the {name} baseline took {interleaved.median_ms:.4g} ms per trial "
+                                            f"timed beside the candidate and {clean.median_ms:.4g} ms timed alone "
+                                            "after it: something of the candidate's ran beside it; the figure "
+                                            "timed alone is used", "warn")
+        return clean
+
+
+def _meta_copy(out: Any) -> Any:
+    """`out`'s structure with meta tensors for its tensors: the form of an output, no memory."""
+    if isinstance(out, torch.Tensor):
+        return torch.empty_strided(out.shape, out.stride(), dtype=out.dtype, device="meta")
+    if isinstance(out, (list, tuple)):
+        return type(out)(_meta_copy(x) for x in out) if type(out) in (list, tuple) else [_meta_copy(x) for x in out]
+    if isinstance(out, dict):
+        return {k: _meta_copy(v) for k, v in out.items()}
+    return out
 
 
 def _verdict(findings: list[Finding], mismatch: Mismatch | None) -> tuple[Status, str]:

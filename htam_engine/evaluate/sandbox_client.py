@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import socket
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from htam_engine.evaluate import wire
 from htam_engine.evaluate.process import describe_exit, kill_tree, tree_rss_mb
@@ -204,6 +205,34 @@ class SandboxProcess:
                 return code
             time.sleep(0.05)
         return None
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """The sandbox and every process it started stopped (SIGSTOP) for the block: nothing of the
+        candidate's can run, load the host or queue device work while the baselines are timed."""
+        family = self._family()
+        self._signal(family, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            self._signal(family + [p for p in self._family() if p not in family], signal.SIGCONT)
+
+    def _family(self) -> list[int]:
+        try:
+            import psutil
+
+            return [self.pid, *(c.pid for c in psutil.Process(self.pid).children(recursive=True))]
+        except Exception:  # noqa: BLE001 - gone already: nothing to stop
+            return [self.pid]
+
+    def _signal(self, pids: list[int], sig: int) -> None:
+        if self.dead:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, sig)
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
 
     def attach(self, buffers: list[tuple[int, Exported]], fds: list[int], *, memory_mb: float) -> Any:
         msg = wire.Attach(self.next_seq(), buffers)

@@ -91,17 +91,18 @@ def _stages(judge, small_problem, monkeypatch, slots: int, code: str = TRITON_CH
 
 
 GPU_ORDER = [("compile", False), ("wait_lock", False), ("check", True), ("baseline", True), ("wait_lock", False),
-             ("time", True), ("check", True)]
+             ("time", True), ("check", True), ("wait_lock", False), ("baseline", True)]
 
 
 @pytest.mark.parametrize("slots,expected", [
     # a GPU: wait for a slot, check and prepare the baselines holding the lock shared, wait again,
-    # time holding it alone, the work check shared again
+    # time holding it alone, the work check shared again, then the baselines alone once more
+    # (the candidate's sandbox gone) holding it alone
     (1, GPU_ORDER),
     (3, GPU_ORDER),
     # the CPU: checks run unlocked, timing alone
     (0, [("compile", False), ("check", False), ("baseline", False), ("wait_lock", False), ("time", True),
-         ("check", False)]),
+         ("check", False), ("wait_lock", False), ("baseline", True)]),
 ])
 def test_lock_order_of_stages(judge, small_problem, monkeypatch, slots, expected):
     assert _stages(judge, small_problem, monkeypatch, slots) == expected
