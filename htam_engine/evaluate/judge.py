@@ -270,8 +270,8 @@ class Evaluation:
         self.baseline_channel: Channel | None = None
         self.healthy = True
         self.extension_ops = False
-        self._output_form: Any = None  # the reference output's form (meta tensors), for baseline calls
         self._mutates = False  # the reference changes its inputs in place (so each call gets a fresh draw)
+        self._checks: CheckRun | None = None
 
     # ------------------------------------------------------------------ the whole request
     def run(self) -> tuple[EvalResult, bool]:
@@ -360,7 +360,7 @@ class Evaluation:
         r.stages.compile_s = time.perf_counter() - t0
         init = list(loaded.main.get_init_inputs())
         with judge.lock.holding_state():
-            checks = self._check(loaded, reference, init)
+            checks = self._checks = self._check(loaded, reference, init)
             if self.obs.rejected or _verdict(self.obs.findings, self.obs.mismatch)[0] is not Status.OK:
                 return
             r.correct = True
@@ -539,7 +539,6 @@ class Evaluation:
             staged_b = self.baseline_channel.stage_inputs(values) if models and self.baseline_channel else None
             ref_out = self.reference.outputs(values, seed, label)
             out_bytes = sum(t.numel() * t.element_size() for t in tensors(ref_out))
-            self._output_form = _meta_copy(ref_out)
             res = self.channel.call(staged, "main", ref_out, seed, Stage.TIME)
             self._verify_timed(checks, res, values, ref_out, label)
             if timed:
@@ -557,7 +556,7 @@ class Evaluation:
                         judge.baseline = None
                         raise HarnessFault(f"the reference sandbox failed while timing the baselines: {e}") from None
                     staged_b = None
-                    if b.reply.ok and timed:
+                    if b.reply.ok and timed and self._baseline_right(b, model_id, values, ref_out, label):
                         samples[model_id].append((b.wall_ms, b.reply.ms))
             if batch and time.monotonic() - last_sent > 0.25:
                 judge.send({"t": "trials", "ms": list(batch)})
@@ -568,24 +567,42 @@ class Evaluation:
         r.stages.time_s = time.perf_counter() - t0
         return samples, out_bytes
 
+    def _baseline_right(self, res: Any, model_id: str, values: list[Any], ref_out: Any, label: str) -> bool:
+        """A baseline trial counts only if its output is the reference's: a baseline whose compiled
+        code was swapped for something faster and wrong (a poisoned cache) times nothing."""
+        scratch = Observations()
+        out = candidate_output(res, ref_out, tensor_leaves(values), label, scratch)
+        noise = self._checks.timing_noise if self._checks is not None else {}
+        m = None if out is None else compare_outputs(out, ref_out, self.cfg.tolerances, label, noise.get)
+        if out is not None and m is None:
+            return True
+        name = "torch.compile" if model_id == "compiled" else "eager"
+        why = m.note if m is not None else (scratch.mismatch.note if scratch.mismatch else "no output")
+        self.obs.find("baseline_wrong", f"the {name} baseline's output on {label} is not the reference's ({why}): "
+                                        "that trial is not counted", "warn")
+        return False
+
     def _time_baselines_alone(self, bs: BaselineSandbox) -> dict[str, list[tuple[float, float]]]:
         """A few more baseline rounds once the candidate's sandbox is gone: what the baselines cost
         when nothing of the candidate's (a process, queued device work) can run beside them."""
         assert self.baseline_channel is not None
         self.judge.stage(Stage.BASELINE)
         samples: dict[str, list[tuple[float, float]]] = {m: [] for m in self._baseline_models(bs)}
-        for _ in range(max(ALONE_MIN_ROUNDS, int(self.cfg.trials) // 4)):
-            seed = fresh_seed()
-            values = draw(self.loaded.main.get_inputs, seed)
+        for i in range(max(ALONE_MIN_ROUNDS, int(self.cfg.trials) // 4)):
+            label = f"baseline round {i + 1} alone"
+            draw_seed, seed = fresh_seed(), fresh_seed()
+            values = draw(self.loaded.main.get_inputs, draw_seed)
+            staged = {m: self.baseline_channel.stage_inputs(values) for m in list(samples)[:1]}
+            ref_out = self.reference.outputs(values, seed, label)
             for model_id in samples:
-                staged = self.baseline_channel.stage_inputs(
-                    draw(self.loaded.main.get_inputs, seed) if self._mutates else values)
+                again = staged.pop(model_id, None) or self.baseline_channel.stage_inputs(
+                    draw(self.loaded.main.get_inputs, draw_seed) if self._mutates else values)
                 try:
-                    b = self.baseline_channel.call(staged, model_id, self._output_form, seed, Stage.BASELINE)
+                    b = self.baseline_channel.call(again, model_id, ref_out, seed, Stage.BASELINE)
                 except SandboxError as e:
                     self.judge.baseline = None
                     raise HarnessFault(f"the reference sandbox failed while timing the baselines: {e}") from None
-                if b.reply.ok:
+                if b.reply.ok and self._baseline_right(b, model_id, values, ref_out, label):
                     samples[model_id].append((b.wall_ms, b.reply.ms))
         return samples
 
@@ -648,17 +665,6 @@ class Evaluation:
                                             "after it: something of the candidate's ran beside it; the figure "
                                             "timed alone is used", "warn")
         return clean
-
-
-def _meta_copy(out: Any) -> Any:
-    """`out`'s structure with meta tensors for its tensors: the form of an output, no memory."""
-    if isinstance(out, torch.Tensor):
-        return torch.empty_strided(out.shape, out.stride(), dtype=out.dtype, device="meta")
-    if isinstance(out, (list, tuple)):
-        return type(out)(_meta_copy(x) for x in out) if type(out) in (list, tuple) else [_meta_copy(x) for x in out]
-    if isinstance(out, dict):
-        return {k: _meta_copy(v) for k, v in out.items()}
-    return out
 
 
 def _verdict(findings: list[Finding], mismatch: Mismatch | None) -> tuple[Status, str]:
