@@ -69,6 +69,9 @@ CAUGHT = [
     ("relu", "cheat_precision_later", INCORRECT, "lower_precision", "lower precision"),
     # 9. forged verdict frames on every descriptor it can find: the sandbox's own channel
     ("relu", "cheat_forge_frame", REJECTED, "protocol", "malformed message"),
+    # ... or the serializer of the sandbox's replies rewritten (hidden from the guards): the times
+    #    it reports disagree with the judge's clock
+    ("relu", "cheat_patch_serializer", REJECTED, "clock", "beyond the reported time"),
     # 10. shape-specialized code
     ("relu", "cheat_shape", INCORRECT, "shape_specialized", "not shown"),
 ]
