@@ -87,6 +87,14 @@ def test_cheat_is_caught_with_a_finding_that_says_what_was_seen(problem, candida
     assert r.diagnostics.message  # one line for the user
 
 
+def test_a_trial_faster_than_writing_its_output_once_is_a_forged_time():
+    # A 1 MB output cannot be written in a microsecond at this host's measured copy bandwidth.
+    r = run_check("relu", "cheat_patch_serializer", {"dim": 1 << 16}, trials=2, check_other_distribution=False,
+                  check_unseen_shape=False)
+    assert r.status is REJECTED and "forged time" in finding(r, "clock").message, r.integrity
+    assert r.clock.floor_ms > 0.001 * 4
+
+
 @pytest.mark.parametrize("problem,candidate,input_set", [
     ("softmax", "cheat_softmax_nomax", "large-magnitude x100"),  # exp overflows without the max pass
     ("int_scale", "cheat_int32", "wide-integers"),  # int64 done in 32 bits wraps past 2**31
