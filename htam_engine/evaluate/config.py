@@ -23,6 +23,8 @@ class EvalConfig:
     trials: int = 30  # timed trials (median reported)
     tolerances: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_TOLERANCES))
     check_unseen_shape: bool = True
+    # Overrides for the unseen-shape set (None: the sizes only get_inputs reads, each bumped).
+    unseen_shape: dict | None = None
     check_other_distribution: bool = True
     time_compile_baseline: bool = True  # torch.compile baseline, where available
     seed: int = 42
