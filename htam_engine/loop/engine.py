@@ -379,6 +379,7 @@ class Engine:
             last_result=last.result if last else None, last_code=last.code if last else None,
             last_failure=self._last_failure(),
             veto_reasons=self._veto_reasons(), step=step, seed=c.seed,
+            proposed=tuple(cd.code for r in s.steps for cd in r.candidates if cd.code),
         )
         k = c.samples * c.steps if c.ablation == "best-of-n" else c.samples
         k = max(1, k)

@@ -19,6 +19,7 @@ import time
 from typing import Any
 
 from htam_engine.evaluate.result import Status
+from htam_engine.families import ProposalOutcome
 from htam_engine.memory.graph import HTG, START, USES_KEPT
 from htam_engine.memory.types import HistoryEntry, State
 
@@ -32,6 +33,10 @@ PENALTIES: dict[str, float] = {
     Status.TIMEOUT.value: -0.8,
     "vetoed": -0.5,
     "failed": -0.5,  # the proposer produced no candidate
+    # the proposer said why it wrote nothing: the direction's moves had nothing left to change
+    # from the current best, or none of them changes this problem (a wasted step, not a fault)
+    ProposalOutcome.EXHAUSTED.value: -0.3,
+    ProposalOutcome.NO_MOVE.value: -0.3,
     "skipped": 0.0,
 }
 REWARD_CLAMP = 2.0
@@ -40,6 +45,13 @@ REWARD_CLAMP = 2.0
 OK_FLOOR = -0.4
 NOTABLE = 0.3  # |reward| at or above this leaves a learned note on the edge
 LEARNED_NOTES_KEPT = 8
+
+
+def proposal_status(outcome: ProposalOutcome) -> str:
+    """The status memory records for a proposal that brought no candidate."""
+    if outcome in (ProposalOutcome.EXHAUSTED, ProposalOutcome.NO_MOVE):
+        return outcome.value
+    return "failed"
 
 
 def compute_reward(prev_speedup: float | None, new_speedup: float | None, status: str | Status) -> float:

@@ -76,7 +76,7 @@ class CPrinter:
         if op == "sigmoid":
             return self._div("1.0f", "(1.0f + " + self._exp("-" + a[0]) + ")")
         if op == "erf":
-            return f"htam_erf({a[0]})" if self.fast and not self.cuda else f"erff({a[0]})"
+            return f"htam_erf({a[0]})" if (self.fast or self.vexp) and not self.cuda else f"erff({a[0]})"
         if op == "log1p":
             if self.fast and not self.cuda:
                 return f"htam_log(1.0f + {a[0]})"

@@ -117,6 +117,18 @@ def split_reductions(region: Region) -> list[Reduction] | None:
     return reds if all(r.kind == "plain" for r in reds) else None
 
 
+def split_pass(region: Region) -> list[Reduction] | None:
+    """The reductions of a row region whose rows can be cut into slices, else None.
+
+    That holds when the merged schedule (online softmax, Welford) has a single pass: each
+    slice's partial state (a sum, a maximum, an online-softmax pair, a Welford triple)
+    combines exactly with the others', and everything after the pass needs only the combined
+    row values, whether the output is a row value or elementwise (a layer norm of few long rows).
+    """
+    sched = build_schedule(region, online=True)
+    return sched.passes[0] if len(sched.passes) == 1 else None
+
+
 def row_defs(region: Region, roots: list[int], defined: set[int]) -> list[int]:
     """Row/constant-level expressions (not reductions, not leaves) needed by roots, not yet defined."""
     exprs, levels = region.exprs, region.levels

@@ -1,9 +1,7 @@
-"""The shipped seed schema: enough directions and actionable strategies, valid template ids, priors."""
+"""The shipped seed schema: enough directions and actionable strategies, valid move ids, priors."""
 
 from htam_engine.memory import HTG
 
-OFFLINE_TEMPLATES = {"ew_fused_scalar", "ew_fused_vec4", "ew_grid_stride", "ew_fast_math", "row_reduce_block",
-                     "row_reduce_warp", "row_reduce_online", "row_reduce_vec4", "epilogue_fused", "epilogue_vec4"}
 REQUIRED = {"memory_access", "vectorization", "data_reuse", "parallel_mapping", "reduction_strategy",
             "operator_fusion", "launch_overhead", "instruction_throughput", "boundary_handling",
             "algorithmic_substitution", "precision_tensor_cores"}
@@ -22,12 +20,19 @@ def test_seed_has_the_global_directions_each_with_four_actionable_strategies():
             assert isinstance(a["families"], list) and isinstance(a["backends"], list) and isinstance(a["states"], list)
 
 
-def test_seed_templates_are_ones_the_offline_proposer_implements_and_all_are_used():
-    from htam_engine.propose.offline.templates import TEMPLATE_IDS
+def test_seed_moves_are_ones_the_offline_proposer_implements_and_all_are_used():
+    """A strategy's template names an offline move of its own direction, and every move is reachable."""
+    from htam_engine.propose.offline import MOVES
 
     h = HTG.seed()
-    used = {h.strategy_attrs(s)["template"] for s in h.strategy_ids()} - {None}
-    assert used == OFFLINE_TEMPLATES == set(TEMPLATE_IDS)
+    used = set()
+    for sid in h.strategy_ids():
+        a = h.strategy_attrs(sid)
+        if a["template"] is not None:
+            assert MOVES[a["template"]].direction == a["direction"], sid
+            used.add(a["template"])
+    assert used == set(MOVES)
+    assert {m.direction for m in MOVES.values()} <= set(h.directions())
 
 
 def test_seed_carries_expert_transition_notes():
