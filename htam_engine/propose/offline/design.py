@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from htam_engine.families import Backend
 from htam_engine.propose.offline import cpp, cuda, triton_gen
+from htam_engine.propose.offline.decompose import Unsupported
 from htam_engine.propose.offline.lower import Plan
+from htam_engine.propose.offline.triton_gemm import gemm_space
 from htam_engine.propose.offline.space import Knob, KnobSpec, Space
 
 _GENERATORS = {
@@ -21,8 +23,17 @@ MATH = KnobSpec(Knob.MATH, ("exact", "fast"), "exact", "exact or approximate tra
 
 
 def plan_space(plan: Plan, backend: Backend) -> Space:
-    ew_space, row_space = _GENERATORS[Backend(backend)]
+    """Raises Unsupported when no generator of this backend writes a kernel for the plan."""
+    backend = Backend(backend)
+    ew_space, row_space = _GENERATORS[backend]
     space = Space()
+    if plan.gemms and not plan.regions and backend is not Backend.TRITON:
+        raise Unsupported(f"a bare matrix product: the {backend.value} backend has no GEMM generator (use triton)")
+    if backend is Backend.TRITON:
+        for g in plan.gemms:
+            # the library's product is a candidate only when kernels of ours do the rest of the work
+            for spec in gemm_space(g, library_ok=bool(plan.regions)):
+                space.add(spec)
     for region in plan.regions:
         for spec in (row_space(region) if region.is_row else ew_space(region)):
             space.add(spec)

@@ -53,6 +53,8 @@ class Region:
     out_shape: tuple[int, ...] = ()
     levels: list[int] = field(default_factory=list)
 
+    line: int = -1  # index of its call in Plan.lines
+
     @property
     def is_row(self) -> bool:
         return self.reduce_dims is not None
@@ -150,3 +152,40 @@ def needed(exprs: list[Expr], roots: list[int], stop: set[int] | None = None) ->
             continue
         stack.extend(exprs[i].args)
     return sorted(seen)
+
+
+@dataclass(slots=True)
+class Gemm:
+    """A matrix product a generator may compute itself (a Triton GEMM) or leave to the library.
+
+    linear: out = a @ w.T (+ bias), w of shape (N, K), a of shape (..., K) flattened to M rows;
+    matmul: out = a @ b with b of shape (K, N) (a's leading dims flattened to M rows), or both
+    of shape (*batch, M, K) and (*batch, K, N) with equal batch dims.
+    """
+
+    index: int
+    kind: str  # "linear" | "matmul"
+    a: str  # Python sources of the operands in ModelNew.forward
+    b: str
+    bias: str | None
+    a_shape: tuple[int, ...]
+    b_shape: tuple[int, ...]
+    out_shape: tuple[int, ...]
+    out_var: str
+    line: int  # index of its call in Plan.lines
+    epilogue: int | None = None  # the elementwise region a GEMM of ours computes in its epilogue
+
+    @property
+    def mnk(self) -> tuple[int, int, int, int]:
+        """(batch, M, N, K) at the traced shapes."""
+        k = self.a_shape[-1]
+        n = self.b_shape[0] if self.kind == "linear" else self.b_shape[-1]
+        if self.kind == "matmul" and len(self.b_shape) > 2:
+            batch = 1
+            for d in self.a_shape[:-2]:
+                batch *= d
+            return batch, self.a_shape[-2], n, k
+        m = 1
+        for d in self.a_shape[:-1]:
+            m *= d
+        return 1, m, n, k

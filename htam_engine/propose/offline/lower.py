@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import operator
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,8 +20,8 @@ import torch.fx as fx
 from torch.fx.node import _get_qualified_name
 
 from htam_engine.propose.offline.decompose import OPS, Unsupported
-from htam_engine.propose.offline.ir import CONST, ELEM, REDUCE, ROW, Builder, Region, RegionInput, compute_levels
-from htam_engine.propose.offline.recognize import OpCall, is_kept, recognize
+from htam_engine.propose.offline.ir import CONST, ELEM, REDUCE, ROW, Builder, Gemm, Region, RegionInput, compute_levels
+from htam_engine.propose.offline.recognize import OpCall, is_kept, matmul_call, recognize
 from htam_engine.propose.offline.trace import Traced
 
 _FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -36,10 +37,11 @@ class Plan:
     lines: list[str]  # forward body
     regions: list[Region]
     kept: list[str] = field(default_factory=list)  # descriptions of operations kept in PyTorch
+    gemms: list[Gemm] = field(default_factory=list)  # matrix products (library or a GEMM of ours)
 
     @property
     def has_library_op(self) -> bool:
-        return any(not k.startswith("view:") for k in self.kept)
+        return bool(self.gemms) or any(not k.startswith("view:") for k in self.kept)
 
 
 def _var(node: fx.Node) -> str:
@@ -232,6 +234,7 @@ class _Lowering:
         self.kept: list[str] = []
         self.open: _RegionBuilder | None = None
         self.alias: dict[fx.Node, fx.Node] = {}  # getitem(max(x, dim), 0) -> the max node
+        self.gemms: list[Gemm] = []
 
     def constant_value(self, node: fx.Node) -> float | None:
         """A one-element tensor the tracer captured (torch.tensor(c) in forward), as a number."""
@@ -265,6 +268,7 @@ class _Lowering:
         self.regions.append(region)
         var = f"t_{out_node.name}"
         args = ", ".join(inp.source for inp in region.inputs)
+        region.line = len(self.lines)
         self.lines.append(f"{var} = _region_{region.index}({args})")
         self.names[out_node] = var
         for alias_node, target in self.alias.items():
@@ -323,11 +327,16 @@ class _Lowering:
             if call is not None:
                 self._add_fusable(node, call)
                 continue
+            mm = matmul_call(node, self.modules)
+            if mm is not None and self._gemm(node, mm):
+                continue
             if not is_kept(node, self.modules):
                 raise Unsupported(f"cannot generate a kernel for {_describe(node, self.traced)}")
             self._close()
             self._emit_kept(node)
-        return Plan(params=params, lines=self.lines, regions=self.regions, kept=self.kept)
+        plan = Plan(params=params, lines=self.lines, regions=self.regions, kept=self.kept, gemms=self.gemms)
+        _find_epilogues(plan)
+        return plan
 
     def _alias(self, node: fx.Node) -> bool:
         """getitem(max(x, dim), 0) / .values name the reduction's value itself."""
@@ -345,6 +354,41 @@ class _Lowering:
                 self.names[node] = self.names[src]
             return True
         raise Unsupported("argmax/argmin indices are not generated")
+
+    def _operand(self, value: Any) -> tuple[str, tuple[int, ...], torch.dtype | None]:
+        """Source, traced shape and dtype of a GEMM operand (a graph value or a parameter path)."""
+        if isinstance(value, str):  # "<module path>.weight": a parameter
+            mod_path, attr = value.rsplit(".", 1)
+            tensor = getattr(self.traced.gm.get_submodule(mod_path), attr)
+            return f"{_attr_path(mod_path)}.{attr}", tuple(tensor.shape), tensor.dtype
+        node = self.alias.get(value, value)
+        return (self.value_source(node), self.traced.shapes.get(node.name, ()), self.traced.dtypes.get(node.name))
+
+    def _gemm(self, node: fx.Node, mm: Any) -> bool:
+        """A matrix product becomes a Gemm when its layout is one the GEMM generator handles (float32,
+        b two-dimensional, or equal batch dims); otherwise it stays a plain kept library call."""
+        self._close()  # the operands may be the open region's value
+        try:
+            a, a_shape, a_dt = self._operand(mm.a)
+            b, b_shape, b_dt = self._operand(mm.b)
+            bias = self._operand(mm.bias)[0] if mm.bias is not None else None
+        except (Unsupported, AttributeError):
+            return False
+        if a_dt != torch.float32 or b_dt != torch.float32 or len(a_shape) < 2 or len(b_shape) < 2:
+            return False
+        if mm.kind == "matmul" and len(b_shape) > 2 and (len(a_shape) != len(b_shape)
+                                                         or a_shape[:-2] != b_shape[:-2]):
+            return False
+        if mm.kind == "linear" and len(b_shape) != 2:
+            return False
+        var = _var(node)
+        args = ", ".join([a, b] + ([bias] if bias else []))
+        gemm = Gemm(len(self.gemms), mm.kind, a, b, bias, a_shape, b_shape,
+                    self.traced.shapes.get(node.name, ()), var, len(self.lines))
+        self.lines.append(f"{var} = _gemm_{gemm.index}({args})")
+        self.names[node] = var
+        self.gemms.append(gemm)
+        return True
 
     def _emit_kept(self, node: fx.Node) -> None:
         var = _var(node)
@@ -433,8 +477,23 @@ def _right(shape: tuple[int, ...], ndim: int) -> tuple[int, ...]:
     return (1,) * (ndim - len(shape)) + tuple(shape)
 
 
+def _find_epilogues(plan: Plan) -> None:
+    """A GEMM's epilogue: the elementwise region that reads its output (full, same shape) when
+    nothing else does; a GEMM of ours computes that region in registers before its only store."""
+    for g in plan.gemms:
+        users = [i for i, line in enumerate(plan.lines) if i != g.line and re.search(rf"\b{g.out_var}\b", line)]
+        if len(users) != 1:
+            continue
+        region = next((r for r in plan.regions if r.line == users[0]), None)
+        if region is None or region.is_row or tuple(region.elem_shape) != tuple(g.out_shape):
+            continue
+        inputs = [inp for inp in region.inputs if inp.source == g.out_var]
+        if len(inputs) == 1 and inputs[0].kind == "full" and tuple(inputs[0].shape) == tuple(g.out_shape):
+            g.epilogue = region.index
+
+
 def lower(traced: Traced) -> Plan:
     plan = _Lowering(traced).run()
-    if not plan.regions:
+    if not plan.regions and not plan.gemms:
         raise Unsupported("nothing to fuse: every operation is a library call kept in PyTorch")
     return plan

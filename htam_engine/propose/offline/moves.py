@@ -96,6 +96,7 @@ MOVES: dict[str, Move] = {m.id: m for m in (
     _set("cpu_vector_exp", "vectorization", "exp/erf/tanh as branch-free polynomials the compiler vectorises",
          {Knob.CPU_EXP: "poly"}),
     # launch overhead
+    _sweep("split_k", "parallel_mapping", "K slices per GEMM output tile (few tiles, long K)", Knob.GEMM_SPLIT_K),
     _set("persistent_grid", "parallel_mapping", "a device-sized persistent grid striding over blocks",
          {Knob.EW_GRID: "persistent"}),
     _set("single_kernel", "launch_overhead", "no split: one kernel per region", {Knob.SPLIT: "off"}),

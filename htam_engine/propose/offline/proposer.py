@@ -114,7 +114,8 @@ class _Trail:
     """Settings proposed in earlier steps of one session (used when the request does not list
     what the session evaluated)."""
 
-    by_step: dict[int, set[str]] = field(default_factory=dict)
+    by_step: dict[int, set[str]] = field(default_factory=dict)  # settings keys
+    codes: dict[int, set[str]] = field(default_factory=dict)  # code without the docstring
 
     def before(self, step: int) -> set[str]:
         return {k for s, keys in self.by_step.items() if s < step for k in keys}
@@ -138,24 +139,35 @@ class OfflineProposer:
         except Exception as exc:  # noqa: BLE001 - a tracing fault fails this step, not the session
             return self._no_code(ProposalOutcome.ERROR, f"offline proposer: cannot analyse the problem: {exc!r}"[:300])
         base = _position(request, space)
-        seen, trail = self._seen(request, space)
+        seen, seen_codes, trail = self._seen(request, space)
         picks, moves_named = _picks(request, space, base, seen)
-        if request.sample >= len(picks):
+        # sample k takes the k-th pick whose code is new (settings a plan does not read write equal code)
+        written: dict[str, Pick] = {}
+        pick = code = None
+        for candidate in picks:
+            try:
+                text = build_module(request.problem, plan, backend, candidate.settings, candidate.move)
+            except Unsupported as exc:
+                return self._no_code(ProposalOutcome.UNSUPPORTED, f"offline proposer: {exc}", candidate.move)
+            except Exception as exc:  # noqa: BLE001 - a generator fault fails this sample, not the session
+                return self._no_code(ProposalOutcome.ERROR, f"offline proposer: internal error in move "
+                                     f"{candidate.move}: {exc!r}"[:300], candidate.move)
+            body = _without_header(text)
+            if body in seen_codes or body in written:
+                continue
+            written[body] = candidate
+            if len(written) > request.sample:
+                pick, code = candidate, text
+                break
+        if pick is None:
             if not moves_named:
                 names = ", ".join(s.template or "none" for s in request.retrieval.strategies) or "none retrieved"
                 return self._no_code(ProposalOutcome.NO_MOVE, f"offline proposer: no retrieved strategy moves this "
                                      f"problem's code on {backend.value} (moves: {names})")
             return self._no_code(ProposalOutcome.EXHAUSTED, f"offline proposer: moves {', '.join(moves_named)} have "
                                  f"nothing left to change from the current best (all reachable settings evaluated)")
-        pick = picks[request.sample]
-        try:
-            code = build_module(request.problem, plan, backend, pick.settings, pick.move)
-        except Unsupported as exc:
-            return self._no_code(ProposalOutcome.UNSUPPORTED, f"offline proposer: {exc}", pick.move)
-        except Exception as exc:  # noqa: BLE001 - a generator fault fails this sample, not the session
-            return self._no_code(ProposalOutcome.ERROR,
-                                 f"offline proposer: internal error in move {pick.move}: {exc!r}"[:300], pick.move)
         trail.by_step.setdefault(request.step, set()).add(pick.settings.key())
+        trail.codes.setdefault(request.step, set()).add(_without_header(code))
         prompt = _explain(request, plan, base, pick)
         await _emit(on_token, code)
         return Proposal(code=code, prompt=prompt, raw_output=code, model=NAME, template=pick.move,
@@ -164,14 +176,16 @@ class OfflineProposer:
     def _no_code(self, outcome: ProposalOutcome, failure: str, move: str | None = None) -> Proposal:
         return Proposal(code=None, failure=failure, model=NAME, template=move, outcome=outcome)
 
-    def _seen(self, request: ProposalRequest, space: Space) -> tuple[set[str], _Trail]:
-        """Settings keys already evaluated in the session (never proposed again)."""
+    def _seen(self, request: ProposalRequest, space: Space) -> tuple[set[str], set[str], _Trail]:
+        """Settings keys and code (without the docstring) the session already has: never proposed again."""
         trail = self._trails.setdefault((_problem_key(request.problem), Backend(request.backend).value), _Trail())
         codes = list(request.proposed) + [c for c in (request.best_code, request.last_code) if c]
         seen = {s.key() for s in (parse_settings(c) for c in codes) if s is not None and space.valid(s)}
-        if not request.proposed:  # the engine did not say what the session evaluated: what this proposer wrote
+        bodies = {_without_header(c) for c in codes}
+        if not request.proposed:  # the engine did not say what the session has: what this proposer wrote
             seen |= trail.before(request.step)
-        return seen, trail
+            bodies |= {c for step, cs in trail.codes.items() if step < request.step for c in cs}
+        return seen, bodies, trail
 
     async def reflect(self, request: ProposalRequest, code: str, result: EvalResult) -> Lesson | None:
         """A short lesson from what a move did (None when there is nothing worth keeping)."""
@@ -200,6 +214,15 @@ class OfflineProposer:
                           f"Move {move_id} ({move.summary}; {knobs}) ended {result.status.value} on "
                           f"{request.problem.name}.", pitfalls=why[:200])
         return None
+
+
+def _without_header(code: str) -> str:
+    """A candidate's code without its docstring (which names the move and every setting)."""
+    if code.startswith('"""'):
+        end = code.find('"""', 3)
+        if end > 0:
+            return code[end + 3:]
+    return code
 
 
 def _position(request: ProposalRequest, space: Space) -> Settings:

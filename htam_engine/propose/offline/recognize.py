@@ -299,3 +299,52 @@ def is_kept(node: torch.fx.Node, modules: dict[str, nn.Module]) -> bool:
     if node.op == "call_method":
         return str(node.target) in KEPT_METHODS
     return False
+
+
+@dataclass(slots=True)
+class MatmulCall:
+    """A matrix product node: a @ b (matmul) or a @ w.T + bias (linear). Operands are fx nodes,
+    or "<module path>.<attr>" strings for a module's parameters."""
+
+    kind: str  # "matmul" | "linear"
+    a: Any
+    b: Any
+    bias: Any = None
+
+
+_MATMULS = {torch.matmul, torch.mm, torch.bmm, operator.matmul}
+
+
+def _einsum_as_matmul(equation: Any) -> bool:
+    """"...c,cd->...d": a product over the last index of the first operand with a 2-D second one."""
+    if not isinstance(equation, str) or "->" not in equation:
+        return False
+    lhs, out = equation.replace(" ", "").split("->")
+    ops = lhs.split(",")
+    if len(ops) != 2 or len(ops[1]) != 2 or "." in equation:
+        return False
+    x, (c, d) = ops[0], ops[1]
+    return bool(x) and x[-1] == c and out == x[:-1] + d and len(set(x + d)) == len(x) + 1
+
+
+def matmul_call(node: torch.fx.Node, modules: dict[str, nn.Module]) -> MatmulCall | None:
+    """The node's matrix product, or None when it is none (or one the GEMM generator leaves alone)."""
+    if node.op == "call_module":
+        mod = modules.get(str(node.target))
+        if type(mod) is nn.Linear and node.args:
+            bias = f"{node.target}.bias" if mod.bias is not None else None
+            return MatmulCall("linear", node.args[0], f"{node.target}.weight", bias)
+        return None
+    args, kwargs = node.args, dict(node.kwargs)
+    if node.op == "call_function":
+        if node.target in _MATMULS and len(args) == 2 and not kwargs:
+            return MatmulCall("matmul", args[0], args[1])
+        if node.target is F.linear and len(args) >= 2:
+            bias = args[2] if len(args) > 2 else kwargs.get("bias")
+            return MatmulCall("linear", args[0], args[1], bias)
+        if node.target is torch.einsum and len(args) == 3 and _einsum_as_matmul(args[0]):
+            return MatmulCall("matmul", args[1], args[2])
+        return None
+    if node.op == "call_method" and node.target in ("matmul", "mm", "bmm") and len(args) == 2 and not kwargs:
+        return MatmulCall("matmul", args[0], args[1])
+    return None

@@ -97,11 +97,13 @@ def row_space(region: Region) -> list[KnobSpec]:
 # ---------------------------------------------------------------- elementwise
 
 
-def _ew_loads(region: Region, ids: list[int], tiles: bool) -> list[str]:
+def ew_loads(region: Region, ids: list[int], tiles: bool, skip: int | None = None) -> list[str]:
+    """Loads of an elementwise region's operands at `offs` under `mask` (row r / column j of the
+    broadcast period L for band operands); `skip` is an input the caller already holds."""
     out = []
     for i in ids:
         e = region.exprs[i]
-        if e.op != "load":
+        if e.op != "load" or int(e.value) == skip:
             continue
         k = int(e.value)
         kind = region.inputs[k].kind
@@ -139,7 +141,7 @@ def ew_kernel(region: Region, s: Settings) -> tuple[list[str], list[str]]:
     body = []
     if bands and not tiles:
         body += ["r = offs // L", "j = offs - r * L"]
-    body += _ew_loads(region, ids, tiles)
+    body += ew_loads(region, ids, tiles)
     body += emit_defs(region, ids, pr, ref, lambda i: f"v{i}", assign)
     value = ref(region.out)
     if tiles:

@@ -64,9 +64,10 @@ def test_library_op_is_kept_and_the_tail_fused(tmp_path):
         """,
         "[torch.randn(4, 8)]", "[8, 16]")
     plan = plan_problem(p)
-    assert plan.kept == ["Linear"] and plan.has_library_op
-    assert plan.lines[0] == "t_gemm = self.gemm(x)"
+    assert plan.has_library_op and len(plan.gemms) == 1 and plan.gemms[0].kind == "linear"
+    assert plan.lines[0] == "t_gemm = _gemm_0(x, self.gemm.weight, self.gemm.bias)"
     assert plan.regions[0].reduce_dims == (1,) and plan.regions[0].out_keepdim
+    assert plan.gemms[0].epilogue is None  # a row region: not an epilogue the GEMM computes in registers
 
 
 def test_reduction_over_a_middle_dimension(tmp_path):
@@ -107,8 +108,10 @@ def test_plain_library_call_is_not_dressed_up_as_a_kernel(tmp_path):
             def forward(self, a, b):
                 return torch.matmul(a, b)
         """, "[torch.randn(4, 8), torch.randn(8, 4)]")
-    with pytest.raises(Unsupported, match="nothing to fuse"):
+    with pytest.raises(Unsupported, match="bare matrix product"):
         generate(p, "cpp")
+    code = generate(p, "triton").code  # a GEMM of ours
+    assert "torch.matmul" not in code.split("class ModelNew")[1] and "tl.dot(" in code
 
 
 def test_generated_module_is_self_contained(tmp_path):
