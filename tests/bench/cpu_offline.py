@@ -135,7 +135,7 @@ def candidates_for(problem: Any, backend: str, which: str) -> tuple[list[tuple[s
         if which == "default":
             g = generate(problem, backend)
             return [(g.move, g.code)], None
-        space = plan_space(plan_problem(problem), Backend(backend))
+        space = plan_space(plan_problem(problem, backend), Backend(backend))
         ranked = list(MOVE_IDS) if which == "all" else which.split(",")
         applicable = [m for m in ranked if m in MOVES and options(MOVES[m], space, space.defaults())]
         if which != "all":

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Protocol
 
-from htam_engine.propose.offline.ir import Builder
+from htam_engine.propose.offline.ir import Builder, Window
 
 SELU_ALPHA = 1.6732632423543772848170429916717
 SELU_SCALE = 1.0507009873554804934193349852946
@@ -19,6 +19,10 @@ FLOAT32_EPS = 1.1920928955078125e-07
 
 class Unsupported(Exception):
     """The offline proposer cannot generate this operation; the message says why (one line)."""
+
+
+class KeepInLibrary(Unsupported):
+    """This call is left to PyTorch (the plan keeps it as a library op; its neighbours still fuse)."""
 
 
 class Ctx(Protocol):
@@ -35,6 +39,8 @@ class Ctx(Protocol):
     def reduce_trailing(self, kind: str, a: int, input_arg: Any, count: int) -> int: ...
 
     def drop_dims(self, i: int) -> None: ...  # the value's reduced dims are dropped (keepdim=False)
+
+    def window(self, kind: str, a: int, input_arg: Any, window: Window) -> int: ...  # a pooled value
 
 
 def _c(ctx: Ctx, v: float) -> int:
@@ -116,7 +122,8 @@ def _identity(ctx: Ctx, args: dict) -> int:
 
 def _dropout(ctx: Ctx, args: dict) -> int:
     if args.get("training") and float(args.get("p") or 0.0) > 0.0:
-        raise Unsupported("dropout in training mode draws random numbers")
+        # random numbers: left to PyTorch, which draws exactly what the reference draws
+        raise KeepInLibrary("dropout in training mode draws random numbers")
     return ctx.val(args["input"])
 
 
@@ -260,6 +267,52 @@ def _hardsigmoid(ctx: Ctx, x: int) -> int:
     return b.bin("min", b.bin("max", t, _c(ctx, 0.0)), _c(ctx, 1.0))
 
 
+def _tuple(v: Any, nd: int, what: str) -> tuple[int, ...]:
+    if isinstance(v, int) and not isinstance(v, bool):
+        return (v,) * nd
+    if isinstance(v, (list, tuple)) and len(v) == nd and all(isinstance(x, int) for x in v):
+        return tuple(v)
+    raise KeepInLibrary(f"pooling {what} {v!r}")
+
+
+def _pool(kind: str, nd: int) -> Callable[[Ctx, dict], int]:
+    """max_pool / avg_pool over the last nd dims: a window reduction (avg divides by the per-window
+    count, the `count` leaf of a window region)."""
+
+    def run(ctx: Ctx, args: dict) -> int:
+        if args.get("return_indices"):
+            raise KeepInLibrary("max pooling that returns indices")
+        kernel = _tuple(args["kernel_size"], nd, "kernel_size")
+        stride = _tuple(args.get("stride") or kernel, nd, "stride")
+        padding = _tuple(args.get("padding", 0), nd, "padding")
+        dilation = _tuple(args.get("dilation", 1), nd, "dilation") if kind == "max" else (1,) * nd
+        divisor = args.get("divisor_override")
+        w = Window(kind, kernel, stride, padding, dilation, bool(args.get("ceil_mode")),
+                   bool(args.get("count_include_pad", True)), int(divisor) if divisor else None)
+        x = ctx.val(args["input"])
+        if kind == "max":
+            return ctx.window("max", x, args["input"], w)
+        return ctx.b.bin("div", ctx.window("sum", x, args["input"], w), ctx.b.count())
+
+    return run
+
+
+def _adaptive_pool(kind: str, nd: int) -> Callable[[Ctx, dict], int]:
+    """An adaptive pool to size 1 is a mean (max) over the last nd dims; other sizes stay in the library."""
+
+    def run(ctx: Ctx, args: dict) -> int:
+        if args.get("return_indices"):
+            raise KeepInLibrary("adaptive pooling that returns indices")
+        size = args["output_size"]
+        sizes = size if isinstance(size, (list, tuple)) else (size,) * nd
+        if any(s != 1 for s in sizes):
+            raise KeepInLibrary(f"adaptive pooling to {size!r}")
+        dims = tuple(range(-nd, 0))
+        return ctx.reduce(kind, ctx.val(args["input"]), args["input"], dims, True)
+
+    return run
+
+
 UNARY_OPS: dict[str, Callable[[Ctx, int, dict], int]] = {
     "relu": lambda c, x, a: c.b.bin("max", x, _c(c, 0.0)),
     "relu6": lambda c, x, a: c.b.bin("min", c.b.bin("max", x, _c(c, 0.0)), _c(c, 6.0)),
@@ -321,6 +374,12 @@ OPS.update({
     "norm": _norm,
     "normalize": _normalize,
 })
+
+for _nd in (1, 2, 3):
+    OPS[f"max_pool{_nd}d"] = _pool("max", _nd)
+    OPS[f"avg_pool{_nd}d"] = _pool("avg", _nd)
+    OPS[f"adaptive_avg_pool{_nd}d"] = _adaptive_pool("mean", _nd)
+    OPS[f"adaptive_max_pool{_nd}d"] = _adaptive_pool("max", _nd)
 
 REDUCING = {"sum", "mean", "amax", "amin", "max_dim", "min_dim", "logsumexp", "softmax", "log_softmax",
             "layer_norm", "rms_norm", "var", "std", "norm", "normalize"}

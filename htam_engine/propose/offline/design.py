@@ -12,6 +12,7 @@ from htam_engine.propose.offline import cpp, cuda, triton_gen
 from htam_engine.propose.offline.decompose import Unsupported
 from htam_engine.propose.offline.lower import Plan
 from htam_engine.propose.offline.triton_gemm import gemm_space
+from htam_engine.propose.offline.triton_window import window_space
 from htam_engine.propose.offline.space import Knob, KnobSpec, Space
 
 _GENERATORS = {
@@ -19,6 +20,7 @@ _GENERATORS = {
     Backend.CUDA: (cuda.ew_space, cuda.row_space),
     Backend.CPP: (cpp.ew_space, cpp.row_space),
 }
+WINDOW_BACKENDS = frozenset({Backend.TRITON})  # backends with a pooling generator (elsewhere pooling stays kept)
 MATH = KnobSpec(Knob.MATH, ("exact", "fast"), "exact", "exact or approximate transcendental functions")
 
 
@@ -35,7 +37,13 @@ def plan_space(plan: Plan, backend: Backend) -> Space:
             for spec in gemm_space(g, library_ok=bool(plan.regions)):
                 space.add(spec)
     for region in plan.regions:
-        for spec in (row_space(region) if region.is_row else ew_space(region)):
+        if region.kind == "window":
+            if backend is not Backend.TRITON:
+                raise Unsupported(f"pooling: the {backend.value} backend has no pooling generator (use triton)")
+            specs = window_space(region)
+        else:
+            specs = row_space(region) if region.is_row else ew_space(region)
+        for spec in specs:
             space.add(spec)
     space.add(MATH)
     return space

@@ -29,6 +29,24 @@ class Expr:
     value: float | int | None = None  # const value, or the input index of a load
 
 
+@dataclass(frozen=True, slots=True)
+class Window:
+    """A pooling window over the last `nd` dims (PyTorch's max_pool / avg_pool semantics)."""
+
+    kind: str  # "max" | "avg"
+    kernel: tuple[int, ...]
+    stride: tuple[int, ...]
+    padding: tuple[int, ...]
+    dilation: tuple[int, ...]
+    ceil_mode: bool = False
+    count_include_pad: bool = True  # avg: padded positions count in the divisor
+    divisor: int | None = None  # avg: divisor_override
+
+    @property
+    def nd(self) -> int:
+        return len(self.kernel)
+
+
 @dataclass(slots=True)
 class RegionInput:
     """A tensor the region reads: a graph value, parameter or buffer."""
@@ -54,10 +72,18 @@ class Region:
     levels: list[int] = field(default_factory=list)
 
     line: int = -1  # index of its call in Plan.lines
+    window: Window | None = None  # a pooling region: values reduced over windows of elem_shape
 
     @property
     def is_row(self) -> bool:
         return self.reduce_dims is not None
+
+    @property
+    def kind(self) -> str:
+        """"ew" (elementwise), "row" (reductions over dims) or "window" (pooling)."""
+        if self.window is not None:
+            return "window"
+        return "row" if self.reduce_dims is not None else "ew"
 
     @property
     def out_level(self) -> int:

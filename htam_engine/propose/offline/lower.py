@@ -19,8 +19,20 @@ import torch
 import torch.fx as fx
 from torch.fx.node import _get_qualified_name
 
-from htam_engine.propose.offline.decompose import OPS, Unsupported
-from htam_engine.propose.offline.ir import CONST, ELEM, REDUCE, ROW, Builder, Gemm, Region, RegionInput, compute_levels
+from htam_engine.propose.offline.decompose import OPS, KeepInLibrary, Unsupported
+from htam_engine.propose.offline.ir import (
+    CONST,
+    ELEM,
+    REDUCE,
+    ROW,
+    Builder,
+    Gemm,
+    Region,
+    RegionInput,
+    Window,
+    compute_levels,
+    needed,
+)
 from htam_engine.propose.offline.recognize import OpCall, is_kept, matmul_call, recognize
 from htam_engine.propose.offline.trace import Traced
 
@@ -138,14 +150,15 @@ class _RegionBuilder:
         self.elem: tuple[int, ...] | None = None  # fixed by the first reduction
         self.dims: tuple[int, ...] | None = None
         self.dropped: set[int] = set()  # row values whose reduced dims were dropped (keepdim=False)
+        self.win: Window | None = None  # a pooling region's window (fixed by its pooling op)
         self.call: OpCall | None = None
 
     # -- transactional adding
     def snapshot(self) -> tuple:
-        return (len(self.b.exprs), len(self.inputs), self.elem, self.dims, set(self.dropped))
+        return (len(self.b.exprs), len(self.inputs), self.elem, self.dims, set(self.dropped), self.win)
 
     def rollback(self, snap: tuple) -> None:
-        n_exprs, n_inputs, self.elem, self.dims, self.dropped = snap
+        n_exprs, n_inputs, self.elem, self.dims, self.dropped, self.win = snap
         del self.b.exprs[n_exprs:]
         self.b._ids = {e: i for i, e in enumerate(self.b.exprs)}
         for inp in self.inputs[n_inputs:]:
@@ -167,6 +180,8 @@ class _RegionBuilder:
         if folded is not None:
             return self.b.const(folded)
         source = self.low.value_source(arg)
+        if arg.op == "placeholder" and arg.name in self.low.traced.numbers:
+            return self._input(source, (), torch.float32)  # a number: the wrapper makes it a 0-d tensor
         return self._input(source, self.low.traced.shapes.get(arg.name), self.low.traced.dtypes.get(arg.name))
 
     def _input(self, source: str, shape: tuple[int, ...] | None, dtype: torch.dtype | None) -> int:
@@ -174,6 +189,10 @@ class _RegionBuilder:
             raise Unsupported(f"operand {source} is not a tensor")
         if dtype not in _FLOAT_DTYPES:
             raise Unsupported(f"operand {source} has dtype {dtype}")
+        if self.dims is not None and source not in self.input_ids and (
+                len(shape) > len(self.elem)
+                or torch.broadcast_shapes(_right(tuple(shape), len(self.elem)), self.elem) != self.elem):
+            raise _Mismatch()  # it broadcasts beyond the reduced layout: the op starts a new region
         if source not in self.input_ids:
             self.input_ids[source] = len(self.inputs)
             self.inputs.append(RegionInput(source=source, kind="", shape=tuple(shape)))
@@ -202,6 +221,8 @@ class _RegionBuilder:
         if shape is None:
             raise Unsupported("reduction of a non-tensor")
         norm = _dims(dims, len(shape))
+        if keepdim and all(shape[d] == 1 for d in norm):
+            return a  # a sum, mean, max or min over dims of size 1 is the value itself
         self._fix_layout(shape, norm)
         r = self.b.red(kind, a)
         if not keepdim:
@@ -218,15 +239,30 @@ class _RegionBuilder:
         return self.reduce(kind, a, input_arg, tuple(range(len(shape) - count, len(shape))), True)
 
     def _fix_layout(self, shape: tuple[int, ...], dims: tuple[int, ...]) -> None:
+        if self.win is not None:
+            raise _Mismatch()
         if self.dims is None:
             self.elem, self.dims = tuple(shape), dims
         elif tuple(shape) != self.elem or dims != self.dims:
             raise _Mismatch()
 
+    def window(self, kind: str, a: int, input_arg: Any, window: Window) -> int:
+        """A value pooled over windows of the input's last `window.nd` dims."""
+        if not self.low.windows:
+            raise KeepInLibrary("pooling (no pooling generator for this backend)")
+        shape = self.low.traced.shapes.get(input_arg.name) if isinstance(input_arg, fx.Node) else None
+        if shape is None or len(shape) < window.nd + 1:
+            raise KeepInLibrary("pooling a tensor without leading dims")
+        if self.dims is not None or self.win is not None:
+            raise _Mismatch()  # a region pools once, over elementwise values
+        self.elem, self.win = tuple(shape), window
+        return self.b.red(kind, a)
+
 
 class _Lowering:
-    def __init__(self, traced: Traced):
+    def __init__(self, traced: Traced, windows: bool = True):
         self.traced = traced
+        self.windows = windows  # pooling becomes window regions (else it stays a library call)
         self.modules = dict(traced.gm.named_modules())
         self.names: dict[fx.Node, str] = {}  # nodes with a Python value in forward
         self.lines: list[str] = []
@@ -282,7 +318,8 @@ class _Lowering:
             out += self._users(u) if u in self.alias else [u]
         return out
 
-    def _add_fusable(self, node: fx.Node, call: OpCall) -> None:
+    def _add_fusable(self, node: fx.Node, call: OpCall) -> bool:
+        """Add the node to the open region (or a new one); False when it stays a library call."""
         fn = OPS.get(call.name)
         if fn is None:
             raise Unsupported(f"no decomposition for {call.name}")
@@ -300,9 +337,13 @@ class _Lowering:
                     raise Unsupported(f"{node.name}: reduction layout does not fit one kernel") from None
                 self._close()
                 continue
+            except KeepInLibrary:
+                rb.rollback(snap)
+                return False
             rb.nodes[node] = expr
             rb.order.append(node)
-            return
+            return True
+        return False
 
     def run(self) -> Plan:
         params: list[str] = []
@@ -324,13 +365,12 @@ class _Lowering:
             if self._alias(node):
                 continue
             call = recognize(node, self.modules)
-            if call is not None:
-                self._add_fusable(node, call)
+            if call is not None and self._add_fusable(node, call):
                 continue
             mm = matmul_call(node, self.modules)
             if mm is not None and self._gemm(node, mm):
                 continue
-            if not is_kept(node, self.modules):
+            if call is None and not is_kept(node, self.modules):
                 raise Unsupported(f"cannot generate a kernel for {_describe(node, self.traced)}")
             self._close()
             self._emit_kept(node)
@@ -413,6 +453,8 @@ def _finish_region(rb: _RegionBuilder, out_node: fx.Node, traced: Traced) -> Reg
     out_shape = traced.shapes.get(out_node.name)
     if out_shape is None:
         raise Unsupported(f"{out_node.name} is not a tensor")
+    if rb.win is not None:
+        return _finish_window(rb, out, tuple(out_shape))
     if rb.dims is None:
         elem = tuple(out_shape)
         for inp in rb.inputs:
@@ -436,10 +478,10 @@ def _finish_region(rb: _RegionBuilder, out_node: fx.Node, traced: Traced) -> Reg
             raise Unsupported(f"operand {inp.source} does not broadcast to the reduced shape")
         if math.prod(shp) == 1:
             inp.level, inp.kind = CONST, "scalar"
-        elif all(shp[d] == 1 for d in dims):
-            inp.level, inp.kind = ROW, "outfull"
         elif shp == elem:
             inp.level, inp.kind = ELEM, "full"
+        elif all(shp[d] == 1 for d in dims):
+            inp.level, inp.kind = ROW, "outfull"
         elif all((shp[d] == elem[d]) if d in dims else shp[d] == 1 for d in range(len(elem))):
             inp.level, inp.kind = ELEM, "rpos"
         else:
@@ -473,6 +515,33 @@ def _finish_region(rb: _RegionBuilder, out_node: fx.Node, traced: Traced) -> Reg
     return Region(rb.index, list(exprs), rb.inputs, out, elem, dims, keepdim, tuple(out_shape), levels)
 
 
+def _finish_window(rb: _RegionBuilder, out: int, out_shape: tuple[int, ...]) -> Region:
+    """Operands of a pooling region: read at window positions (full: the input's shape) or at the
+    pooled position (outfull: the output's shape); broadcast ones are expanded by the wrapper."""
+    elem = rb.elem
+    pooled = [e.args[0] for e in rb.b.exprs if e.op in REDUCE]
+    before = {int(e.value) for i, e in enumerate(rb.b.exprs)
+              if e.op == "load" and i in set(needed(rb.b.exprs, pooled))}  # operands read in the window
+    for k, inp in enumerate(rb.inputs):
+        shp = _right(inp.shape, len(elem)) if len(inp.shape) <= len(elem) else None
+        if math.prod(inp.shape) == 1:
+            inp.level, inp.kind = CONST, "scalar"
+        elif k in before and shp is not None and torch.broadcast_shapes(shp, elem) == elem:
+            inp.level, inp.kind = ELEM, "full"
+        elif k not in before and len(inp.shape) <= len(out_shape) and torch.broadcast_shapes(
+                _right(inp.shape, len(out_shape)), out_shape) == out_shape:
+            inp.level, inp.kind = ROW, "outfull"
+        else:
+            raise Unsupported(f"operand {inp.source} broadcasts to neither the pooled input nor its output")
+    levels = compute_levels(rb.b.exprs, [i.level for i in rb.inputs])
+    for i, e in enumerate(rb.b.exprs):
+        if e.op in REDUCE and levels[e.args[0]] != ELEM:
+            raise Unsupported("pooling of an already pooled value")
+    if levels[out] != ROW:
+        raise Unsupported("a pooling region's output is not the pooled value")
+    return Region(rb.index, list(rb.b.exprs), rb.inputs, out, elem, None, True, out_shape, levels, window=rb.win)
+
+
 def _right(shape: tuple[int, ...], ndim: int) -> tuple[int, ...]:
     return (1,) * (ndim - len(shape)) + tuple(shape)
 
@@ -492,8 +561,9 @@ def _find_epilogues(plan: Plan) -> None:
             g.epilogue = region.index
 
 
-def lower(traced: Traced) -> Plan:
-    plan = _Lowering(traced).run()
+def lower(traced: Traced, windows: bool = True) -> Plan:
+    """The plan; `windows=False` keeps pooling in the library (for backends without a pooling generator)."""
+    plan = _Lowering(traced, windows).run()
     if not plan.regions and not plan.gemms:
         raise Unsupported("nothing to fuse: every operation is a library call kept in PyTorch")
     return plan

@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from htam_engine.families import Backend
 from htam_engine.problems.model import Problem
-from htam_engine.propose.offline import cpp, cuda, extension, triton_gemm, triton_gen
+from htam_engine.propose.offline import cpp, cuda, extension, triton_gemm, triton_module
 from htam_engine.propose.offline.embed import BASE_NAME, problem_pieces, runtime_source
 from htam_engine.propose.offline.ir import ELEM, Gemm, Region
 from htam_engine.propose.offline.lower import Plan
@@ -36,8 +36,17 @@ def _wrapper(region: Region, launch: list[str]) -> list[str]:
     n = len(region.inputs)
     args = ", ".join(f"a{k}" for k in range(n))
     lines = [f"def _region_{region.index}({args}):"]
-    body = [f"src = [{args}]", "dt = _out_dtype(src)", "ts = [_f32(t) for t in src]"]
-    if not region.is_row:
+    body = [f"src = _as_tensors([{args}])", "dt = _out_dtype(src)", "ts = [_f32(t) for t in src]"]
+    if region.window is not None:
+        w = region.window
+        body += [
+            f"ts, shape, oshape = _window_prepare(ts, {_kinds(region)}, {w.kernel}, {w.stride}, {w.padding}, "
+            f"{w.dilation}, {w.ceil_mode})",
+            "out = torch.empty(oshape, device=ts[0].device, dtype=torch.float32)",
+            "if out.numel() == 0:",
+            "    return out.to(dt)",
+        ]
+    elif not region.is_row:
         body += [
             "shape = tuple(torch.broadcast_shapes(*[t.shape for t in ts]))",
             "out = torch.empty(shape, device=ts[0].device, dtype=torch.float32)",
@@ -120,7 +129,7 @@ def build_module(problem: Problem, plan: Plan, backend: Backend, settings: Setti
         cuda_src = cuda.sources(rest, settings)
         kernels, launches = extension.cuda_extension(cuda_src), cuda_src.launches
     else:
-        kernels, launches = triton_gen.kernels(rest, settings)
+        kernels, launches = triton_module.kernels(rest, settings)
     parts += [problem_pieces(problem), runtime_source(), kernels] + gemm_parts
     for region in rest.regions:
         parts.append("\n".join(_wrapper(region, launches[region.index])) + "\n")
@@ -136,6 +145,10 @@ def _describe_gemm(g: Gemm, settings: Settings, backend: Backend) -> str:
 
 
 def _describe(region: Region) -> str:
+    if region.window is not None:
+        w = region.window
+        return (f"region {region.index}: {w.kind} pooling {list(w.kernel)} (stride {list(w.stride)}) of "
+                f"{list(region.elem_shape)}")
     if not region.is_row:
         return f"region {region.index}: elementwise over {list(region.elem_shape)}"
     what = "elementwise" if region.levels[region.out] == ELEM else "row values"

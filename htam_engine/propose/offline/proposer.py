@@ -27,7 +27,7 @@ from htam_engine.families import Backend, ProposalOutcome
 from htam_engine.problems.model import Problem, ProblemError
 from htam_engine.propose.base import Lesson, Proposal, ProposalRequest, TokenSink
 from htam_engine.propose.offline.decompose import Unsupported
-from htam_engine.propose.offline.design import plan_space
+from htam_engine.propose.offline.design import WINDOW_BACKENDS, plan_space
 from htam_engine.propose.offline.lower import Plan, lower
 from htam_engine.propose.offline.module import build_module
 from htam_engine.propose.offline.moves import MOVES, options
@@ -62,12 +62,14 @@ def _problem_key(problem: Problem) -> str:
     return hashlib.sha256(f"{problem.source}\0{sorted(problem.overrides.items())!r}".encode()).hexdigest()
 
 
-def plan_problem(problem: Problem) -> Plan:
-    """Trace and lower (cached per problem source and overrides); raises Unsupported with a reason."""
-    key = _problem_key(problem)
+def plan_problem(problem: Problem, backend: Backend | str | None = None) -> Plan:
+    """Trace and lower for a backend (cached per problem source, overrides and what the backend's
+    generators cover); raises Unsupported with a reason."""
+    windows = backend is None or Backend(backend) in WINDOW_BACKENDS
+    key = _problem_key(problem) + ("w" if windows else "")
     if key not in _PLANS:
         try:
-            _PLANS[key] = lower(trace_problem(problem))
+            _PLANS[key] = lower(trace_problem(problem), windows=windows)
         except ProblemError as exc:
             raise Unsupported(f"problem does not load ({exc})") from None
     return _PLANS[key]
@@ -78,7 +80,7 @@ def generate(problem: Problem, backend: Backend | str, move: str | None = None,
     """One candidate: the plan's defaults, one move applied to them, and/or explicit knob values.
     Raises Unsupported (a move that does not change this plan on this backend, an unknown knob)."""
     backend = Backend(backend)
-    plan = plan_problem(problem)
+    plan = plan_problem(problem, backend)
     space = plan_space(plan, backend)
     chosen = space.defaults()
     if move is not None and move != DEFAULT_MOVE:
@@ -132,7 +134,7 @@ class OfflineProposer:
     async def propose(self, request: ProposalRequest, on_token: TokenSink | None = None) -> Proposal:
         backend = Backend(request.backend)
         try:
-            plan = plan_problem(request.problem)
+            plan = plan_problem(request.problem, backend)
             space = plan_space(plan, backend)
         except Unsupported as exc:
             return self._no_code(ProposalOutcome.UNSUPPORTED, f"offline proposer: {exc}")

@@ -84,7 +84,17 @@ SIGNATURES: dict[str, tuple[tuple[str, Any], ...]] = {
     "std": (("dim", None), ("unbiased", True), ("keepdim", False)),
     "norm": (("p", "fro"), ("dim", None), ("keepdim", False)),
     "normalize": (("p", 2.0), ("dim", 1), ("eps", 1e-12)),
+    "max_pool": (("kernel_size", _REQ), ("stride", None), ("padding", 0), ("dilation", 1), ("ceil_mode", False),
+                 ("return_indices", False)),
+    "avg_pool": (("kernel_size", _REQ), ("stride", None), ("padding", 0), ("ceil_mode", False),
+                 ("count_include_pad", True), ("divisor_override", None)),
+    "adaptive_avg_pool": (("output_size", _REQ),),
+    "adaptive_max_pool": (("output_size", _REQ), ("return_indices", False)),
 }
+# pooling ops are recognised per dimensionality: the canonical name carries it ("max_pool2d")
+for _nd in (1, 2, 3):
+    for _base in ("max_pool", "avg_pool", "adaptive_avg_pool", "adaptive_max_pool"):
+        SIGNATURES[f"{_base}{_nd}d"] = SIGNATURES[_base]
 
 _FUNCTIONS: dict[Any, str] = {}
 
@@ -151,6 +161,11 @@ _register("var", torch.var)
 _register("std", torch.std)
 _register("norm", torch.norm)
 _register("normalize", F.normalize)
+for _nd in (1, 2, 3):
+    _register(f"max_pool{_nd}d", getattr(F, f"max_pool{_nd}d"))
+    _register(f"avg_pool{_nd}d", getattr(F, f"avg_pool{_nd}d"))
+    _register(f"adaptive_avg_pool{_nd}d", getattr(F, f"adaptive_avg_pool{_nd}d"))
+    _register(f"adaptive_max_pool{_nd}d", getattr(F, f"adaptive_max_pool{_nd}d"))
 
 _METHODS: dict[str, str] = {
     name: name
@@ -194,6 +209,15 @@ _MODULES: dict[type, tuple[str, dict[str, str]]] = {
     nn.LayerNorm: ("layer_norm", {"normalized_shape": "normalized_shape", "eps": "eps"}),
     nn.Dropout: ("dropout", {"p": "p", "training": "training"}),
 }
+_POOL_ATTRS = {"kernel_size": "kernel_size", "stride": "stride", "padding": "padding", "ceil_mode": "ceil_mode"}
+for _nd in (1, 2, 3):
+    _MODULES[getattr(nn, f"MaxPool{_nd}d")] = (f"max_pool{_nd}d", {
+        **_POOL_ATTRS, "dilation": "dilation", "return_indices": "return_indices"})
+    _MODULES[getattr(nn, f"AvgPool{_nd}d")] = (f"avg_pool{_nd}d", {
+        **_POOL_ATTRS, "count_include_pad": "count_include_pad", "divisor_override": "divisor_override"})
+    _MODULES[getattr(nn, f"AdaptiveAvgPool{_nd}d")] = (f"adaptive_avg_pool{_nd}d", {"output_size": "output_size"})
+    _MODULES[getattr(nn, f"AdaptiveMaxPool{_nd}d")] = (f"adaptive_max_pool{_nd}d", {
+        "output_size": "output_size", "return_indices": "return_indices"})
 if hasattr(nn, "RMSNorm"):
     _MODULES[nn.RMSNorm] = ("rms_norm", {"normalized_shape": "normalized_shape", "eps": "eps"})
 
@@ -269,7 +293,7 @@ def recognize(node: torch.fx.Node, modules: dict[str, nn.Module]) -> OpCall | No
             return None
         bound: dict[str, Any] = {"input": node.args[0]}
         for attr, pname in attrs.items():
-            bound[pname] = getattr(mod, attr)
+            bound[pname] = getattr(mod, attr, None)  # (AvgPool1d has no divisor_override)
         return OpCall(name, bound, module=str(node.target))
     if node.op == "call_function":
         fn = node.target

@@ -16,6 +16,13 @@ def _f32(t):
     return t if t.dtype == torch.float32 else t.float()
 
 
+def _as_tensors(src):
+    """Operands as tensors: a Python number becomes a 0-d float32 tensor on the others' device."""
+    device = next((t.device for t in src if isinstance(t, torch.Tensor)), None)
+    return [t if isinstance(t, torch.Tensor) else torch.full((), float(t), dtype=torch.float32, device=device)
+            for t in src]
+
+
 def _out_dtype(ts):
     dt = ts[0].dtype
     for t in ts[1:]:
@@ -89,3 +96,27 @@ def _row_prepare(ts, kinds, d0, d1):
                 raise RuntimeError(f"operand of shape {tuple(t.shape)} does not run along the reduced dims of {shape}")
     outer, red, inner = math.prod(shape[:d0]), math.prod(shape[d0:d1]), math.prod(shape[d1:])
     return ts, shape, keep, outer, red, inner
+
+
+def _pool_size(size, k, s, p, d, ceil):
+    """PyTorch's pooled length of one dim."""
+    span = size + 2 * p - d * (k - 1) - 1
+    if not ceil:
+        return span // s + 1
+    out = -(-span // s) + 1
+    return out - 1 if (out - 1) * s >= size + p else out
+
+
+def _window_prepare(ts, kinds, kernel, stride, padding, dilation, ceil):
+    """Operands, input shape and pooled shape for a kernel pooling the last len(kernel) dims."""
+    nd = len(kernel)
+    shape = tuple(torch.broadcast_shapes(*[t.shape for t, k in zip(ts, kinds) if k == "full"]))
+    oshape = shape[:-nd] + tuple(_pool_size(shape[-nd + d], kernel[d], stride[d], padding[d], dilation[d], ceil)
+                                 for d in range(nd))
+    ts = list(ts)
+    for k, (t, kind) in enumerate(zip(ts, kinds)):
+        if kind == "full" and tuple(t.shape) != shape:
+            ts[k] = t.expand(shape).contiguous()
+        elif kind == "outfull" and tuple(t.shape) != oshape:
+            ts[k] = t.expand(oshape).contiguous()
+    return ts, shape, oshape

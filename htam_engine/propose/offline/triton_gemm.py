@@ -182,7 +182,7 @@ def gemm_wrapper(g: Gemm, region: Region | None, launch: list[str], epi_inputs: 
     if region is not None:
         kinds = "(" + "".join(f"{region.inputs[k].kind!r}, " for k in epi_inputs) + ")"
         # the fused region's operands, laid out against the output like the region's own wrapper would
-        body += ["dt = _out_dtype([out_, *epi])", "ts = [_f32(t) for t in epi]",
+        body += ["epi = _as_tensors([out_, *epi])[1:]", "dt = _out_dtype([out_, *epi])", "ts = [_f32(t) for t in epi]",
                  f"ts, L, bands = _ew_prepare(oshape, ts, {kinds})", "epi = [*ts, L, *bands]"]
     else:
         body.append("dt = torch.float32")

@@ -18,7 +18,6 @@ elementwise one per slice.
 from __future__ import annotations
 
 from htam_engine.propose.offline.ir import ROW, Region, needed
-from htam_engine.propose.offline.lower import Plan
 from htam_engine.propose.offline.printers import TritonPrinter, emit_defs, leaf_ref
 from htam_engine.propose.offline.schedule import (
     Reduction,
@@ -596,12 +595,3 @@ def _num_sms(device):
     return _SMS[key]
 '''
 
-
-def kernels(plan: Plan, s: Settings) -> tuple[str, dict[int, list[str]]]:
-    parts = ["import triton", "import triton.language as tl", NUM_SMS]
-    launches: dict[int, list[str]] = {}
-    for region in plan.regions:
-        src, launch = row_kernel(region, s) if region.is_row else ew_kernel(region, s)
-        parts.append("\n".join(src) + "\n")
-        launches[region.index] = launch
-    return "\n\n".join(parts), launches

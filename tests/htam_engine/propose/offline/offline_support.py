@@ -68,3 +68,31 @@ def interpret_batch(cases: list[dict]) -> dict[str, dict]:
     if proc.returncode != 0 or not lines:
         raise RuntimeError(f"interpreter run failed ({proc.returncode}): {proc.stderr[-2000:]}")
     return json.loads(lines[-1])
+
+
+class InterpreterBatch:
+    """Triton candidates generated with given knobs, checked together in one interpreter process."""
+
+    def __init__(self) -> None:
+        self.cases: list[dict] = []
+        self.codes: dict[str, str] = {}
+
+    def add(self, cid: str, problem: Problem, knobs: dict | None = None, *, move: str | None = None,
+            run_overrides: dict | None = None, tol: float = 1e-4, edit=None) -> str:
+        from htam_engine.propose.offline import generate
+
+        code = generate(problem, "triton", move, knobs).code
+        self.codes[cid] = code
+        self.cases.append({"id": cid, "problem": problem.path, "overrides": run_overrides or problem.overrides,
+                           "code": edit(code) if edit else code, "rtol": tol, "atol": tol})
+        return code
+
+    def run(self) -> dict[str, dict]:
+        results = interpret_batch(self.cases)
+        results["_codes"] = self.codes
+        return results
+
+
+def assert_ok(checked: dict, cid: str) -> None:
+    assert cid in checked, sorted(checked)
+    assert checked[cid]["ok"], checked[cid]["message"]

@@ -12,7 +12,7 @@ import pytest
 
 from htam_engine.propose.offline import Knob, Unsupported, generate, plan_problem, plan_space
 
-from offline_support import HAS_CUDA, interpret_batch, write_problem
+from offline_support import HAS_CUDA, InterpreterBatch, assert_ok, write_problem
 
 pytestmark = pytest.mark.skipif(HAS_CUDA, reason="interpreter checks run on CPU-only machines")
 
@@ -46,43 +46,28 @@ class Model(nn.Module):
 """
 
 
-def _case(cases, cid, problem, knobs, edit=lambda code: code) -> str:
-    code = generate(problem, "triton", None, knobs).code
-    cases.append({"id": cid, "problem": problem.path, "overrides": problem.overrides, "code": edit(code),
-                  "rtol": 1e-4, "atol": 1e-4})
-    return code
-
-
 @pytest.fixture(scope="module")
 def checked(tmp_path_factory):
     d = tmp_path_factory.mktemp("offline_gemm")
-    cases: list[dict] = []
-    codes: dict[str, str] = {}
+    batch = InterpreterBatch()
     for name, (body, inputs) in PRODUCTS.items():
         p = write_problem(d, name, f"class Model(nn.Module):\n    def forward(self, a, b):\n        {body}\n", inputs)
         for setting, knobs in GEMM_SETTINGS.items():
-            codes[f"{name}-{setting}"] = _case(cases, f"{name}-{setting}", p, knobs)
+            batch.add(f"{name}-{setting}", p, knobs)
     tail = write_problem(d, "linear_tail", LINEAR_TAIL,
                          "[torch.randn(6, 40), torch.randn(6, 24), torch.randn(6, 1)]", "[40, 24]")
-    codes["tail-fused"] = _case(cases, "tail-fused", tail, {Knob.GEMM_KERNEL: "triton", Knob.GEMM_TILE: "32x32x32"})
-    codes["tail-fused-split"] = _case(cases, "tail-fused-split", tail,
-                                      {Knob.GEMM_KERNEL: "triton", Knob.GEMM_TILE: "32x32x32", Knob.GEMM_SPLIT_K: 2},
-                                      edit=lambda c: c.replace("triton.cdiv(K, 4 * BK)", "2"))
-    codes["tail-library"] = _case(cases, "tail-library", tail, {Knob.GEMM_KERNEL: "library"})
-    results = interpret_batch(cases)
-    results["_codes"] = codes
-    return results
-
-
-def _assert_ok(checked, cid):
-    assert cid in checked, sorted(checked)
-    assert checked[cid]["ok"], checked[cid]["message"]
+    batch.add("tail-fused", tail, {Knob.GEMM_KERNEL: "triton", Knob.GEMM_TILE: "32x32x32"})
+    # a short K is never split by the launch; forcing 2 slices checks the sum kernel's epilogue
+    batch.add("tail-fused-split", tail, {Knob.GEMM_KERNEL: "triton", Knob.GEMM_TILE: "32x32x32", Knob.GEMM_SPLIT_K: 2},
+              edit=lambda c: c.replace("triton.cdiv(K, 4 * BK)", "2"))
+    batch.add("tail-library", tail, {Knob.GEMM_KERNEL: "library"})
+    return batch.run()
 
 
 @pytest.mark.parametrize("setting", sorted(GEMM_SETTINGS))
 @pytest.mark.parametrize("case", sorted(PRODUCTS))
 def test_matrix_products_every_gemm_setting(checked, case, setting):
-    _assert_ok(checked, f"{case}-{setting}")
+    assert_ok(checked, f"{case}-{setting}")
 
 
 def test_products_are_exact_float32_and_read_transposed_views_in_place(checked):
@@ -95,7 +80,7 @@ def test_products_are_exact_float32_and_read_transposed_views_in_place(checked):
 def test_long_k_is_split_into_slices_summed_by_a_second_kernel(checked):
     code = checked["_codes"]["long_k-split"]
     assert "_k_gemm_0_sum[" in code and "SPLIT_K=split" in code
-    _assert_ok(checked, "long_k-split")
+    assert_ok(checked, "long_k-split")
 
 
 def test_64_bit_offsets_without_a_32_bit_branch(checked):
@@ -107,14 +92,14 @@ def test_the_tail_runs_in_the_gemm_epilogue(checked):
     fused = checked["_codes"]["tail-fused"]
     assert "_region_0(" not in fused.split("class ModelNew")[1]  # one kernel: the region's call is gone
     assert "tl.erf(" in fused.split("def _k_gemm_0(")[1].split("@triton.jit")[0]
-    _assert_ok(checked, "tail-fused")
-    _assert_ok(checked, "tail-fused-split")
+    assert_ok(checked, "tail-fused")
+    assert_ok(checked, "tail-fused-split")
 
 
 def test_library_product_with_the_tail_fused_after_it(checked):
     library = checked["_codes"]["tail-library"]
     assert "torch.nn.functional.linear(a, b, bias)" in library and "_region_0(" in library
-    _assert_ok(checked, "tail-library")
+    assert_ok(checked, "tail-library")
 
 
 def test_a_bare_product_is_a_triton_gemm_only(tmp_path):

@@ -88,7 +88,6 @@ def test_reduction_over_a_middle_dimension(tmp_path):
     [
         ("return torch.cumsum(x, dim=1)", "cannot generate a kernel for torch.cumsum"),
         ("return torch.argmax(x, dim=1)", "cannot generate a kernel for torch.argmax"),
-        ("return F.dropout(x, 0.5, True)", "dropout in training mode"),
         ("return x.sum(dim=(0, 2))", "non-adjacent dims"),
     ],
 )
@@ -100,6 +99,53 @@ def test_unsupported_operations_are_refused_with_a_reason(tmp_path, forward, rea
         """, "[torch.randn(4, 8, 3)]")
     with pytest.raises(Unsupported, match=reason):
         plan_problem(p)
+
+
+def test_random_ops_stay_in_pytorch_and_the_rest_fuses(tmp_path):
+    """Dropout in training mode draws what the reference draws only if PyTorch draws it."""
+    p = write_problem(tmp_path, "drop", """
+        class Model(nn.Module):
+            def forward(self, x):
+                return torch.softmax(F.dropout(x * 2.0, 0.3, True), dim=1)
+        """, "[torch.randn(4, 8)]")
+    plan = plan_problem(p)
+    assert "torch.nn.functional.dropout" in plan.kept and len(plan.regions) == 2
+    assert "torch.nn.functional.dropout(t_mul, p=0.3, training=True" in "\n".join(plan.lines)
+
+
+def test_a_number_passed_to_forward_is_a_scalar_operand(tmp_path):
+    p = write_problem(tmp_path, "scalar", """
+        class Model(nn.Module):
+            def forward(self, a, s):
+                return a * s
+        """, "[torch.randn(4, 8), 3.5]")
+    region = plan_problem(p).regions[0]
+    assert [(i.source, i.kind) for i in region.inputs] == [("a", "full"), ("s", "scalar")]
+
+
+def test_reductions_over_dims_of_size_one_are_the_value_itself(tmp_path):
+    p = write_problem(tmp_path, "chain", """
+        class Model(nn.Module):
+            def forward(self, x):
+                x = torch.sum(x, dim=1, keepdim=True)
+                x = torch.max(x, dim=1, keepdim=True)[0]
+                return torch.logsumexp(x.mean(dim=1, keepdim=True), dim=1, keepdim=True)
+        """, "[torch.randn(4, 8)]")
+    plan = plan_problem(p)
+    assert len(plan.regions) == 1 and len(plan.regions[0].reductions()) == 1  # the sum alone
+
+
+def test_an_operand_broadcasting_beyond_a_reduction_starts_a_new_region(tmp_path):
+    p = write_problem(tmp_path, "bcast", """
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.bias = nn.Parameter(torch.randn(1, 8, 1, 1))
+            def forward(self, x):
+                return torch.min(x, dim=1, keepdim=True)[0] + self.bias
+        """, "[torch.randn(4, 8)]")
+    plan = plan_problem(p)
+    assert [r.kind for r in plan.regions] == ["row", "ew"] and plan.regions[1].out_shape == (1, 8, 4, 1)
 
 
 def test_plain_library_call_is_not_dressed_up_as_a_kernel(tmp_path):

@@ -58,7 +58,7 @@ def _sources(backend: str, names: list[str], key: str = "") -> list[tuple[str, s
     for name in names:
         problem = load_problem(name)
         try:
-            plan = plan_problem(problem)  # traced once, written with every knob value
+            plan = plan_problem(problem, backend)  # traced once, written with every knob value
             space = plan_space(plan, Backend(backend))
         except Unsupported:
             continue
