@@ -42,6 +42,8 @@ class Ctx(Protocol):
 
     def window(self, kind: str, a: int, input_arg: Any, window: Window) -> int: ...  # a pooled value
 
+    def dim_size(self, arg: Any, dim: int) -> int: ...  # the run-time size of a tensor's dim, as a value
+
 
 def _c(ctx: Ctx, v: float) -> int:
     return ctx.b.const(v)
@@ -362,6 +364,8 @@ OPS.update({
     "mean": _reduction("mean"),
     "amax": _reduction("max"),
     "amin": _reduction("min"),
+    "argmax": _reduction("argmax"),
+    "argmin": _reduction("argmin"),
     "max_dim": _reduction("max"),
     "min_dim": _reduction("min"),
     "logsumexp": _logsumexp,
@@ -380,6 +384,60 @@ for _nd in (1, 2, 3):
     OPS[f"avg_pool{_nd}d"] = _pool("avg", _nd)
     OPS[f"adaptive_avg_pool{_nd}d"] = _adaptive_pool("mean", _nd)
     OPS[f"adaptive_max_pool{_nd}d"] = _adaptive_pool("max", _nd)
+
+def _reduce_loss(ctx: Ctx, value: int, input_arg: Any, reduction: Any, size_of: Any) -> int:
+    if reduction == "none":
+        return value
+    if reduction in ("mean", "sum"):
+        return ctx.reduce(reduction, value, input_arg, None, False)
+    if reduction == "batchmean":  # the sum over everything divided by the batch size
+        return ctx.b.bin("div", ctx.reduce("sum", value, input_arg, None, False), ctx.dim_size(size_of, 0))
+    raise Unsupported(f"loss reduction {reduction!r}")
+
+
+def _pointwise_loss(fn: Callable[[Ctx, int, int, dict], int]) -> Callable[[Ctx, dict], int]:
+    def run(ctx: Ctx, args: dict) -> int:
+        if args.get("size_average") is not None or args.get("reduce") is not None:
+            raise Unsupported("loss with the deprecated size_average / reduce arguments")
+        x, y = ctx.val(args["input"]), ctx.val(args["target"])
+        # batchmean divides by the batch size, read from the target when the input is a fused value
+        size_of = args["target"] if args.get("reduction") == "batchmean" else args["input"]
+        return _reduce_loss(ctx, fn(ctx, x, y, args), args["input"], args.get("reduction", "mean"), size_of)
+
+    return run
+
+
+def _smooth_l1(ctx: Ctx, x: int, y: int, args: dict, huber: bool = False) -> int:
+    b = ctx.b
+    d = b.un("abs", b.bin("sub", x, y))
+    t = ctx.num(args.get("delta" if huber else "beta", 1.0), "beta")
+    if t == 0.0:
+        return d
+    square = b.bin("mul", b.bin("mul", d, d), _c(ctx, 0.5 if huber else 0.5 / t))
+    linear = b.bin("sub", d, _c(ctx, 0.5 * t))
+    if huber:
+        linear = b.bin("mul", linear, _c(ctx, t))
+    return b.where(b.bin("lt", d, _c(ctx, t)), square, linear)
+
+
+def _kl_div(ctx: Ctx, x: int, y: int, args: dict) -> int:
+    b = ctx.b
+    if args.get("log_target"):
+        return b.bin("mul", b.un("exp", y), b.bin("sub", y, x))
+    # target * (log(target) - input), with 0 where the target is 0 (xlogy)
+    xlogy = b.where(b.bin("gt", y, _c(ctx, 0.0)), b.bin("mul", y, b.un("log", y)), _c(ctx, 0.0))
+    return b.bin("sub", xlogy, b.bin("mul", y, x))
+
+
+OPS.update({
+    "mse_loss": _pointwise_loss(lambda c, x, y, a: c.b.bin("mul", c.b.bin("sub", x, y), c.b.bin("sub", x, y))),
+    "l1_loss": _pointwise_loss(lambda c, x, y, a: c.b.un("abs", c.b.bin("sub", x, y))),
+    "smooth_l1_loss": _pointwise_loss(_smooth_l1),
+    "huber_loss": _pointwise_loss(lambda c, x, y, a: _smooth_l1(c, x, y, a, huber=True)),
+    "kl_div": _pointwise_loss(_kl_div),
+})
+# per-row value, then a reduction over rows: two regions (lower._row_loss)
+ROW_LOSSES = frozenset({"cross_entropy", "triplet_margin_loss"})
 
 REDUCING = {"sum", "mean", "amax", "amin", "max_dim", "min_dim", "logsumexp", "softmax", "log_softmax",
             "layer_norm", "rms_norm", "var", "std", "norm", "normalize"}

@@ -41,6 +41,11 @@ def plan_space(plan: Plan, backend: Backend) -> Space:
             if backend is not Backend.TRITON:
                 raise Unsupported(f"pooling: the {backend.value} backend has no pooling generator (use triton)")
             specs = window_space(region)
+        elif region.index_output and backend is not Backend.TRITON:
+            raise Unsupported(f"argmax/argmin: the {backend.value} backend has no index reduction (use triton)")
+        elif any(e.op == "pos" for e in region.exprs) and backend is not Backend.TRITON:
+            raise Unsupported(f"a gather by class index (cross-entropy): the {backend.value} backend has no "
+                              f"generator for it (use triton)")
         else:
             specs = row_space(region) if region.is_row else ew_space(region)
         for spec in specs:

@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 
 UNARY = ("neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "erf", "log1p", "expm1", "recip", "sigmoid")
 BINARY = ("add", "sub", "mul", "div", "max", "min", "pow")
-COMPARE = ("gt", "ge", "lt", "le")
-REDUCE = ("red_sum", "red_mean", "red_max", "red_min")
+COMPARE = ("gt", "ge", "lt", "le", "eq")
+REDUCE = ("red_sum", "red_mean", "red_max", "red_min", "red_argmax", "red_argmin")
+ARG_REDUCE = ("red_argmax", "red_argmin")  # an index (int64): only ever a region's output
 
 # Level of a value: constants < row values (one per reduced row) < element values.
 CONST, ROW, ELEM = 0, 1, 2
@@ -24,7 +25,8 @@ CONST, ROW, ELEM = 0, 1, 2
 
 @dataclass(frozen=True, slots=True)
 class Expr:
-    op: str  # "load", "const", "count" (row length R as float), UNARY, BINARY, COMPARE, "where", REDUCE
+    op: str  # "load", "const", "count" (row length R as float), "pos" (position along the reduced row),
+    #          UNARY, BINARY, COMPARE, "where", REDUCE
     args: tuple[int, ...] = ()
     value: float | int | None = None  # const value, or the input index of a load
 
@@ -79,6 +81,11 @@ class Region:
         return self.reduce_dims is not None
 
     @property
+    def index_output(self) -> bool:
+        """The region computes argmax / argmin: an int64 index, not a float."""
+        return self.exprs[self.out].op in ARG_REDUCE
+
+    @property
     def kind(self) -> str:
         """"ew" (elementwise), "row" (reductions over dims) or "window" (pooling)."""
         if self.window is not None:
@@ -116,6 +123,9 @@ class Builder:
 
     def count(self) -> int:
         return self._add(Expr("count"))
+
+    def pos(self) -> int:
+        return self._add(Expr("pos"))
 
     def un(self, op: str, a: int) -> int:
         assert op in UNARY, op
@@ -158,6 +168,8 @@ def compute_levels(exprs: list[Expr], input_levels: list[int]) -> list[int]:
             levels.append(input_levels[int(e.value)])
         elif e.op in ("const", "count"):
             levels.append(CONST)
+        elif e.op == "pos":
+            levels.append(ELEM)
         elif e.op in REDUCE:
             levels.append(ROW)
         else:

@@ -19,8 +19,9 @@ import torch
 import torch.fx as fx
 from torch.fx.node import _get_qualified_name
 
-from htam_engine.propose.offline.decompose import OPS, KeepInLibrary, Unsupported
+from htam_engine.propose.offline.decompose import OPS, ROW_LOSSES, KeepInLibrary, Unsupported
 from htam_engine.propose.offline.ir import (
+    ARG_REDUCE,
     CONST,
     ELEM,
     REDUCE,
@@ -232,6 +233,12 @@ class _RegionBuilder:
     def drop_dims(self, i: int) -> None:
         self.dropped.add(i)
 
+    def dim_size(self, arg: Any, dim: int) -> int:
+        """The run-time size of dim `dim` of a tensor operand (read in forward, passed as a scalar)."""
+        if not isinstance(arg, fx.Node):
+            raise Unsupported("the size of a non-tensor")
+        return self._input(f"{self.low.value_source(self.low.alias.get(arg, arg))}.shape[{dim}]", (), torch.float32)
+
     def reduce_trailing(self, kind: str, a: int, input_arg: Any, count: int) -> int:
         shape = self.low.traced.shapes.get(input_arg.name) if isinstance(input_arg, fx.Node) else None
         if shape is None or count > len(shape):
@@ -365,6 +372,10 @@ class _Lowering:
             if self._alias(node):
                 continue
             call = recognize(node, self.modules)
+            if call is not None and call.name in ROW_LOSSES:
+                if self._row_loss(node, call):
+                    continue
+                raise Unsupported(f"{call.name} with these arguments")
             if call is not None and self._add_fusable(node, call):
                 continue
             mm = matmul_call(node, self.modules)
@@ -377,6 +388,57 @@ class _Lowering:
         plan = Plan(params=params, lines=self.lines, regions=self.regions, kept=self.kept, gemms=self.gemms)
         _find_epilogues(plan)
         return plan
+
+    def _row_loss(self, node: fx.Node, call: OpCall) -> bool:
+        """Cross-entropy and triplet-margin losses: a per-row value (one region), then its mean or sum
+        over the rows (a second region, as one op cannot span two reduction layouts)."""
+        a = call.args
+        if any(a.get(k) is not None for k in ("weight", "size_average", "reduce")) or a.get("reduction") not in (
+                "mean", "sum") or a.get("label_smoothing", 0.0) or a.get("ignore_index", -100) != -100 or \
+                a.get("swap") or a.get("p", 2) not in (2, 2.0):
+            return False
+        x_arg = a["input"]
+        shape = self.traced.shapes.get(x_arg.name) if isinstance(x_arg, fx.Node) else None
+        if shape is None or len(shape) != 2:
+            return False
+        self._close()
+        rb = self.open = _RegionBuilder(len(self.regions), self)
+        rb.call, b = call, rb.b
+        if call.name == "cross_entropy":
+            t_arg = a["target"]
+            if not isinstance(t_arg, fx.Node) or self.traced.shapes.get(t_arg.name) != (shape[0],):
+                return False
+            x = rb.val(x_arg)
+            # class indices as float (exact below 2^24) beside each row; `pos` is the column
+            t = rb._input(f"{self.value_source(t_arg)}.view(-1, 1)", (shape[0], 1), torch.float32)
+            m = rb.reduce("max", x, x_arg, 1, True)
+            total = rb.reduce("sum", b.un("exp", b.bin("sub", x, m)), x_arg, 1, True)
+            picked = rb.reduce("sum", b.where(b.bin("eq", b.pos(), t), x, b.const(0.0)), x_arg, 1, True)
+            row = b.bin("sub", b.bin("add", m, b.un("log", total)), picked)
+        else:  # triplet margin: max(d(anchor, positive) - d(anchor, negative) + margin, 0)
+            anchor, pos_arg, neg_arg = a["input"], a["positive"], a["negative"]
+            eps, margin = b.const(float(a.get("eps", 1e-6))), b.const(float(a.get("margin", 1.0)))
+            x = rb.val(anchor)
+
+            def dist(other: Any) -> int:
+                d = b.bin("add", b.bin("sub", x, rb.val(other)), eps)
+                return b.un("sqrt", rb.reduce("sum", b.bin("mul", d, d), anchor, 1, True))
+
+            row = b.bin("max", b.bin("add", b.bin("sub", dist(pos_arg), dist(neg_arg)), margin), b.const(0.0))
+        self.open = None
+        rows = _finish_value(rb, row, (shape[0], 1))
+        self.regions.append(rows)
+        var = f"t_{node.name}_rows"
+        rows.line = len(self.lines)
+        self.lines.append(f"{var} = _region_{rows.index}({', '.join(inp.source for inp in rows.inputs)})")
+        rb2 = self.open = _RegionBuilder(len(self.regions), self)
+        v = rb2._input(var, (shape[0], 1), torch.float32)
+        rb2.elem, rb2.dims = (shape[0], 1), (0, 1)
+        out = rb2.b.red(a["reduction"], v)
+        rb2.dropped.add(out)
+        rb2.nodes[node] = out
+        rb2.order.append(node)
+        return True
 
     def _alias(self, node: fx.Node) -> bool:
         """getitem(max(x, dim), 0) / .values name the reduction's value itself."""
@@ -448,11 +510,15 @@ class _Lowering:
 
 
 def _finish_region(rb: _RegionBuilder, out_node: fx.Node, traced: Traced) -> Region:
-    exprs = rb.b.exprs
-    out = rb.nodes[out_node]
     out_shape = traced.shapes.get(out_node.name)
     if out_shape is None:
         raise Unsupported(f"{out_node.name} is not a tensor")
+    return _finish_value(rb, rb.nodes[out_node], tuple(out_shape))
+
+
+def _finish_value(rb: _RegionBuilder, out: int, out_shape: tuple[int, ...]) -> Region:
+    """The region computing expression `out` (of shape out_shape): operand kinds and levels checked."""
+    exprs = rb.b.exprs
     if rb.win is not None:
         return _finish_window(rb, out, tuple(out_shape))
     if rb.dims is None:
@@ -500,6 +566,11 @@ def _finish_region(rb: _RegionBuilder, out_node: fx.Node, traced: Traced) -> Reg
                 raise Unsupported("row values with and without keepdim are combined")
             if arg_dropped:
                 dropped.add(i)
+    args = [i for i, e in enumerate(exprs) if e.op in ARG_REDUCE]
+    if args and (args != [out] or len(rb.b.exprs[out].args) != 1):
+        raise Unsupported("argmax/argmin whose index is used by further arithmetic")
+    if args and any(e.op in REDUCE and i != out for i, e in enumerate(exprs)):
+        raise Unsupported("argmax/argmin beside other reductions in one kernel")
     level = levels[out]
     if level == ELEM:
         if tuple(out_shape) != elem:
@@ -507,6 +578,8 @@ def _finish_region(rb: _RegionBuilder, out_node: fx.Node, traced: Traced) -> Reg
         keepdim = True
     elif level == ROW:
         keepdim = out not in dropped and not (out in rb.dropped and len(dims) == len(elem))
+        if len(dims) == len(elem) and tuple(out_shape) == ():  # a 0-d result of a full reduction
+            keepdim = False
         want = keep_shape if keepdim else tuple(s for d, s in enumerate(elem) if d not in dims)
         if tuple(out_shape) != want:
             raise Unsupported(f"reduced output shape {tuple(out_shape)} is not {want}")

@@ -63,13 +63,16 @@ def _wrapper(region: Region, launch: list[str]) -> list[str]:
             body.append("oshape = keep")
         else:
             body.append(f"oshape = tuple(s for d, s in enumerate(shape) if not {d0} <= d < {d1})")
+        if region.index_output:  # argmax / argmin: int64 indices
+            body += ["dt = torch.int64", "out = torch.empty(oshape, device=ts[0].device, dtype=torch.int64)"]
+        else:
+            body.append("out = torch.empty(oshape, device=ts[0].device, dtype=torch.float32)")
         body += [
-            "out = torch.empty(oshape, device=ts[0].device, dtype=torch.float32)",
             "if out.numel() == 0 or R == 0:",
             "    return out.to(dt)",
         ]
     body += launch
-    body.append("return out if dt == torch.float32 else out.to(dt)")
+    body.append("return out if out.dtype == dt else out.to(dt)")
     return lines + ["    " + ln if ln else ln for ln in body]
 
 

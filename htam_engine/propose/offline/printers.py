@@ -102,7 +102,7 @@ class CPrinter:
         if op == "pow":
             return f"powf({a[0]}, {a[1]})"
         if op in COMPARE:
-            sym = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}[op]
+            sym = {"gt": ">", "ge": ">=", "lt": "<", "le": "<=", "eq": "=="}[op]
             return f"({a[0]} {sym} {a[1]})"
         if op == "where":
             return f"({a[0]} ? {a[1]} : {a[2]})"
@@ -167,7 +167,7 @@ class TritonPrinter:
         if op == "pow":
             return f"tl.exp2({a[1]} * tl.log2({a[0]}))"
         if op in COMPARE:
-            sym = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}[op]
+            sym = {"gt": ">", "ge": ">=", "lt": "<", "le": "<=", "eq": "=="}[op]
             return f"({a[0]} {sym} {a[1]})"
         if op == "where":
             return f"tl.where({a[0]}, {a[1]}, {a[2]})"
@@ -183,6 +183,8 @@ def leaf_ref(region: Region, printer: CPrinter | TritonPrinter, count_name: str,
             return printer.lit(float(e.value))
         if e.op == "count":
             return count_name
+        if e.op == "pos":  # the element's position along the reduced row (the loop's index `r`)
+            return "r"
         if e.op == "load":
             return load(int(e.value))
         return name(i)
@@ -196,7 +198,7 @@ def emit_defs(region: Region, ids: list[int], printer: CPrinter | TritonPrinter,
     lines = []
     for i in ids:
         e = region.exprs[i]
-        if e.op in ("const", "count", "load"):
+        if e.op in ("const", "count", "load", "pos"):
             continue
         value = printer.expr(e, [ref(a) for a in e.args])
         ctype = printer.ctype(e) if isinstance(printer, CPrinter) else ""

@@ -74,6 +74,8 @@ SIGNATURES: dict[str, tuple[tuple[str, Any], ...]] = {
     "amax": (("dim", ()), ("keepdim", False)),
     "amin": (("dim", ()), ("keepdim", False)),
     "max_dim": (("dim", _REQ), ("keepdim", False)),
+    "argmax": (("dim", None), ("keepdim", False)),
+    "argmin": (("dim", None), ("keepdim", False)),
     "min_dim": (("dim", _REQ), ("keepdim", False)),
     "logsumexp": (("dim", _REQ), ("keepdim", False)),
     "softmax": (("dim", None), ("_stacklevel", 3), ("dtype", None)),
@@ -88,6 +90,17 @@ SIGNATURES: dict[str, tuple[tuple[str, Any], ...]] = {
                  ("return_indices", False)),
     "avg_pool": (("kernel_size", _REQ), ("stride", None), ("padding", 0), ("ceil_mode", False),
                  ("count_include_pad", True), ("divisor_override", None)),
+    "mse_loss": (("target", _REQ), ("size_average", None), ("reduce", None), ("reduction", "mean")),
+    "l1_loss": (("target", _REQ), ("size_average", None), ("reduce", None), ("reduction", "mean")),
+    "smooth_l1_loss": (("target", _REQ), ("size_average", None), ("reduce", None), ("reduction", "mean"),
+                       ("beta", 1.0)),
+    "huber_loss": (("target", _REQ), ("reduction", "mean"), ("delta", 1.0)),
+    "kl_div": (("target", _REQ), ("size_average", None), ("reduce", None), ("reduction", "mean"),
+               ("log_target", False)),
+    "cross_entropy": (("target", _REQ), ("weight", None), ("size_average", None), ("ignore_index", -100),
+                      ("reduce", None), ("reduction", "mean"), ("label_smoothing", 0.0)),
+    "triplet_margin_loss": (("positive", _REQ), ("negative", _REQ), ("margin", 1.0), ("p", 2.0), ("eps", 1e-6),
+                            ("swap", False), ("size_average", None), ("reduce", None), ("reduction", "mean")),
     "adaptive_avg_pool": (("output_size", _REQ),),
     "adaptive_max_pool": (("output_size", _REQ), ("return_indices", False)),
 }
@@ -152,6 +165,8 @@ _register("sum", torch.sum)
 _register("mean", torch.mean)
 _register("amax", torch.amax)
 _register("amin", torch.amin)
+_register("argmax", torch.argmax)
+_register("argmin", torch.argmin)
 _register("logsumexp", torch.logsumexp)
 _register("softmax", torch.softmax, F.softmax)
 _register("log_softmax", torch.log_softmax, F.log_softmax)
@@ -161,6 +176,8 @@ _register("var", torch.var)
 _register("std", torch.std)
 _register("norm", torch.norm)
 _register("normalize", F.normalize)
+for _loss in ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div", "cross_entropy", "triplet_margin_loss"):
+    _register(_loss, getattr(F, _loss))
 for _nd in (1, 2, 3):
     _register(f"max_pool{_nd}d", getattr(F, f"max_pool{_nd}d"))
     _register(f"avg_pool{_nd}d", getattr(F, f"avg_pool{_nd}d"))
@@ -173,7 +190,7 @@ _METHODS: dict[str, str] = {
         "relu", "sigmoid", "tanh", "abs", "exp", "log", "sqrt", "rsqrt", "neg", "square", "reciprocal",
         "log1p", "expm1", "erf", "pow", "add", "sub", "mul", "div", "maximum", "minimum", "clamp",
         "clamp_min", "clamp_max", "sum", "mean", "amax", "amin", "logsumexp", "softmax", "log_softmax",
-        "var", "std", "norm",
+        "var", "std", "norm", "argmax", "argmin",
     )
 }
 _METHODS.update({
@@ -209,6 +226,17 @@ _MODULES: dict[type, tuple[str, dict[str, str]]] = {
     nn.LayerNorm: ("layer_norm", {"normalized_shape": "normalized_shape", "eps": "eps"}),
     nn.Dropout: ("dropout", {"p": "p", "training": "training"}),
 }
+_MODULES.update({
+    nn.MSELoss: ("mse_loss", {"reduction": "reduction"}),
+    nn.L1Loss: ("l1_loss", {"reduction": "reduction"}),
+    nn.SmoothL1Loss: ("smooth_l1_loss", {"reduction": "reduction", "beta": "beta"}),
+    nn.HuberLoss: ("huber_loss", {"reduction": "reduction", "delta": "delta"}),
+    nn.KLDivLoss: ("kl_div", {"reduction": "reduction", "log_target": "log_target"}),
+    nn.CrossEntropyLoss: ("cross_entropy", {"weight": "weight", "ignore_index": "ignore_index",
+                                            "reduction": "reduction", "label_smoothing": "label_smoothing"}),
+    nn.TripletMarginLoss: ("triplet_margin_loss", {"margin": "margin", "p": "p", "eps": "eps", "swap": "swap",
+                                                   "reduction": "reduction"}),
+})
 _POOL_ATTRS = {"kernel_size": "kernel_size", "stride": "stride", "padding": "padding", "ceil_mode": "ceil_mode"}
 for _nd in (1, 2, 3):
     _MODULES[getattr(nn, f"MaxPool{_nd}d")] = (f"max_pool{_nd}d", {
@@ -292,6 +320,8 @@ def recognize(node: torch.fx.Node, modules: dict[str, nn.Module]) -> OpCall | No
         if not node.args:
             return None
         bound: dict[str, Any] = {"input": node.args[0]}
+        for (pname, _), value in zip(SIGNATURES.get(name, ()), node.args[1:]):
+            bound[pname] = value  # further tensors of the call (a loss's target)
         for attr, pname in attrs.items():
             bound[pname] = getattr(mod, attr, None)  # (AvgPool1d has no divisor_override)
         return OpCall(name, bound, module=str(node.target))

@@ -30,7 +30,10 @@ from htam_engine.propose.offline.schedule import (
 from htam_engine.propose.offline.space import Knob, KnobSpec, Settings, nearest, pow2_between
 
 NEG_INF = '-float("inf")'
-_INIT = {"red_sum": "0.0", "red_mean": "0.0", "red_max": NEG_INF, "red_min": 'float("inf")'}
+_INIT = {"red_sum": "0.0", "red_mean": "0.0", "red_max": NEG_INF, "red_min": 'float("inf")', "red_argmax": NEG_INF,
+         "red_argmin": 'float("inf")'}
+# argmax / argmin: a lane takes a value strictly better than its own (so the first index wins ties)
+_BETTER = {"red_argmax": ">", "red_argmin": "<"}
 CACHE_LIMIT = 16384  # longest row the cached pass keeps in registers
 SLOTS = {"plain": 1, "softmax": 2, "welford": 3}  # partial-state floats per reduction in a split
 
@@ -291,6 +294,9 @@ class _RowKernel(_RegionKernel):
             if op in ("red_sum", "red_mean"):
                 total = f"tl.sum(tl.where(mask, {v}, 0.0), axis=0)"
                 lines.append(f"v{a} = {total} / cnt" if op == "red_mean" else f"v{a} = {total}")
+            elif op in _BETTER:  # the first index of the extreme value
+                fn = "tl.argmax" if op == "red_argmax" else "tl.argmin"
+                lines.append(f"v{a} = {fn}(tl.where(mask, {v}, {_INIT[op]}), axis=0).to(tl.int64)")
             else:
                 fn = "tl.max" if op == "red_max" else "tl.min"
                 lines.append(f"v{a} = {fn}(tl.where(mask, {v}, {_INIT[op]}), axis=0)")
@@ -311,7 +317,16 @@ class _RowKernel(_RegionKernel):
         for red in reds:
             a = red.ids[0]
             v = ref(red.arg)
-            if red.kind == "plain":
+            if red.kind == "plain" and exprs[a].op in _BETTER:
+                op = exprs[a].op
+                init += [f"acc{a} = tl.full([BLOCK], {_INIT[op]}, tl.float32)",
+                         f"idx{a} = tl.zeros([BLOCK], tl.int64)"]
+                step += [f"cand{a} = tl.where(mask, {v}, {_INIT[op]})", f"take{a} = cand{a} {_BETTER[op]} acc{a}",
+                         f"acc{a} = tl.where(take{a}, cand{a}, acc{a})", f"idx{a} = tl.where(take{a}, r, idx{a})"]
+                best = "tl.max" if op == "red_argmax" else "tl.min"
+                fin += [f"best{a} = {best}(acc{a}, axis=0)",
+                        f"v{a} = tl.min(tl.where(acc{a} == best{a}, idx{a}, R), axis=0)"]
+            elif red.kind == "plain":
                 op = exprs[a].op
                 init.append(f"acc{a} = tl.full([BLOCK], {_INIT[op]}, tl.float32)")
                 if op in ("red_sum", "red_mean"):
@@ -454,7 +469,12 @@ class _ColumnKernel(_RegionKernel):
             op = exprs[a].op
             v = ref(red.arg)
             init.append(f"acc{a} = tl.full([BLOCK], {_INIT[op]}, tl.float32)")
-            if op in ("red_sum", "red_mean"):
+            if op in _BETTER:
+                init.append(f"idx{a} = tl.zeros([BLOCK], tl.int64)")
+                step += [f"take{a} = {v} {_BETTER[op]} acc{a}", f"acc{a} = tl.where(take{a}, {v}, acc{a})",
+                         f"idx{a} = tl.where(take{a}, r, idx{a})"]
+                fin.append(f"v{a} = idx{a}")
+            elif op in ("red_sum", "red_mean"):
                 step.append(f"acc{a} += {v}")
                 fin.append(f"v{a} = acc{a} / cnt" if op == "red_mean" else f"v{a} = acc{a}")
             else:
