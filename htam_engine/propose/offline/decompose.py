@@ -44,6 +44,8 @@ class Ctx(Protocol):
 
     def dim_size(self, arg: Any, dim: int) -> int: ...  # the run-time size of a tensor's dim, as a value
 
+    def scan(self, spec: Any, a: int, input_arg: Any) -> int: ...  # a cumulative sum / product along a dim
+
 
 def _c(ctx: Ctx, v: float) -> int:
     return ctx.b.const(v)
@@ -436,6 +438,7 @@ OPS.update({
     "huber_loss": _pointwise_loss(lambda c, x, y, a: _smooth_l1(c, x, y, a, huber=True)),
     "kl_div": _pointwise_loss(_kl_div),
 })
+OPS["scan"] = lambda ctx, args: ctx.scan(args["spec"], ctx.val(args["input"]), args["input"])
 # per-row value, then a reduction over rows: two regions (lower._row_loss)
 ROW_LOSSES = frozenset({"cross_entropy", "triplet_margin_loss"})
 

@@ -12,6 +12,7 @@ from htam_engine.propose.offline import cpp, cuda, triton_gen
 from htam_engine.propose.offline.decompose import Unsupported
 from htam_engine.propose.offline.lower import Plan
 from htam_engine.propose.offline.triton_gemm import gemm_space
+from htam_engine.propose.offline.triton_scan import scan_space
 from htam_engine.propose.offline.triton_window import window_space
 from htam_engine.propose.offline.space import Knob, KnobSpec, Space
 
@@ -41,6 +42,12 @@ def plan_space(plan: Plan, backend: Backend) -> Space:
             if backend is not Backend.TRITON:
                 raise Unsupported(f"pooling: the {backend.value} backend has no pooling generator (use triton)")
             specs = window_space(region)
+        elif region.kind == "scan":
+            if backend is not Backend.TRITON:
+                raise Unsupported(f"a cumulative scan: the {backend.value} backend has no scan generator (use triton)")
+            if region.scan.op == "prod" and region.scan.exclusive:
+                raise Unsupported("an exclusive cumulative product")
+            specs = scan_space(region)
         elif region.index_output and backend is not Backend.TRITON:
             raise Unsupported(f"argmax/argmin: the {backend.value} backend has no index reduction (use triton)")
         elif any(e.op == "pos" for e in region.exprs) and backend is not Backend.TRITON:

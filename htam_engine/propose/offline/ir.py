@@ -49,6 +49,16 @@ class Window:
         return len(self.kernel)
 
 
+@dataclass(frozen=True, slots=True)
+class Scan:
+    """A cumulative sum or product along one dim (inclusive or exclusive, forwards or reversed)."""
+
+    op: str  # "sum" | "prod"
+    dim: int
+    reverse: bool = False
+    exclusive: bool = False
+
+
 @dataclass(slots=True)
 class RegionInput:
     """A tensor the region reads: a graph value, parameter or buffer."""
@@ -75,6 +85,7 @@ class Region:
 
     line: int = -1  # index of its call in Plan.lines
     window: Window | None = None  # a pooling region: values reduced over windows of elem_shape
+    scan: Scan | None = None  # a scan region: the `scan` expression runs along reduce_dims[0]
 
     @property
     def is_row(self) -> bool:
@@ -90,6 +101,8 @@ class Region:
         """"ew" (elementwise), "row" (reductions over dims) or "window" (pooling)."""
         if self.window is not None:
             return "window"
+        if self.scan is not None:
+            return "scan"
         return "row" if self.reduce_dims is not None else "ew"
 
     @property
@@ -126,6 +139,9 @@ class Builder:
 
     def pos(self) -> int:
         return self._add(Expr("pos"))
+
+    def scan(self, a: int) -> int:
+        return self._add(Expr("scan", (a,)))
 
     def un(self, op: str, a: int) -> int:
         assert op in UNARY, op

@@ -30,6 +30,7 @@ from htam_engine.propose.offline.ir import (
     Gemm,
     Region,
     RegionInput,
+    Scan,
     Window,
     compute_levels,
     needed,
@@ -37,7 +38,8 @@ from htam_engine.propose.offline.ir import (
 from htam_engine.propose.offline.recognize import OpCall, is_kept, matmul_call, recognize
 from htam_engine.propose.offline.trace import Traced
 
-_FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+# operand dtypes a kernel reads (bool masks are converted to float32 by the wrapper)
+_FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.bool)
 
 
 class _Mismatch(Exception):
@@ -152,14 +154,15 @@ class _RegionBuilder:
         self.dims: tuple[int, ...] | None = None
         self.dropped: set[int] = set()  # row values whose reduced dims were dropped (keepdim=False)
         self.win: Window | None = None  # a pooling region's window (fixed by its pooling op)
+        self.scan_spec: Scan | None = None  # a scan region's scan (fixed by its cumsum / cumprod)
         self.call: OpCall | None = None
 
     # -- transactional adding
     def snapshot(self) -> tuple:
-        return (len(self.b.exprs), len(self.inputs), self.elem, self.dims, set(self.dropped), self.win)
+        return (len(self.b.exprs), len(self.inputs), self.elem, self.dims, set(self.dropped), self.win, self.scan_spec)
 
     def rollback(self, snap: tuple) -> None:
-        n_exprs, n_inputs, self.elem, self.dims, self.dropped, self.win = snap
+        n_exprs, n_inputs, self.elem, self.dims, self.dropped, self.win, self.scan_spec = snap
         del self.b.exprs[n_exprs:]
         self.b._ids = {e: i for i, e in enumerate(self.b.exprs)}
         for inp in self.inputs[n_inputs:]:
@@ -246,12 +249,22 @@ class _RegionBuilder:
         return self.reduce(kind, a, input_arg, tuple(range(len(shape) - count, len(shape))), True)
 
     def _fix_layout(self, shape: tuple[int, ...], dims: tuple[int, ...]) -> None:
-        if self.win is not None:
+        if self.win is not None or self.scan_spec is not None:
             raise _Mismatch()
         if self.dims is None:
             self.elem, self.dims = tuple(shape), dims
         elif tuple(shape) != self.elem or dims != self.dims:
             raise _Mismatch()
+
+    def scan(self, spec: Scan, a: int, input_arg: Any) -> int:
+        """A cumulative value along spec.dim of the input (a scan region's layout)."""
+        shape = self.low.traced.shapes.get(input_arg.name) if isinstance(input_arg, fx.Node) else None
+        if shape is None or not shape:
+            raise KeepInLibrary("a scan of a non-tensor")
+        if self.dims is not None or self.win is not None:
+            raise _Mismatch()
+        self.elem, self.dims, self.scan_spec = tuple(shape), (spec.dim,), spec
+        return self.b.scan(a)
 
     def window(self, kind: str, a: int, input_arg: Any, window: Window) -> int:
         """A value pooled over windows of the input's last `window.nd` dims."""
@@ -278,6 +291,7 @@ class _Lowering:
         self.open: _RegionBuilder | None = None
         self.alias: dict[fx.Node, fx.Node] = {}  # getitem(max(x, dim), 0) -> the max node
         self.gemms: list[Gemm] = []
+        self.scans, self.dead = find_scans(traced)
 
     def constant_value(self, node: fx.Node) -> float | None:
         """A one-element tensor the tracer captured (torch.tensor(c) in forward), as a number."""
@@ -369,8 +383,13 @@ class _Lowering:
                 self._close()
                 self.lines.append(f"return {_py(node.args[0], self.names)}")
                 continue
-            if self._alias(node):
+            if self._alias(node) or node in self.dead:
                 continue
+            if node in self.scans:
+                spec, source = self.scans[node]
+                if self._add_fusable(node, OpCall("scan", {"input": source, "spec": spec})):
+                    continue
+                raise Unsupported(f"cannot generate a kernel for {_describe(node, self.traced)}")
             call = recognize(node, self.modules)
             if call is not None and call.name in ROW_LOSSES:
                 if self._row_loss(node, call):
@@ -509,6 +528,89 @@ class _Lowering:
         self.kept.append(("view:" if view else "") + desc)
 
 
+_SCAN_FNS = {torch.cumsum: "sum", torch.cumprod: "prod"}
+
+
+def _arg(node: fx.Node, pos: int, name: str) -> Any:
+    return node.args[pos] if len(node.args) > pos else node.kwargs.get(name)
+
+
+def _scan_of(node: fx.Node) -> tuple[str, fx.Node, Any] | None:
+    """(op, input, dim) of a cumsum / cumprod node without a dtype argument, else None."""
+    if node.op == "call_function" and node.target in _SCAN_FNS:
+        op = _SCAN_FNS[node.target]
+    elif node.op == "call_method" and node.target in ("cumsum", "cumprod"):
+        op = "sum" if node.target == "cumsum" else "prod"
+    else:
+        return None
+    if _arg(node, 2, "dtype") is not None or not isinstance(node.args[0], fx.Node):
+        return None
+    return op, node.args[0], _arg(node, 1, "dim")
+
+
+def _flip_dim(node: fx.Node) -> Any:
+    if node.op == "call_method" and node.target == "flip" or node.op == "call_function" and node.target is torch.flip:
+        dims = node.args[1:] if len(node.args) > 1 else (node.kwargs.get("dims"),)
+        dims = dims[0] if len(dims) == 1 and isinstance(dims[0], (list, tuple)) else dims
+        return dims[0] if len(dims) == 1 else None
+    return None
+
+
+def find_scans(traced: Traced) -> tuple[dict[fx.Node, tuple[Scan, fx.Node]], set[fx.Node]]:
+    """Scans in the graph: {node computing it: (scan, its input)}, and nodes that only fed a
+    scan pattern (skipped). Patterns: cumsum/cumprod(x, d); flip(cumsum(flip(x, d), d), d) (a reversed
+    scan); cat([zeros, cumsum(x.narrow(d, 0, n - 1), d)], d) (an exclusive scan)."""
+    scans: dict[fx.Node, tuple[Scan, fx.Node]] = {}
+    dead: set[fx.Node] = set()
+
+    def norm(node: fx.Node, dim: Any) -> int | None:
+        shape = traced.shapes.get(node.name)
+        if shape is None or not isinstance(dim, int):
+            return None
+        return dim + len(shape) if dim < 0 else dim
+
+    for node in traced.gm.graph.nodes:
+        found = _scan_of(node)
+        if found is None:
+            continue
+        op, x, dim = found
+        d = norm(x, dim)
+        if d is None:
+            continue
+        users = list(node.users)
+        inner_flip = _flip_dim(x)
+        if inner_flip is not None and len(users) == 1 and norm(x, inner_flip) == d and len(x.users) == 1:
+            outer = users[0]
+            if _flip_dim(outer) is not None and norm(outer, _flip_dim(outer)) == d:
+                scans[outer] = (Scan(op, d, reverse=True), x.args[0])
+                dead |= {x, node}
+                continue
+        if op == "sum" and x.op == "call_method" and x.target == "narrow" and len(users) == 1 and len(x.users) == 1:
+            cat = users[0]
+            start = _arg(x, 2, "start")
+            narrow_dim = norm(x.args[0], _arg(x, 1, "dim"))
+            parts = cat.args[0] if cat.op == "call_function" and cat.target is torch.cat and cat.args else None
+            cat_dim = norm(cat, _arg(cat, 1, "dim") if len(cat.args) > 1 else cat.kwargs.get("dim", 0))
+            if (start == 0 and narrow_dim == d and cat_dim == d and isinstance(parts, (list, tuple))
+                    and len(parts) == 2 and parts[1] is node and isinstance(parts[0], fx.Node)
+                    and parts[0].op == "call_function" and parts[0].target in (torch.zeros_like, torch.zeros)):
+                scans[cat] = (Scan("sum", d, exclusive=True), x.args[0])
+                dead |= {node, x, parts[0]} | _feeders(parts[0]) | {a for a in x.all_input_nodes if a is not x.args[0]}
+                dead |= {n for a in list(dead) for n in _feeders(a) if n.op != "placeholder"}
+                continue
+        scans[node] = (Scan(op, d), x)
+    return scans, {n for n in dead if n.op not in ("placeholder", "get_attr")}
+
+
+def _feeders(node: fx.Node) -> set[fx.Node]:
+    """Nodes whose only use is (transitively) `node` (the shape bookkeeping of a pattern)."""
+    out: set[fx.Node] = set()
+    for a in node.all_input_nodes:
+        if a.op not in ("placeholder", "get_attr") and len(a.users) == 1:
+            out |= {a} | _feeders(a)
+    return out
+
+
 def _finish_region(rb: _RegionBuilder, out_node: fx.Node, traced: Traced) -> Region:
     out_shape = traced.shapes.get(out_node.name)
     if out_shape is None:
@@ -521,6 +623,17 @@ def _finish_value(rb: _RegionBuilder, out: int, out_shape: tuple[int, ...]) -> R
     exprs = rb.b.exprs
     if rb.win is not None:
         return _finish_window(rb, out, tuple(out_shape))
+    if rb.scan_spec is not None:
+        if any(e.op in REDUCE for e in exprs):
+            raise Unsupported("a scan and a reduction in one kernel")
+        region = _finish_value_rows(rb, out, out_shape)
+        region.scan = rb.scan_spec
+        return region
+    return _finish_value_rows(rb, out, out_shape)
+
+
+def _finish_value_rows(rb: _RegionBuilder, out: int, out_shape: tuple[int, ...]) -> Region:
+    exprs = rb.b.exprs
     if rb.dims is None:
         elem = tuple(out_shape)
         for inp in rb.inputs:

@@ -148,6 +148,11 @@ def _describe_gemm(g: Gemm, settings: Settings, backend: Backend) -> str:
 
 
 def _describe(region: Region) -> str:
+    if region.scan is not None:
+        sc = region.scan
+        how = " ".join(w for w, on in (("reversed", sc.reverse), ("exclusive", sc.exclusive)) if on)
+        return f"region {region.index}: {how + ' ' if how else ''}cumulative {sc.op} along dim {sc.dim} of " \
+               f"{list(region.elem_shape)}"
     if region.window is not None:
         w = region.window
         return (f"region {region.index}: {w.kind} pooling {list(w.kernel)} (stride {list(w.stride)}) of "
