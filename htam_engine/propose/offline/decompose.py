@@ -46,6 +46,10 @@ class Ctx(Protocol):
 
     def scan(self, spec: Any, a: int, input_arg: Any) -> int: ...  # a cumulative sum / product along a dim
 
+    def ndim(self, arg: Any) -> int: ...  # a tensor operand's number of dims
+
+    def channel(self, attr: str, arg: Any, ndim: int) -> int | None: ...  # a per-channel (dim 1) parameter
+
 
 def _c(ctx: Ctx, v: float) -> int:
     return ctx.b.const(v)
@@ -202,6 +206,47 @@ def _rms_norm(ctx: Ctx, args: dict) -> int:
     y = b.bin("mul", x, b.un("rsqrt", b.bin("add", ms, _c(ctx, eps))))
     w = ctx.param(None, "weight", args.get("weight"))
     return b.bin("mul", y, w) if w is not None else y
+
+
+def _standardize(ctx: Ctx, x: int, input_arg: Any, dims: tuple[int, ...], eps: float) -> int:
+    """(x - mean) / sqrt(var + eps), biased variance over `dims` (a Welford pair in the schedule)."""
+    b = ctx.b
+    mu = ctx.reduce("mean", x, input_arg, dims, True)
+    d = b.bin("sub", x, mu)
+    var = ctx.reduce("mean", b.bin("mul", d, d), input_arg, dims, True)
+    return b.bin("mul", d, b.un("rsqrt", b.bin("add", var, _c(ctx, eps))))
+
+
+def _affine(ctx: Ctx, y: int, args: dict, nd: int) -> int:
+    w = ctx.channel("weight", args.get("weight"), nd)
+    if w is not None:
+        y = ctx.b.bin("mul", y, w)
+    bias = ctx.channel("bias", args.get("bias"), nd)
+    return ctx.b.bin("add", y, bias) if bias is not None else y
+
+
+def _batch_norm(ctx: Ctx, args: dict) -> int:
+    """Batch statistics over every dim but the channels (training mode, as KernelBench runs its models),
+    or the running statistics (eval mode) as per-channel constants."""
+    b, x, nd = ctx.b, ctx.val(args["input"]), ctx.ndim(args["input"])
+    eps = ctx.num(args.get("eps", 1e-5), "eps")
+    mean = var = None
+    if not args.get("training"):  # eval mode: the running statistics, when the module keeps them
+        mean = ctx.channel("running_mean", args.get("running_mean"), nd)
+        var = ctx.channel("running_var", args.get("running_var"), nd)
+    if mean is None or var is None:
+        y = _standardize(ctx, x, args["input"], (0, *range(2, nd)), eps)
+    else:
+        y = b.bin("mul", b.bin("sub", x, mean), b.un("rsqrt", b.bin("add", var, _c(ctx, eps))))
+    return _affine(ctx, y, args, nd)
+
+
+def _instance_norm(ctx: Ctx, args: dict) -> int:
+    if args.get("use_input_stats") is False or (args.get("track_running_stats") and not args.get("training")):
+        raise KeepInLibrary("instance norm with running statistics")
+    x, nd = ctx.val(args["input"]), ctx.ndim(args["input"])
+    y = _standardize(ctx, x, args["input"], tuple(range(2, nd)), ctx.num(args.get("eps", 1e-5), "eps"))
+    return _affine(ctx, y, args, nd)
 
 
 def _var(std: bool) -> Callable[[Ctx, dict], int]:
@@ -374,6 +419,8 @@ OPS.update({
     "softmax": _softmax(log=False),
     "log_softmax": _softmax(log=True),
     "layer_norm": _layer_norm,
+    "batch_norm": _batch_norm,
+    "instance_norm": _instance_norm,
     "rms_norm": _rms_norm,
     "var": _var(std=False),
     "std": _var(std=True),
@@ -438,6 +485,11 @@ OPS.update({
     "huber_loss": _pointwise_loss(lambda c, x, y, a: _smooth_l1(c, x, y, a, huber=True)),
     "kl_div": _pointwise_loss(_kl_div),
 })
+def _group_norm_in_library(ctx: Ctx, args: dict) -> int:
+    raise KeepInLibrary("group norm on a backend without the grouped layout")  # (lower._group_norm otherwise)
+
+
+OPS["group_norm"] = _group_norm_in_library
 OPS["scan"] = lambda ctx, args: ctx.scan(args["spec"], ctx.val(args["input"]), args["input"])
 # per-row value, then a reduction over rows: two regions (lower._row_loss)
 ROW_LOSSES = frozenset({"cross_entropy", "triplet_margin_loss"})

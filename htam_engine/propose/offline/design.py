@@ -10,7 +10,7 @@ from __future__ import annotations
 from htam_engine.families import Backend
 from htam_engine.propose.offline import cpp, cuda, triton_gen
 from htam_engine.propose.offline.decompose import Unsupported
-from htam_engine.propose.offline.lower import Plan
+from htam_engine.propose.offline.lower import ALL_LAYOUTS, Plan
 from htam_engine.propose.offline.triton_gemm import gemm_space
 from htam_engine.propose.offline.triton_scan import scan_space
 from htam_engine.propose.offline.triton_window import window_space
@@ -21,7 +21,8 @@ _GENERATORS = {
     Backend.CUDA: (cuda.ew_space, cuda.row_space),
     Backend.CPP: (cpp.ew_space, cpp.row_space),
 }
-WINDOW_BACKENDS = frozenset({Backend.TRITON})  # backends with a pooling generator (elsewhere pooling stays kept)
+# Region layouts each backend's generators write; ops needing another stay library calls there.
+LAYOUTS = {Backend.TRITON: ALL_LAYOUTS, Backend.CUDA: frozenset(), Backend.CPP: frozenset()}
 MATH = KnobSpec(Knob.MATH, ("exact", "fast"), "exact", "exact or approximate transcendental functions")
 
 

@@ -92,6 +92,13 @@ class Region:
         return self.reduce_dims is not None
 
     @property
+    def middle(self) -> bool:
+        """Reduced dims are a prefix and a suffix around kept middle dims (batch statistics): element r
+        of kept position o sits at ((r // IN) * NK + o) * IN + r % IN (NK kept, IN the suffix's size)."""
+        d = self.reduce_dims
+        return d is not None and d != tuple(range(d[0], d[-1] + 1))
+
+    @property
     def index_output(self) -> bool:
         """The region computes argmax / argmin: an int64 index, not a float."""
         return self.exprs[self.out].op in ARG_REDUCE

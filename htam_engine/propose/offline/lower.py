@@ -39,6 +39,7 @@ from htam_engine.propose.offline.recognize import OpCall, is_kept, matmul_call, 
 from htam_engine.propose.offline.trace import Traced
 
 # operand dtypes a kernel reads (bool masks are converted to float32 by the wrapper)
+ALL_LAYOUTS = frozenset({"window", "middle", "groups"})
 _FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.bool)
 
 
@@ -122,7 +123,9 @@ def _describe(node: fx.Node, traced: Traced) -> str:
     return _function_name(node.target)
 
 
-def _dims(dims: Any, ndim: int) -> tuple[int, ...]:
+def _dims(dims: Any, ndim: int, middle: bool = False) -> tuple[int, ...]:
+    """Sorted non-negative dims of a reduction: adjacent, or (middle) a prefix and a suffix of the
+    dims around kept middle dims (batch statistics: reduce N and the spatial dims, keep C)."""
     if dims is None or dims == () or dims == []:
         out = tuple(range(ndim))
     elif isinstance(dims, int):
@@ -135,8 +138,17 @@ def _dims(dims: Any, ndim: int) -> tuple[int, ...]:
     if not out or out[0] < 0 or out[-1] >= ndim:
         raise Unsupported(f"reduction dims {dims!r} out of range")
     if out != tuple(range(out[0], out[-1] + 1)):
-        raise Unsupported(f"reduction over non-adjacent dims {out}")
+        if is_middle(out, ndim) and not middle:  # batch statistics, on a backend without that layout
+            raise KeepInLibrary(f"a reduction over dims {out} around kept ones")
+        if not is_middle(out, ndim):
+            raise Unsupported(f"reduction over non-adjacent dims {out}")
     return out
+
+
+def is_middle(dims: tuple[int, ...], ndim: int) -> bool:
+    """Whether the reduced dims are a non-empty prefix and suffix around kept middle dims."""
+    kept = [d for d in range(ndim) if d not in dims]
+    return bool(kept) and dims[0] == 0 and dims[-1] == ndim - 1 and kept == list(range(kept[0], kept[-1] + 1))
 
 
 class _RegionBuilder:
@@ -220,11 +232,41 @@ class _RegionBuilder:
             return None
         return self._input(f"{_attr_path(mod_path)}.{attr}", tuple(tensor.shape), tensor.dtype)
 
+    def reduce_shape(self, kind: str, a: int, shape: tuple[int, ...], dims: tuple[int, ...]) -> int:
+        """A keepdim reduction of a value of `shape` (one that is not a graph node's)."""
+        self._fix_layout(shape, dims)
+        return self.b.red(kind, a)
+
+    def ndim(self, arg: Any) -> int:
+        shape = self.low.traced.shapes.get(arg.name) if isinstance(arg, fx.Node) else None
+        if shape is None:
+            raise Unsupported("a normalization of a non-tensor")
+        return len(shape)
+
+    def channel(self, attr: str, arg: Any, ndim: int) -> int | None:
+        """A per-channel (dim 1) parameter or buffer, viewed to broadcast over the trailing dims."""
+        if isinstance(arg, fx.Node):
+            source, shape = self.low.value_source(arg), self.low.traced.shapes.get(arg.name)
+        else:
+            if arg is not None:
+                raise Unsupported(f"{attr} of type {type(arg).__name__}")
+            mod_path = self.call.module if self.call else None
+            tensor = getattr(self.low.traced.gm.get_submodule(mod_path), attr, None) if mod_path else None
+            if tensor is None:
+                return None
+            source, shape = f"{_attr_path(mod_path)}.{attr}", tuple(tensor.shape)
+        if shape is None or len(shape) != 1:
+            raise Unsupported(f"{attr} of shape {shape}")
+        if ndim > 2:
+            source += ".view(-1" + ", 1" * (ndim - 2) + ")"
+            shape = (shape[0],) + (1,) * (ndim - 2)
+        return self._input(source, tuple(shape), torch.float32)
+
     def reduce(self, kind: str, a: int, input_arg: Any, dims: Any, keepdim: bool) -> int:
         shape = self.low.traced.shapes.get(input_arg.name) if isinstance(input_arg, fx.Node) else None
         if shape is None:
             raise Unsupported("reduction of a non-tensor")
-        norm = _dims(dims, len(shape))
+        norm = _dims(dims, len(shape), middle="middle" in self.low.layouts)
         if keepdim and all(shape[d] == 1 for d in norm):
             return a  # a sum, mean, max or min over dims of size 1 is the value itself
         self._fix_layout(shape, norm)
@@ -268,7 +310,7 @@ class _RegionBuilder:
 
     def window(self, kind: str, a: int, input_arg: Any, window: Window) -> int:
         """A value pooled over windows of the input's last `window.nd` dims."""
-        if not self.low.windows:
+        if "window" not in self.low.layouts:
             raise KeepInLibrary("pooling (no pooling generator for this backend)")
         shape = self.low.traced.shapes.get(input_arg.name) if isinstance(input_arg, fx.Node) else None
         if shape is None or len(shape) < window.nd + 1:
@@ -280,9 +322,12 @@ class _RegionBuilder:
 
 
 class _Lowering:
-    def __init__(self, traced: Traced, windows: bool = True):
+    def __init__(self, traced: Traced, layouts: frozenset[str] = ALL_LAYOUTS):
         self.traced = traced
-        self.windows = windows  # pooling becomes window regions (else it stays a library call)
+        # region layouts the backend's generators write (else those ops stay library calls):
+        # "window" (pooling), "middle" (batch statistics), "groups" (group norm)
+        self.layouts = layouts
+        self.mixed_ok = "groups" in layouts  # operands read along kept and reduced dims (Triton rows)
         self.modules = dict(traced.gm.named_modules())
         self.names: dict[fx.Node, str] = {}  # nodes with a Python value in forward
         self.lines: list[str] = []
@@ -391,6 +436,8 @@ class _Lowering:
                     continue
                 raise Unsupported(f"cannot generate a kernel for {_describe(node, self.traced)}")
             call = recognize(node, self.modules)
+            if call is not None and call.name == "group_norm" and self._group_norm(node, call):
+                continue
             if call is not None and call.name in ROW_LOSSES:
                 if self._row_loss(node, call):
                     continue
@@ -457,6 +504,49 @@ class _Lowering:
         rb2.dropped.add(out)
         rb2.nodes[node] = out
         rb2.order.append(node)
+        return True
+
+    def _group_norm(self, node: fx.Node, call: OpCall) -> bool:
+        """Group norm on its own region over the grouped view (N, G, C/G, *S): statistics per row of
+        C/G * S elements, the per-channel affine read along the group and channel-in-group dims."""
+        a = call.args
+        x_arg, groups = a["input"], a.get("num_groups")
+        shape = self.traced.shapes.get(x_arg.name) if isinstance(x_arg, fx.Node) else None
+        if "groups" not in self.layouts or shape is None or len(shape) < 2 or not isinstance(groups, int) or \
+                shape[1] % groups:
+            return False
+        self._close()
+        rb = self.open = _RegionBuilder(len(self.regions), self)
+        rb.call, b = call, rb.b
+        spatial = shape[2:]
+        view = (shape[0], groups, shape[1] // groups, *spatial)
+        x = rb._input(f"{self.value_source(self.alias.get(x_arg, x_arg))}.unflatten(1, ({groups}, -1))", view,
+                      self.traced.dtypes.get(x_arg.name))
+        dims = tuple(range(2, len(view)))
+        mu = rb.reduce_shape("mean", x, view, dims)
+        d = b.bin("sub", x, mu)
+        var = rb.reduce_shape("mean", b.bin("mul", d, d), view, dims)
+        y = b.bin("mul", d, b.un("rsqrt", b.bin("add", var, b.const(float(a.get("eps", 1e-5))))))
+        for attr, op in (("weight", "mul"), ("bias", "add")):
+            value = a.get(attr)
+            tensor = getattr(self.traced.gm.get_submodule(call.module), attr, None) if call.module else None
+            if isinstance(value, fx.Node):
+                source = self.value_source(value)
+            elif value is None and tensor is not None:
+                source = f"{_attr_path(call.module)}.{attr}"
+            else:
+                continue
+            param = rb._input(f"{source}.view({groups}, -1{', 1' * len(spatial)})",
+                              (groups, shape[1] // groups, *(1,) * len(spatial)), torch.float32)
+            y = b.bin(op, y, param)
+        self.open = None
+        region = _finish_value(rb, y, view)
+        self.regions.append(region)
+        var_name = _var(node)
+        region.line = len(self.lines)
+        self.lines.append(f"{var_name} = _region_{region.index}({', '.join(i.source for i in region.inputs)})"
+                          ".flatten(1, 2)")
+        self.names[node] = var_name
         return True
 
     def _alias(self, node: fx.Node) -> bool:
@@ -663,6 +753,8 @@ def _finish_value_rows(rb: _RegionBuilder, out: int, out_shape: tuple[int, ...])
             inp.level, inp.kind = ROW, "outfull"
         elif all((shp[d] == elem[d]) if d in dims else shp[d] == 1 for d in range(len(elem))):
             inp.level, inp.kind = ELEM, "rpos"
+        elif rb.low.mixed_ok and _straddles(shp, elem, dims):
+            inp.level, inp.kind = ELEM, "mixed"  # along the last kept and the first reduced dims (group norm)
         else:
             inp.level, inp.kind = ELEM, "full"  # materialised by the wrapper (expand + contiguous)
     levels = compute_levels(exprs, [i.level for i in rb.inputs])
@@ -728,6 +820,16 @@ def _finish_window(rb: _RegionBuilder, out: int, out_shape: tuple[int, ...]) -> 
     return Region(rb.index, list(rb.b.exprs), rb.inputs, out, elem, None, True, out_shape, levels, window=rb.win)
 
 
+def _straddles(shp: tuple[int, ...], elem: tuple[int, ...], dims: tuple[int, ...]) -> bool:
+    """The operand varies over one block of dims that ends in the kept ones and starts the reduced ones
+    (trailing reduced rows only): it is read at (o % MK) * MV + r // MS."""
+    if not dims or dims[-1] != len(elem) - 1 or dims != tuple(range(dims[0], len(elem))):
+        return False
+    varying = [d for d in range(len(elem)) if shp[d] != 1]
+    return bool(varying) and varying == list(range(varying[0], varying[-1] + 1)) and \
+        varying[0] < dims[0] <= varying[-1] and all(shp[d] == elem[d] for d in varying)
+
+
 def _right(shape: tuple[int, ...], ndim: int) -> tuple[int, ...]:
     return (1,) * (ndim - len(shape)) + tuple(shape)
 
@@ -747,9 +849,9 @@ def _find_epilogues(plan: Plan) -> None:
             g.epilogue = region.index
 
 
-def lower(traced: Traced, windows: bool = True) -> Plan:
-    """The plan; `windows=False` keeps pooling in the library (for backends without a pooling generator)."""
-    plan = _Lowering(traced, windows).run()
+def lower(traced: Traced, layouts: frozenset[str] = ALL_LAYOUTS) -> Plan:
+    """The plan; ops needing a layout not in `layouts` stay library calls (a backend without that generator)."""
+    plan = _Lowering(traced, layouts).run()
     if not plan.regions and not plan.gemms:
         raise Unsupported("nothing to fuse: every operation is a library call kept in PyTorch")
     return plan

@@ -54,9 +54,23 @@ def _wrapper(region: Region, launch: list[str]) -> list[str]:
             "    return out.to(dt)",
             f"ts, L, bands = _ew_prepare(shape, ts, {_kinds(region)})",
         ]
+    elif region.middle:
+        kept = [d for d in range(len(region.elem_shape)) if d not in region.reduce_dims]
+        body.append(f"ts, shape, keep, outer, R, IN = _middle_prepare(ts, {_kinds(region)}, {kept[0]}, {kept[-1] + 1})")
+        if region.levels[region.out] == ELEM:
+            body.append("oshape = shape")
+        else:
+            body.append("oshape = keep" if region.out_keepdim else f"oshape = shape[{kept[0]}:{kept[-1] + 1}]")
+        body += [
+            "out = torch.empty(oshape, device=ts[0].device, dtype=torch.float32)",
+            "if out.numel() == 0 or R == 0:",
+            "    return out.to(dt)",
+        ]
     else:
         d0, d1 = region.reduce_dims[0], region.reduce_dims[-1] + 1
         body.append(f"ts, shape, keep, outer, R, inner = _row_prepare(ts, {_kinds(region)}, {d0}, {d1})")
+        if any(i.kind == "mixed" for i in region.inputs):
+            body.append(f"mixed = _mixed_args(ts, {_kinds(region)}, shape, {d0})")
         if region.levels[region.out] == ELEM:
             body.append("oshape = shape")
         elif region.out_keepdim:

@@ -27,8 +27,8 @@ from htam_engine.families import Backend, ProposalOutcome
 from htam_engine.problems.model import Problem, ProblemError
 from htam_engine.propose.base import Lesson, Proposal, ProposalRequest, TokenSink
 from htam_engine.propose.offline.decompose import Unsupported
-from htam_engine.propose.offline.design import WINDOW_BACKENDS, plan_space
-from htam_engine.propose.offline.lower import Plan, lower
+from htam_engine.propose.offline.design import LAYOUTS, plan_space
+from htam_engine.propose.offline.lower import ALL_LAYOUTS, Plan, lower
 from htam_engine.propose.offline.module import build_module
 from htam_engine.propose.offline.moves import MOVES, options
 from htam_engine.propose.offline.space import Settings, Space, parse_move, parse_settings
@@ -65,11 +65,11 @@ def _problem_key(problem: Problem) -> str:
 def plan_problem(problem: Problem, backend: Backend | str | None = None) -> Plan:
     """Trace and lower for a backend (cached per problem source, overrides and what the backend's
     generators cover); raises Unsupported with a reason."""
-    windows = backend is None or Backend(backend) in WINDOW_BACKENDS
-    key = _problem_key(problem) + ("w" if windows else "")
+    layouts = ALL_LAYOUTS if backend is None else LAYOUTS[Backend(backend)]
+    key = _problem_key(problem) + ",".join(sorted(layouts))
     if key not in _PLANS:
         try:
-            _PLANS[key] = lower(trace_problem(problem), windows=windows)
+            _PLANS[key] = lower(trace_problem(problem), layouts)
         except ProblemError as exc:
             raise Unsupported(f"problem does not load ({exc})") from None
     return _PLANS[key]

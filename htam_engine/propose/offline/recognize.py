@@ -82,6 +82,11 @@ SIGNATURES: dict[str, tuple[tuple[str, Any], ...]] = {
     "log_softmax": (("dim", None), ("_stacklevel", 3), ("dtype", None)),
     "layer_norm": (("normalized_shape", _REQ), ("weight", None), ("bias", None), ("eps", 1e-5)),
     "rms_norm": (("normalized_shape", _REQ), ("weight", None), ("eps", None)),
+    "group_norm": (("num_groups", _REQ), ("weight", None), ("bias", None), ("eps", 1e-5)),
+    "batch_norm": (("running_mean", _REQ), ("running_var", _REQ), ("weight", None), ("bias", None),
+                   ("training", False), ("momentum", 0.1), ("eps", 1e-5)),
+    "instance_norm": (("running_mean", None), ("running_var", None), ("weight", None), ("bias", None),
+                      ("use_input_stats", True), ("momentum", 0.1), ("eps", 1e-5)),
     "var": (("dim", None), ("unbiased", True), ("keepdim", False)),
     "std": (("dim", None), ("unbiased", True), ("keepdim", False)),
     "norm": (("p", "fro"), ("dim", None), ("keepdim", False)),
@@ -171,6 +176,9 @@ _register("logsumexp", torch.logsumexp)
 _register("softmax", torch.softmax, F.softmax)
 _register("log_softmax", torch.log_softmax, F.log_softmax)
 _register("layer_norm", F.layer_norm)
+_register("batch_norm", F.batch_norm)
+_register("group_norm", F.group_norm)
+_register("instance_norm", F.instance_norm)
 _register("rms_norm", _g(F, "rms_norm", None))
 _register("var", torch.var)
 _register("std", torch.std)
@@ -237,6 +245,12 @@ _MODULES.update({
     nn.TripletMarginLoss: ("triplet_margin_loss", {"margin": "margin", "p": "p", "eps": "eps", "swap": "swap",
                                                    "reduction": "reduction"}),
 })
+_MODULES[nn.GroupNorm] = ("group_norm", {"num_groups": "num_groups", "eps": "eps"})
+for _nd in (1, 2, 3):
+    # running statistics are read from the module when the call uses them (eval mode)
+    _MODULES[getattr(nn, f"BatchNorm{_nd}d")] = ("batch_norm", {"eps": "eps", "training": "training"})
+    _MODULES[getattr(nn, f"InstanceNorm{_nd}d")] = ("instance_norm", {
+        "eps": "eps", "training": "training", "track_running_stats": "track_running_stats"})
 _POOL_ATTRS = {"kernel_size": "kernel_size", "stride": "stride", "padding": "padding", "ceil_mode": "ceil_mode"}
 for _nd in (1, 2, 3):
     _MODULES[getattr(nn, f"MaxPool{_nd}d")] = (f"max_pool{_nd}d", {

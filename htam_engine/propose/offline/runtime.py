@@ -120,3 +120,38 @@ def _window_prepare(ts, kinds, kernel, stride, padding, dilation, ceil):
         elif kind == "outfull" and tuple(t.shape) != oshape:
             ts[k] = t.expand(oshape).contiguous()
     return ts, shape, oshape
+
+
+def _middle_prepare(ts, kinds, k0, k1):
+    """Operands and (elem shape, keep shape, kept count NK, reduced count R, IN) for a kernel reducing every
+    dim except k0..k1-1 (batch statistics): element r of kept position o is at ((r // IN) * NK + o) * IN
+    + r % IN, IN being the size of the dims after the kept ones."""
+    shape = tuple(torch.broadcast_shapes(*[t.shape for t, k in zip(ts, kinds) if k != "scalar"]))
+    keep = tuple(s if k0 <= d < k1 else 1 for d, s in enumerate(shape))
+    reduced = tuple(1 if k0 <= d < k1 else s for d, s in enumerate(shape))
+    ts = list(ts)
+    for k, (t, kind) in enumerate(zip(ts, kinds)):
+        want = {"full": shape, "outfull": keep, "rpos": reduced}.get(kind)
+        if want is not None and tuple(_right(t.shape, len(shape))) != want:
+            ts[k] = t.expand(want).contiguous()
+        elif want is not None:
+            ts[k] = t.reshape(want)
+    nk, inner = math.prod(shape[k0:k1]), math.prod(shape[k1:])
+    return ts, shape, keep, nk, math.prod(shape) // max(nk, 1), inner
+
+
+def _mixed_args(ts, kinds, shape, d0):
+    """(MK, MV, MS) for each operand read at (o % MK) * MV + r // MS by a kernel reducing dims d0.. of
+    `shape`: it varies over a block of dims that starts among the kept dims and ends among the reduced."""
+    out = []
+    nd = len(shape)
+    for t, kind in zip(ts, kinds):
+        if kind != "mixed":
+            continue
+        s = _right(t.shape, nd)
+        varying = [d for d in range(nd) if s[d] != 1]
+        a, b = varying[0], varying[-1] + 1
+        if not (a < d0 < b) or any(s[d] != shape[d] for d in range(a, b)):
+            raise RuntimeError(f"operand of shape {tuple(t.shape)} is not laid out along the groups of {shape}")
+        out += [math.prod(shape[a:d0]), math.prod(shape[d0:b]), math.prod(shape[b:])]
+    return out

@@ -261,6 +261,10 @@ class _RowKernel(_RegionKernel):
         super().__init__(region, s, online=mode in ("online", "split"))
         self.mode = mode  # multi | online | cached | split
         self.elem_defined: set[int] = set()  # cached mode: element values already in registers
+        # element r of row o: contiguous rows, or the batch-statistics layout (ir.Region.middle)
+        self.at = "((r // IN) * NK + o) * IN + r % IN" if region.middle else "base + r"
+        self.sizes = ["R", "NK", "IN"] if region.middle else ["R"]
+        self.mixed = [f"{x}{k}" for k, i in enumerate(region.inputs) if i.kind == "mixed" for x in ("mk", "mv", "ms")]
 
     def loads(self, ids: list[int]) -> list[str]:
         out = []
@@ -271,9 +275,11 @@ class _RowKernel(_RegionKernel):
             k = int(e.value)
             kind = self.r.inputs[k].kind
             if kind == "full":
-                out.append(f"x{k} = tl.load(p{k} + base + r, mask=mask, other=0.0)")
+                out.append(f"x{k} = tl.load(p{k} + {self.at}, mask=mask, other=0.0)")
             elif kind == "rpos":
                 out.append(f"x{k} = tl.load(p{k} + r, mask=mask, other=0.0)")
+            elif kind == "mixed":  # along the last kept and first reduced dims (a group norm's affine)
+                out.append(f"x{k} = tl.load(p{k} + (o % mk{k}) * mv{k} + r // ms{k}, mask=mask, other=0.0)")
         return out
 
     def elem_lines(self, roots: list[int]) -> list[str]:
@@ -385,14 +391,15 @@ class _RowKernel(_RegionKernel):
         ref = self.ref()
         if self.r.levels[out] == ROW:
             return lines + [f"tl.store(po + o, {ref(out)})"]
-        store = [f"tl.store(po + base + r, {ref(out)}, mask=mask)"]
+        store = [f"tl.store(po + {self.at}, {ref(out)}, mask=mask)"]
         if self.mode == "cached":
             return lines + self.elem_lines([out]) + store
         loop = [f"for start in range({self.lo}, {self.hi}, BLOCK):", "    r = start + cols", f"    mask = r < {self.hi}"]
         return lines + loop + ind(self.elem_lines([out]) + store)
 
     def source(self, name: str) -> list[str]:
-        params = [f"p{k}" for k in range(len(self.r.inputs))] + ["po", "R", "cnt", "BLOCK: tl.constexpr"]
+        params = [f"p{k}" for k in range(len(self.r.inputs))] + ["po", *self.sizes, "cnt", *self.mixed,
+                                                                 "BLOCK: tl.constexpr"]
         head = ["o = tl.program_id(0).to(tl.int64)", "base = o * R", "cols = tl.arange(0, BLOCK)"] + self.row_head()
         if self.mode == "cached":
             head += ["r = cols", "mask = r < R"]
@@ -412,7 +419,7 @@ class _RowKernel(_RegionKernel):
         self.lo, self.hi = "lo", "hi"
         body = self.pass_lines(reds, partial=True)
         body += [f"tl.store(part + (o * SPLIT + sp) * {nslots} + {j}, {v})" for j, v in enumerate(self.part_vals)]
-        part = (["@triton.jit", f"def {name}_part({', '.join(ins + ['part', 'R', 'cnt', 'CH', 'SPLIT', 'BLOCK: tl.constexpr'])}):"]
+        part = (["@triton.jit", f"def {name}_part({', '.join(ins + ['part', *self.sizes, 'cnt', *self.mixed, 'CH', 'SPLIT', 'BLOCK: tl.constexpr'])}):"]
                 + ind(head + self.row_head() + body))
         elem_out = self.r.levels[self.r.out] != ROW
         fin = ["o = tl.program_id(0).to(tl.int64)", "s = tl.arange(0, SB)", "smask = s < SPLIT"]
@@ -424,7 +431,8 @@ class _RowKernel(_RegionKernel):
             f"tl.load(part + (o * SPLIT + s) * {nslots} + {slot}, mask=smask, other={other})"))
         self.defined = {i for red in reds for i in red.ids}  # a fresh kernel: row values are recomputed
         fin += self._output()
-        fparams = ins + ["po", "part", "R", "SPLIT", "cnt", "CH", "SB: tl.constexpr", "BLOCK: tl.constexpr"]
+        fparams = ins + ["po", "part", *self.sizes, "SPLIT", "cnt", *self.mixed, "CH", "SB: tl.constexpr",
+                         "BLOCK: tl.constexpr"]
         return part + ["", "@triton.jit", f"def {name}_fin({', '.join(fparams)}):"] + ind(fin)
 
 
@@ -550,11 +558,13 @@ def row_kernel(region: Region, s: Settings) -> tuple[list[str], list[str]]:
     if col_split:
         src += [""] + _ColumnKernel(region, s).split_sources(k_col, col_split)
     warps = s[Knob.ROW_WARPS]
+    sizes = "R, outer, IN" if region.middle else "R"  # the batch-statistics layout also needs NK, IN
+    mixed = ", *mixed" if any(i.kind == "mixed" for i in region.inputs) else ""
     rows = [f"BLOCK = min(triton.next_power_of_2(R), {s[Knob.ROW_BLOCK]})",
-            f"{k_row}[(outer,)](*ts, out, R, float(R), BLOCK=BLOCK, num_warps={warps})"]
+            f"{k_row}[(outer,)](*ts, out, {sizes}, float(R){mixed}, BLOCK=BLOCK, num_warps={warps})"]
     if mode == "cached":
         rows = [f"if R <= {CACHE_LIMIT}:",
-                f"    {k_row}_cached[(outer,)](*ts, out, R, float(R), BLOCK=triton.next_power_of_2(R), "
+                f"    {k_row}_cached[(outer,)](*ts, out, {sizes}, float(R){mixed}, BLOCK=triton.next_power_of_2(R), "
                 f"num_warps={warps})",
                 "else:"] + ind(rows)
     cols = [f"{k_col}[(outer, triton.cdiv(inner, BLOCK))](*ts, out, R, inner, float(R), BLOCK=BLOCK, num_warps=4)"]
@@ -571,8 +581,9 @@ def row_kernel(region: Region, s: Settings) -> tuple[list[str], list[str]]:
             "    CH = triton.cdiv(triton.cdiv(R, SPLIT), BLOCK) * BLOCK",
             "    SPLIT = triton.cdiv(R, CH)",
             f"    part = torch.empty(outer * SPLIT * {nslots}, device=out.device, dtype=torch.float32)",
-            f"    {k_row}_part[(outer, SPLIT)](*ts, part, R, float(R), CH, SPLIT, BLOCK=BLOCK, num_warps={warps})",
-            f"    {k_row}_fin[{fin_grid}](*ts, out, part, R, SPLIT, float(R), CH, "
+            f"    {k_row}_part[(outer, SPLIT)](*ts, part, {sizes}, float(R){mixed}, CH, SPLIT, BLOCK=BLOCK, "
+            f"num_warps={warps})",
+            f"    {k_row}_fin[{fin_grid}](*ts, out, part, {sizes}, SPLIT, float(R){mixed}, CH, "
             f"SB=max(16, triton.next_power_of_2(SPLIT)), BLOCK=BLOCK, num_warps={warps})",
             "else:",
         ] + ind(rows)
@@ -592,6 +603,8 @@ def row_kernel(region: Region, s: Settings) -> tuple[list[str], list[str]]:
             " num_warps=4)",
             "else:",
         ] + ind(cols)
+    if region.middle:  # one layout: rows of kept positions (the column kernel is not used)
+        return src, rows
     launch = (["if inner == 1:"] + ind(rows)
               + ["else:", f"    BLOCK = max(16, min(triton.next_power_of_2(inner), {s[Knob.COL_BLOCK]}))"] + ind(cols))
     return src, launch
