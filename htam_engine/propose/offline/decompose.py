@@ -490,6 +490,8 @@ def _group_norm_in_library(ctx: Ctx, args: dict) -> int:
 
 
 OPS["group_norm"] = _group_norm_in_library
+OPS["triu"] = lambda ctx, args: ctx.b.tri("triu", ctx.val(args["input"]), ctx.num(args.get("diagonal", 0), "diagonal"))
+OPS["tril"] = lambda ctx, args: ctx.b.tri("tril", ctx.val(args["input"]), ctx.num(args.get("diagonal", 0), "diagonal"))
 OPS["scan"] = lambda ctx, args: ctx.scan(args["spec"], ctx.val(args["input"]), args["input"])
 # per-row value, then a reduction over rows: two regions (lower._row_loss)
 ROW_LOSSES = frozenset({"cross_entropy", "triplet_margin_loss"})

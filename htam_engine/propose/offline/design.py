@@ -10,6 +10,7 @@ from __future__ import annotations
 from htam_engine.families import Backend
 from htam_engine.propose.offline import cpp, cuda, triton_gen
 from htam_engine.propose.offline.decompose import Unsupported
+from htam_engine.propose.offline.ir import TRIANGLE
 from htam_engine.propose.offline.lower import ALL_LAYOUTS, Plan
 from htam_engine.propose.offline.triton_gemm import gemm_space
 from htam_engine.propose.offline.triton_scan import scan_space
@@ -33,10 +34,16 @@ def plan_space(plan: Plan, backend: Backend) -> Space:
     space = Space()
     if plan.gemms and not plan.regions and backend is not Backend.TRITON:
         raise Unsupported(f"a bare matrix product: the {backend.value} backend has no GEMM generator (use triton)")
+    triangles = {r.index for r in plan.regions if any(e.op in TRIANGLE for e in r.exprs)}
+    epilogues = {g.epilogue for g in plan.gemms}
+    if triangles - epilogues or (triangles and backend is not Backend.TRITON):
+        raise Unsupported("triu/tril outside a matrix product's epilogue (only a Triton GEMM computes it)")
     if backend is Backend.TRITON:
         for g in plan.gemms:
-            # the library's product is a candidate only when kernels of ours do the rest of the work
-            for spec in gemm_space(g, library_ok=bool(plan.regions)):
+            # the library's product is a candidate only when kernels of ours do the rest of the work,
+            # and the epilogue is one the elementwise kernels can write
+            library_ok = bool(plan.regions) and g.epilogue not in triangles
+            for spec in gemm_space(g, library_ok=library_ok):
                 space.add(spec)
     for region in plan.regions:
         if region.kind == "window":

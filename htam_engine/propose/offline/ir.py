@@ -17,7 +17,8 @@ UNARY = ("neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "erf", "log1p", "e
 BINARY = ("add", "sub", "mul", "div", "max", "min", "pow")
 COMPARE = ("gt", "ge", "lt", "le", "eq")
 REDUCE = ("red_sum", "red_mean", "red_max", "red_min", "red_argmax", "red_argmin")
-ARG_REDUCE = ("red_argmax", "red_argmin")  # an index (int64): only ever a region's output
+ARG_REDUCE = ("red_argmax", "red_argmin")
+TRIANGLE = ("triu", "tril")  # keep the elements on/above (below) diagonal `value`: GEMM epilogues only  # an index (int64): only ever a region's output
 
 # Level of a value: constants < row values (one per reduced row) < element values.
 CONST, ROW, ELEM = 0, 1, 2
@@ -149,6 +150,10 @@ class Builder:
 
     def scan(self, a: int) -> int:
         return self._add(Expr("scan", (a,)))
+
+    def tri(self, kind: str, a: int, diagonal: int) -> int:
+        """triu / tril of a matrix product's output (a GEMM epilogue reads its tile's coordinates)."""
+        return self._add(Expr(kind, (a,), int(diagonal)))
 
     def un(self, op: str, a: int) -> int:
         assert op in UNARY, op

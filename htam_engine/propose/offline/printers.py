@@ -171,6 +171,9 @@ class TritonPrinter:
             return f"({a[0]} {sym} {a[1]})"
         if op == "where":
             return f"tl.where({a[0]}, {a[1]}, {a[2]})"
+        if op in ("triu", "tril"):  # in a GEMM epilogue: row rm and column rn of the tile
+            keep = ">=" if op == "triu" else "<="
+            return f"tl.where(rn[None, :] - rm[:, None] {keep} {int(e.value)}, {a[0]}, 0.0)"
         raise ValueError(f"no Triton form for {op}")
 
 

@@ -82,6 +82,8 @@ SIGNATURES: dict[str, tuple[tuple[str, Any], ...]] = {
     "log_softmax": (("dim", None), ("_stacklevel", 3), ("dtype", None)),
     "layer_norm": (("normalized_shape", _REQ), ("weight", None), ("bias", None), ("eps", 1e-5)),
     "rms_norm": (("normalized_shape", _REQ), ("weight", None), ("eps", None)),
+    "triu": (("diagonal", 0),),
+    "tril": (("diagonal", 0),),
     "group_norm": (("num_groups", _REQ), ("weight", None), ("bias", None), ("eps", 1e-5)),
     "batch_norm": (("running_mean", _REQ), ("running_var", _REQ), ("weight", None), ("bias", None),
                    ("training", False), ("momentum", 0.1), ("eps", 1e-5)),
@@ -178,6 +180,8 @@ _register("log_softmax", torch.log_softmax, F.log_softmax)
 _register("layer_norm", F.layer_norm)
 _register("batch_norm", F.batch_norm)
 _register("group_norm", F.group_norm)
+_register("triu", torch.triu)
+_register("tril", torch.tril)
 _register("instance_norm", F.instance_norm)
 _register("rms_norm", _g(F, "rms_norm", None))
 _register("var", torch.var)
@@ -198,7 +202,7 @@ _METHODS: dict[str, str] = {
         "relu", "sigmoid", "tanh", "abs", "exp", "log", "sqrt", "rsqrt", "neg", "square", "reciprocal",
         "log1p", "expm1", "erf", "pow", "add", "sub", "mul", "div", "maximum", "minimum", "clamp",
         "clamp_min", "clamp_max", "sum", "mean", "amax", "amin", "logsumexp", "softmax", "log_softmax",
-        "var", "std", "norm", "argmax", "argmin",
+        "var", "std", "norm", "argmax", "argmin", "triu", "tril",
     )
 }
 _METHODS.update({

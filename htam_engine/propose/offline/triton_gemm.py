@@ -13,7 +13,7 @@ gemm.kernel=library leaves the product to PyTorch (cuBLAS / ATen) and the region
 
 from __future__ import annotations
 
-from htam_engine.propose.offline.ir import Gemm, Region, needed
+from htam_engine.propose.offline.ir import TRIANGLE, Gemm, Region, needed
 from htam_engine.propose.offline.printers import TritonPrinter, emit_defs, leaf_ref
 from htam_engine.propose.offline.space import Knob, KnobSpec, Settings
 from htam_engine.propose.offline.triton_gen import assign, ew_loads, ind
@@ -107,6 +107,7 @@ def gemm_kernel(g: Gemm, region: Region | None, s: Settings) -> tuple[list[str],
         "k_per = tl.cdiv(tl.cdiv(K, SPLIT_K), BK) * BK",
         "k_lo = kid * k_per",
         "k_hi = tl.minimum(K, k_lo + k_per)",
+    ] + _zero_tiles(region) + [
         "a_ptrs = a + bid * sab + rm[:, None] * sam + (k_lo + rk)[None, :] * sak",
         "b_ptrs = b + bid * sbb + (k_lo + rk)[:, None] * sbk + rn[None, :] * sbn",
         "acc = tl.zeros([BM, BN], dtype=tl.float32)",
@@ -153,6 +154,19 @@ def gemm_kernel(g: Gemm, region: Region | None, s: Settings) -> tuple[list[str],
         f"SPLIT_K=split, BIG={big}, num_warps=4)",
     ]
     return src, launch, epi_inputs
+
+
+def _zero_tiles(region: Region | None) -> list[str]:
+    """A triu / tril epilogue zeroes whole tiles on the far side of the diagonal: skip their K loop."""
+    tri = [e for e in region.exprs if e.op in TRIANGLE] if region is not None else []
+    if len(tri) != 1:
+        return []
+    d = int(tri[0].value)
+    if tri[0].op == "triu":  # kept where col - row >= d: none in the tile when its largest col - row < d
+        empty = f"pid_n * BN + BN - 1 - pid_m * BM < {d}"
+    else:  # kept where col - row <= d: none when the smallest col - row > d
+        empty = f"pid_n * BN - (pid_m * BM + BM - 1) > {d}"
+    return [f"k_hi = tl.where({empty}, k_lo, k_hi)  # a tile the {tri[0].op} zeroes: no product needed"]
 
 
 def gemm_wrapper(g: Gemm, region: Region | None, launch: list[str], epi_inputs: list[int]) -> list[str]:

@@ -26,6 +26,9 @@ PRODUCTS = {
     "einsum": ('return torch.einsum("bijl,lk->bijk", a, b)', "[torch.randn(2, 3, 5, 16), torch.randn(16, 9)]"),
     "tall": ("return torch.matmul(a, b)", "[torch.randn(90, 6), torch.randn(6, 70)]"),
     "long_k": ("return torch.matmul(a, b)", "[torch.randn(12, 1100), torch.randn(1100, 20)]"),
+    # the triangle is the epilogue; tiles it zeroes skip their product
+    "triu": ("return torch.triu(torch.matmul(a, b), diagonal=1)", "[torch.randn(70, 40), torch.randn(40, 70)]"),
+    "tril": ("return torch.tril(a @ b) * 2.0", "[torch.randn(70, 40), torch.randn(40, 66)]"),
 }
 # tile, split-K (the long-K case runs 4 slices), 64-bit offsets, pipelining and swizzle settings
 GEMM_SETTINGS = {
@@ -110,3 +113,11 @@ def test_a_bare_product_is_a_triton_gemm_only(tmp_path):
     for backend in ("cuda", "cpp"):
         with pytest.raises(Unsupported, match="bare matrix product"):
             generate(p, backend)
+
+
+def test_a_triangular_output_skips_the_tiles_it_zeroes(checked):
+    code = checked["_codes"]["triu-small"]
+    assert "k_hi = tl.where(pid_n * BN + BN - 1 - pid_m * BM < 1, k_lo, k_hi)" in code
+    assert "torch.triu" not in code.split("class ModelNew")[1]
+    assert_ok(checked, "triu-small")
+    assert_ok(checked, "tril-split")
