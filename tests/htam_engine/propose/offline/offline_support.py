@@ -56,13 +56,27 @@ RUNNER = Path(__file__).with_name("interp_runner.py")
 
 def interpret_batch(cases: list[dict]) -> dict[str, dict]:
     """Check Triton candidates in one fresh interpreter process (see interp_runner.py)."""
+    return _run_batch(RUNNER, cases, {"TRITON_INTERPRET": "1"})
+
+
+COMPILER = Path(__file__).with_name("compile_runner.py")
+
+
+def compile_batch(cases: list[dict]) -> dict[str, dict]:
+    """Compile every Triton kernel the candidates launch for an sm_90 GPU, in one fresh process
+    (see compile_runner.py)."""
+    return _run_batch(COMPILER, cases, {})
+
+
+def _run_batch(runner: Path, cases: list[dict], extra_env: dict[str, str]) -> dict[str, dict]:
     import json
     import subprocess
     import sys
 
     root = Path(__file__).resolve().parents[4]
-    env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=str(root))
-    proc = subprocess.run([sys.executable, str(RUNNER)], input=json.dumps(cases), capture_output=True, text=True,
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env.update(extra_env, PYTHONPATH=str(root))
+    proc = subprocess.run([sys.executable, str(runner)], input=json.dumps(cases), capture_output=True, text=True,
                           env=env, timeout=900)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if proc.returncode != 0 or not lines:
