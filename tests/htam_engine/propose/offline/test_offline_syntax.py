@@ -101,7 +101,12 @@ def test_cuda_host_units_compile_with_the_host_compiler_against_torch():
     from torch.utils.cpp_extension import include_paths
 
     sources = _sources("cuda", builtin_names(), key="_CPP_SOURCE")
-    assert len(sources) > 20
+    # host units differ by the launcher symbols' hash only when their kernels differ: one of each shape
+    shapes: dict[str, tuple[str, str]] = {}
+    for tag, src in sources:
+        shapes.setdefault(re.sub(r"htam_[0-9a-f]{16}_", "htam_X_", src), (tag, src))
+    sources = list(shapes.values())
+    assert len(sources) >= 10
     assert all('extern "C"' in src and "<<<" not in src for _, src in sources)  # kernels live in the .cu
     # no CUDA include path below: the unit must build against the torch headers alone
     text = _unit(sources, "#include <torch/extension.h>\n#include <cstdint>\n")
