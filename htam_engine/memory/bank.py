@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Iterator
 
 from htam_engine.cli.errors import InputError
 from htam_engine.memory.graph import HTG, MemoryDataError
-from htam_engine.memory.learn import apply_delta
+from htam_engine.memory.learn import apply_delta, upgrade_from_seed
 
 if TYPE_CHECKING:
     from htam_engine.session.model import Session
@@ -52,7 +52,7 @@ def load_bank(path: str | os.PathLike | None = None) -> HTG:
         if version == 0:
             raise BankFileError(f"{p}: not a memory bank file")
         try:
-            return HTG.from_data(body, copy=False)
+            return upgrade_from_seed(HTG.from_data(body, copy=False))
         except MemoryDataError as exc:
             raise BankFileError(f"{p}: {exc}") from None
 

@@ -120,6 +120,26 @@ def record_lesson(htg: HTG, delta: dict[str, Any], *, direction: str, title: str
     return sid
 
 
+def upgrade_from_seed(htg: HTG) -> HTG:
+    """A bank made from an older seed gets what the shipped seed has since added: strategies it lacks
+    (by id, with no experience yet) and the current move of each seed strategy it holds (moves are
+    renamed as the offline proposer's design space changes). Learned records are kept as they are."""
+    seed = HTG.seed()
+    known = set(htg.directions())
+    for sid in seed.strategy_ids():
+        a = seed.strategy_attrs(sid)
+        if a["direction"] not in known:
+            continue
+        if htg.has_strategy(sid):
+            mine = htg.strategy_attrs(sid)
+            if mine["source"] == "seed":
+                mine["template"] = a["template"]
+        else:
+            htg.add_strategy(a["direction"], a["title"], a["description"], a["pitfalls"], a["template"], source="seed",
+                             families=a["families"], backends=a["backends"], states=a["states"], id=sid)
+    return htg
+
+
 def apply_delta(htg: HTG, delta: dict[str, Any]) -> None:
     """Apply a delta from update(); unknown directions/strategies in it are skipped."""
     for s in delta.get("added") or ():

@@ -111,6 +111,21 @@ MOVES: dict[str, Move] = {m.id: m for m in (
     _set("exact_math", "precision_tensor_cores", "exact float32 arithmetic (no fast intrinsics)", {Knob.MATH: "exact"}),
 )}
 MOVE_IDS: tuple[str, ...] = tuple(MOVES)
+# Template ids of the fixed templates this design space replaced: strategies a bank learned with
+# them still name a move.
+LEGACY_TEMPLATES = {
+    "ew_fused_scalar": "fuse_chain", "ew_fused_vec4": "vector_width", "ew_grid_stride": "persistent_grid",
+    "ew_fast_math": "fast_math", "row_reduce_block": "two_pass", "row_reduce_warp": "warp_per_row",
+    "row_reduce_online": "online_reduction", "row_reduce_vec4": "vector_width", "epilogue_fused": "library_gemm",
+    "epilogue_vec4": "vector_width",
+}
+
+
+def move_of(template: str | None) -> Move | None:
+    """The move a strategy's template names (current or legacy id), if any."""
+    if template is None:
+        return None
+    return MOVES.get(LEGACY_TEMPLATES.get(template, template))
 
 
 def _sweep_order(values: tuple[Value, ...], current: Value) -> list[Value]:

@@ -30,7 +30,7 @@ from htam_engine.propose.offline.decompose import Unsupported
 from htam_engine.propose.offline.design import LAYOUTS, plan_space
 from htam_engine.propose.offline.lower import ALL_LAYOUTS, Plan, lower
 from htam_engine.propose.offline.module import build_module
-from htam_engine.propose.offline.moves import MOVES, options
+from htam_engine.propose.offline.moves import MOVES, Move, MoveKind, move_of, options
 from htam_engine.propose.offline.space import Settings, Space, parse_move, parse_settings
 from htam_engine.propose.offline.trace import trace_problem
 
@@ -241,19 +241,30 @@ def _picks(request: ProposalRequest, space: Space, base: Settings, seen: set[str
     if not request.retrieval.strategies:  # nothing retrieved (a feedback-only run): the plan as fused
         defaults = space.defaults()
         return ([Pick(defaults, DEFAULT_MOVE)] if defaults.key() not in taken else []), [DEFAULT_MOVE]
-    for strategy in (s for s in request.retrieval.strategies if s.template in MOVES):
-        move = MOVES[strategy.template]
+    for strategy in request.retrieval.strategies:
+        move = move_of(strategy.template)
+        if move is None:
+            continue
         reached = options(move, space, base)
         if move.id == DEFAULT_MOVE and base == space.defaults():
             reached = [base]  # the fused plan itself, when the session has not evaluated it yet
-        if not reached:
+        if not _moves_here(move, space):
             continue
-        named.append(move.id)
+        named.append(move.id)  # it moves this plan's code (from here, or it already has)
         for settings in reached:
             if settings.key() not in taken:
                 taken.add(settings.key())
                 picks.append(Pick(settings, move.id, strategy.id))
     return picks, named
+
+
+def _moves_here(move: Move, space: Space) -> bool:
+    """Whether the move changes this plan's code somewhere in its space (a knob it sets has a choice)."""
+    if move.kind is MoveKind.RESET:
+        return True
+    if move.kind is MoveKind.SET:
+        return any(k in space and v in space.specs[k].values for k, v in move.values.items())
+    return any(k in space and len(space.specs[k].values) > 1 for k in move.knobs)
 
 
 def _explain(request: ProposalRequest, plan: Plan, base: Settings, pick: Pick) -> str:

@@ -48,3 +48,22 @@ def test_seed_is_fresh_each_time():
     a, b = HTG.seed(), HTG.seed()
     a.strategy_attrs(a.strategy_ids()[0])["tries"] = 5
     assert b.strategy_attrs(b.strategy_ids()[0])["tries"] == 0
+
+
+def test_a_bank_from_an_older_seed_gets_the_current_moves_and_strategies(tmp_path):
+    from htam_engine.memory import load_bank, save_bank
+    from htam_engine.memory.learn import upgrade_from_seed
+
+    old = HTG.seed()
+    sid = old.strategy_ids("reduction_strategy")[0]
+    old.strategy_attrs(sid)["template"] = "row_reduce_online"  # an id of the replaced fixed templates
+    old.strategy_attrs(sid)["tries"] = 3  # what it learned stays
+    data = old.to_data()
+    keep = [i for i, s in enumerate(data["strategies"]["id"]) if s != HTG.seed().strategy_ids("data_reuse")[0]]
+    data["strategies"] = {k: [v[i] for i in keep] for k, v in data["strategies"].items()}  # a strategy added since
+    path = save_bank(HTG.from_data(data), tmp_path / "old.htgbank")
+    bank = load_bank(path)
+    assert bank.strategy_attrs(sid)["template"] == HTG.seed().strategy_attrs(sid)["template"]
+    assert bank.strategy_attrs(sid)["tries"] == 3
+    assert bank.has_strategy(HTG.seed().strategy_ids("data_reuse")[0])
+    assert upgrade_from_seed(HTG.seed()) == HTG.seed()  # nothing to do for a current bank

@@ -87,6 +87,14 @@ async def test_a_move_with_nothing_left_says_so(relu_problem):
     assert "vector_width" in done.failure and "nothing left" in done.failure
 
 
+async def test_a_move_already_at_its_target_is_exhausted_not_no_move(relu_problem):
+    proposer = OfflineProposer()
+    vec = (await proposer.propose(_request(relu_problem, moves=["vector_width"]))).code
+    again = await proposer.propose(_request(relu_problem, moves=["vector_width"], best_code=vec, step=2,
+                                            proposed=(vec,)))
+    assert again.kind is ProposalOutcome.EXHAUSTED
+
+
 async def test_a_move_that_does_not_touch_the_problem_is_no_move(relu_problem):
     # an elementwise problem has no rows to split and no GEMM to tile
     prop = await OfflineProposer().propose(_request(relu_problem, moves=["split_combine", "gemm_tiles"],
@@ -148,3 +156,8 @@ async def test_reflect_turns_outcomes_into_lessons_under_the_moves_direction(rel
     even = EvalResult(status=Status.OK, correct=True, speedup_eager=1.0)
     assert await proposer.reflect(req, prop.code, even) is None
     assert await proposer.reflect(req, "class ModelNew: pass", fast) is None
+
+
+async def test_strategies_naming_a_replaced_template_still_reach_its_move(relu_problem):
+    prop = await OfflineProposer().propose(_request(relu_problem, moves=["ew_fused_vec4"], direction="vectorization"))
+    assert prop.template == "vector_width" and parse_settings(prop.code)[Knob.EW_VEC] == 4
