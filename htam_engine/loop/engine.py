@@ -38,7 +38,7 @@ from htam_engine.memory import (
     select_direction,
     update,
 )
-from htam_engine.memory.learn import NOTABLE
+from htam_engine.memory.learn import NOTABLE, credited
 from htam_engine.memory.types import HistoryEntry, Retrieval, Selection, State
 from htam_engine.problems.model import Problem
 from htam_engine.propose.base import Proposal, ProposalRequest, Usage
@@ -472,7 +472,7 @@ class Engine:
         if status is not None:  # skipped steps teach nothing
             delta = update(
                 self.htg, history=history, state=state, direction=selection.direction,
-                strategies=[st.id for st in retrieval.strategies], status=status,
+                strategies=credited(retrieval.strategies, outcome.template if outcome else None), status=status,
                 prev_speedup=prev_best, new_speedup=new_speedup, family=self.problem.family,
                 backend=Backend(c.backend), veto_reason=veto_reason, session_id=s.id, step=step,
                 ablation="no-update" if c.ablation == "no-update" else None,

@@ -21,7 +21,7 @@ from typing import Any
 from htam_engine.evaluate.result import Status
 from htam_engine.families import ProposalOutcome
 from htam_engine.memory.graph import HTG, START, USES_KEPT
-from htam_engine.memory.types import HistoryEntry, State
+from htam_engine.memory.types import HistoryEntry, State, StrategyView
 
 DELTA_VERSION = 1
 # Reward of a step that produced no usable result, by status (one place).
@@ -45,6 +45,13 @@ REWARD_CLAMP = 2.0
 OK_FLOOR = -0.4
 NOTABLE = 0.3  # |reward| at or above this leaves a learned note on the edge
 LEARNED_NOTES_KEPT = 8
+
+
+def credited(strategies: list[StrategyView], template: str | None) -> list[str]:
+    """The retrieved strategies a step's outcome is credited to: those whose template produced it
+    (the offline proposer applies one strategy's move), else all of them (a model read them all)."""
+    applied = [s.id for s in strategies if template is not None and s.template == template]
+    return applied or [s.id for s in strategies]
 
 
 def proposal_status(outcome: ProposalOutcome) -> str:

@@ -67,3 +67,13 @@ def test_a_bank_from_an_older_seed_gets_the_current_moves_and_strategies(tmp_pat
     assert bank.strategy_attrs(sid)["tries"] == 3
     assert bank.has_strategy(HTG.seed().strategy_ids("data_reuse")[0])
     assert upgrade_from_seed(HTG.seed()) == HTG.seed()  # nothing to do for a current bank
+
+
+def test_a_step_is_credited_to_the_strategy_whose_move_made_it():
+    from htam_engine.memory.learn import credited
+    from htam_engine.memory.types import StrategyView
+
+    views = [StrategyView(id=f"d/{t}", direction="d", title=t, description="", template=t)
+             for t in ("vector_width", None, "fast_math")]
+    assert credited(views, "fast_math") == ["d/fast_math"]
+    assert credited(views, None) == ["d/vector_width", "d/None", "d/fast_math"]  # a model read them all
