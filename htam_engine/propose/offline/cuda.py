@@ -1,11 +1,13 @@
 """CUDA C++ kernels for fused regions, built with torch.utils.cpp_extension.load_inline.
 
 Elementwise kernels are templated on the index type (32-bit when the tensor is
-small enough, avoiding 64-bit division); the vec4 template reads and writes
+small enough, avoiding 64-bit division); the float4 variant (ew.vec=4) reads and writes
 float4 when pointers are 16-byte aligned and rows are 4-aligned, with a scalar
-tail. Row kernels: a block per row with a shared-memory tree (block), a warp per
-row with shuffles (warp), merged online passes (online), float4 rows (vec4);
-reducing a middle dimension uses one thread per (outer, inner) column. Too few rows or
+tail; threads per block, elements per thread and a flat or grid-stride grid are knobs
+(ew.*). Row kernels (row.*): a block of row.block threads per row with a shared-memory
+tree, or a warp per row with shuffles (row.map); one pass per reduction level or merged
+online passes (row.pass); float4 row loads (row.vec); reducing a middle dimension uses
+one thread per (outer, inner) column. Too few rows or
 columns to fill the GPU (a loss, a reduction over a leading dim): slices of each go to separate
 blocks/threads writing partial results to stream-ordered scratch (cudaMallocAsync), and a
 second kernel combines them (schedule.split_reductions says when that is exact).

@@ -54,6 +54,8 @@ class Plan:
     regions: list[Region]
     kept: list[str] = field(default_factory=list)  # descriptions of operations kept in PyTorch
     gemms: list[Gemm] = field(default_factory=list)  # matrix products (library or a GEMM of ours)
+    reassociable: bool = False  # a product summed over its columns could be summed first (lower._sum_first)
+    reassociated: bool = False  # ... and this plan does it
 
     @property
     def has_library_op(self) -> bool:
@@ -322,7 +324,7 @@ class _RegionBuilder:
 
 
 class _Lowering:
-    def __init__(self, traced: Traced, layouts: frozenset[str] = ALL_LAYOUTS):
+    def __init__(self, traced: Traced, layouts: frozenset[str] = ALL_LAYOUTS, reassociate: bool = False):
         self.traced = traced
         # region layouts the backend's generators write (else those ops stay library calls):
         # "window" (pooling), "middle" (batch statistics), "groups" (group norm)
@@ -337,7 +339,9 @@ class _Lowering:
         self.alias: dict[fx.Node, fx.Node] = {}  # getitem(max(x, dim), 0) -> the max node
         self.gemms: list[Gemm] = []
         self.scans, self.dead = find_scans(traced)
-
+        self.reassociate = reassociate  # a product summed over its columns is summed first (_sum_first)
+        self.reassociable = False  # whether the graph has such a product
+        self.done_early: set[fx.Node] = set()  # nodes a rewrite already put in the open region
     def constant_value(self, node: fx.Node) -> float | None:
         """A one-element tensor the tracer captured (torch.tensor(c) in forward), as a number."""
         # the tracer stores such tensors on the root as _tensor_constant<N>; ModelNew has no such attribute
@@ -428,7 +432,7 @@ class _Lowering:
                 self._close()
                 self.lines.append(f"return {_py(node.args[0], self.names)}")
                 continue
-            if self._alias(node) or node in self.dead:
+            if node in self.done_early or self._alias(node) or node in self.dead:
                 continue
             if node in self.scans:
                 spec, source = self.scans[node]
@@ -451,7 +455,8 @@ class _Lowering:
                 raise Unsupported(f"cannot generate a kernel for {_describe(node, self.traced)}")
             self._close()
             self._emit_kept(node)
-        plan = Plan(params=params, lines=self.lines, regions=self.regions, kept=self.kept, gemms=self.gemms)
+        plan = Plan(params=params, lines=self.lines, regions=self.regions, kept=self.kept, gemms=self.gemms,
+                    reassociable=self.reassociable, reassociated=self.reassociable and self.reassociate)
         _find_epilogues(plan)
         return plan
 
@@ -592,6 +597,12 @@ class _Lowering:
             return False
         if mm.kind == "linear" and len(b_shape) != 2:
             return False
+        chain = _sum_chain(node, self.traced) if len(a_shape) == 2 and len(b_shape) == 2 else None
+        if chain is not None:
+            self.reassociable = True
+            if self.reassociate:
+                self._sum_first(node, mm, chain, a, a_shape, b, b_shape, bias)
+                return True
         var = _var(node)
         args = ", ".join([a, b] + ([bias] if bias else []))
         gemm = Gemm(len(self.gemms), mm.kind, a, b, bias, a_shape, b_shape,
@@ -600,6 +611,50 @@ class _Lowering:
         self.names[node] = var
         self.gemms.append(gemm)
         return True
+
+    def _sum_first(self, node: fx.Node, mm: Any, chain: tuple[list[fx.Node], fx.Node, list[tuple[str, float]]],
+                   a: str, a_shape: tuple[int, ...], b: str, b_shape: tuple[int, ...], bias: str | None) -> None:
+        """sum_n(c * (a @ b)_mn) = c * (a @ rowsum(b))_m: the product's columns are summed first, so the
+        GEMM becomes a column sum of b and a matrix-vector product (and a bias becomes its sum)."""
+        links, sum_node, scales = chain
+        m, k = a_shape
+        n = b_shape[0] if mm.kind == "linear" else b_shape[1]
+        # b's sum over N, as a (1, K) row: w (N, K) of a linear sums over dim 0, b (K, N) over dim 1
+        rb = self.open = _RegionBuilder(len(self.regions), self)
+        w = rb._input(b, tuple(b_shape), torch.float32)
+        dim = 0 if mm.kind == "linear" else 1
+        wsum = rb.reduce_shape("sum", w, tuple(b_shape), (dim,))
+        self.open = None
+        col_var = f"t_{node.name}_colsum"
+        self._emit_region(_finish_value(rb, wsum, (1, k) if dim == 0 else (k, 1)), col_var)
+        terms = []
+        if bias is not None:
+            rb = self.open = _RegionBuilder(len(self.regions), self)
+            bsum = rb.reduce_shape("sum", rb._input(bias, (n,), torch.float32), (n,), (0,))
+            rb.dropped.add(bsum)
+            self.open = None
+            terms.append(f"t_{node.name}_biassum")
+            self._emit_region(_finish_value(rb, bsum, ()), terms[-1])
+        rb = self.open = _RegionBuilder(len(self.regions), self)
+        keepdim = bool(_arg(sum_node, 2, "keepdim"))
+        x = rb._input(a, (m, k), torch.float32)
+        col = rb._input(f"{col_var}.view(1, -1)", (1, k), torch.float32)
+        total = rb.reduce_shape("sum", rb.b.bin("mul", x, col), (m, k), (1,))
+        if not keepdim:
+            rb.dropped.add(total)
+        for term in terms:
+            total = rb.b.bin("add", total, rb._input(term, (), torch.float32))
+        for op, value in scales:
+            total = rb.b.bin(op, total, rb.b.const(value))
+        rb.nodes[sum_node] = total
+        rb.order.append(sum_node)
+        self.dead |= {node, *links, sum_node}
+        self.done_early.add(sum_node)
+
+    def _emit_region(self, region: Region, var: str) -> None:
+        self.regions.append(region)
+        region.line = len(self.lines)
+        self.lines.append(f"{var} = _region_{region.index}({', '.join(inp.source for inp in region.inputs)})")
 
     def _emit_kept(self, node: fx.Node) -> None:
         var = _var(node)
@@ -616,6 +671,42 @@ class _Lowering:
         desc = _describe(node, self.traced)
         view = node.op == "call_method" or node.target in (operator.getitem, getattr, torch.flatten, torch.reshape)
         self.kept.append(("view:" if view else "") + desc)
+
+
+def _scale_of(node: fx.Node, value: fx.Node) -> tuple[str, float] | None:
+    """(mul | div, c) when `node` multiplies or divides `value` by a Python number c."""
+    if node.op not in ("call_function", "call_method") or len(node.args) != 2 or node.kwargs:
+        return None
+    name = node.target if node.op == "call_method" else getattr(node.target, "__name__", "")
+    op = {"mul": "mul", "truediv": "div", "div": "div", "__mul__": "mul", "__truediv__": "div"}.get(str(name))
+    x, c = node.args
+    if op is None or x is not value or not isinstance(c, (int, float)) or isinstance(c, bool):
+        return None
+    return op, float(c)
+
+
+def _sum_chain(node: fx.Node, traced: Traced) -> tuple[list[fx.Node], fx.Node, list[tuple[str, float]]] | None:
+    """A 2-D product followed only by scalings and a sum over its columns: (the scalings' nodes, the sum
+    node, the scalings), else None."""
+    links, scales, value = [], [], node
+    while len(value.users) == 1:
+        user = next(iter(value.users))
+        scale = _scale_of(user, value)
+        if scale is None:
+            break
+        links.append(user)
+        scales.append(scale)
+        value = user
+    if len(value.users) != 1:
+        return None
+    total = next(iter(value.users))
+    is_sum = (total.op == "call_function" and total.target is torch.sum) or (
+        total.op == "call_method" and total.target == "sum")
+    if not is_sum or total.args[0] is not value or _arg(total, 3, "dtype") is not None:
+        return None
+    dim = _arg(total, 1, "dim")
+    dim = dim[0] if isinstance(dim, (list, tuple)) and len(dim) == 1 else dim
+    return (links, total, scales) if dim in (1, -1) else None
 
 
 _SCAN_FNS = {torch.cumsum: "sum", torch.cumprod: "prod"}
@@ -849,9 +940,10 @@ def _find_epilogues(plan: Plan) -> None:
             g.epilogue = region.index
 
 
-def lower(traced: Traced, layouts: frozenset[str] = ALL_LAYOUTS) -> Plan:
-    """The plan; ops needing a layout not in `layouts` stay library calls (a backend without that generator)."""
-    plan = _Lowering(traced, layouts).run()
+def lower(traced: Traced, layouts: frozenset[str] = ALL_LAYOUTS, reassociate: bool = False) -> Plan:
+    """The plan; ops needing a layout not in `layouts` stay library calls (a backend without that generator);
+    `reassociate` sums a matrix product summed over its columns first (a plan variant, gemm.rewrite)."""
+    plan = _Lowering(traced, layouts, reassociate).run()
     if not plan.regions and not plan.gemms:
         raise Unsupported("nothing to fuse: every operation is a library call kept in PyTorch")
     return plan

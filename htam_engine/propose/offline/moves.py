@@ -66,6 +66,9 @@ MOVES: dict[str, Move] = {m.id: m for m in (
     # algorithmic substitution: keep the library's GEMM, fuse what follows it
     _set("library_gemm", "algorithmic_substitution", "the matrix product left to cuBLAS/ATen, the tail fused after it",
          {Knob.GEMM_KERNEL: "library"}),
+    _set("sum_first", "algorithmic_substitution",
+         "a product summed over its columns sums them first: a column sum and a matrix-vector product",
+         {Knob.GEMM_REWRITE: "sum_first"}),
     # parallel mapping
     _sweep("block_size", "parallel_mapping", "work per program: elements, row chunk, threads per block",
            Knob.EW_BLOCK, Knob.ROW_BLOCK, Knob.POOL_BLOCK, Knob.SCAN_BLOCK),

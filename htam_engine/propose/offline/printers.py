@@ -1,7 +1,7 @@
 """Print region expressions as C++/CUDA or Triton source.
 
 Each printer turns one expression (given its arguments' already-printed names)
-into source text; the kernel templates decide where values live.
+into source text; the kernel generators decide where values live.
 """
 
 from __future__ import annotations

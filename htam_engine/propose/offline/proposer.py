@@ -31,7 +31,7 @@ from htam_engine.propose.offline.design import LAYOUTS, plan_space
 from htam_engine.propose.offline.lower import ALL_LAYOUTS, Plan, lower
 from htam_engine.propose.offline.module import build_module
 from htam_engine.propose.offline.moves import MOVES, Move, MoveKind, move_of, options
-from htam_engine.propose.offline.space import Settings, Space, parse_move, parse_settings
+from htam_engine.propose.offline.space import Knob, KnobSpec, Settings, Space, parse_move, parse_settings
 from htam_engine.propose.offline.trace import trace_problem
 
 NAME = "offline"
@@ -62,17 +62,36 @@ def _problem_key(problem: Problem) -> str:
     return hashlib.sha256(f"{problem.source}\0{sorted(problem.overrides.items())!r}".encode()).hexdigest()
 
 
-def plan_problem(problem: Problem, backend: Backend | str | None = None) -> Plan:
+def plan_problem(problem: Problem, backend: Backend | str | None = None, reassociate: bool = False) -> Plan:
     """Trace and lower for a backend (cached per problem source, overrides and what the backend's
     generators cover); raises Unsupported with a reason."""
     layouts = ALL_LAYOUTS if backend is None else LAYOUTS[Backend(backend)]
-    key = _problem_key(problem) + ",".join(sorted(layouts))
+    key = _problem_key(problem) + ",".join(sorted(layouts)) + ("+sum_first" if reassociate else "")
     if key not in _PLANS:
         try:
-            _PLANS[key] = lower(trace_problem(problem), layouts)
+            _PLANS[key] = lower(trace_problem(problem), layouts, reassociate)
         except ProblemError as exc:
             raise Unsupported(f"problem does not load ({exc})") from None
     return _PLANS[key]
+
+
+REWRITE = KnobSpec(Knob.GEMM_REWRITE, ("off", "sum_first"), "off", "a product summed over its columns")
+
+
+def problem_design(problem: Problem, backend: Backend) -> tuple[dict[str, Plan], Space]:
+    """The plans a problem can be written as (by gemm.rewrite) and the union of their spaces."""
+    plans = {"off": plan_problem(problem, backend)}
+    space = plan_space(plans["off"], backend)
+    if plans["off"].reassociable:
+        plans["sum_first"] = plan_problem(problem, backend, reassociate=True)
+        for spec in plan_space(plans["sum_first"], backend):
+            space.add(spec)
+        space.add(REWRITE)
+    return plans, space
+
+
+def _plan_for(plans: dict[str, Plan], settings: Settings) -> Plan:
+    return plans[str(settings.get(Knob.GEMM_REWRITE, "off"))]
 
 
 def generate(problem: Problem, backend: Backend | str, move: str | None = None,
@@ -80,8 +99,7 @@ def generate(problem: Problem, backend: Backend | str, move: str | None = None,
     """One candidate: the plan's defaults, one move applied to them, and/or explicit knob values.
     Raises Unsupported (a move that does not change this plan on this backend, an unknown knob)."""
     backend = Backend(backend)
-    plan = plan_problem(problem, backend)
-    space = plan_space(plan, backend)
+    plans, space = problem_design(problem, backend)
     chosen = space.defaults()
     if move is not None and move != DEFAULT_MOVE:
         if move not in MOVES:
@@ -99,6 +117,7 @@ def generate(problem: Problem, backend: Backend | str, move: str | None = None,
         if not space.valid(chosen):
             raise Unsupported(f"settings {chosen} are outside the space on {backend.value}")
     name = move or DEFAULT_MOVE
+    plan = _plan_for(plans, chosen)
     return Generated(build_module(problem, plan, backend, chosen, name), name, chosen, plan)
 
 
@@ -134,8 +153,7 @@ class OfflineProposer:
     async def propose(self, request: ProposalRequest, on_token: TokenSink | None = None) -> Proposal:
         backend = Backend(request.backend)
         try:
-            plan = plan_problem(request.problem, backend)
-            space = plan_space(plan, backend)
+            plans, space = problem_design(request.problem, backend)
         except Unsupported as exc:
             return self._no_code(ProposalOutcome.UNSUPPORTED, f"offline proposer: {exc}")
         except Exception as exc:  # noqa: BLE001 - a tracing fault fails this step, not the session
@@ -148,7 +166,8 @@ class OfflineProposer:
         pick = code = None
         for candidate in picks:
             try:
-                text = build_module(request.problem, plan, backend, candidate.settings, candidate.move)
+                text = build_module(request.problem, _plan_for(plans, candidate.settings), backend,
+                                    candidate.settings, candidate.move)
             except Unsupported as exc:
                 return self._no_code(ProposalOutcome.UNSUPPORTED, f"offline proposer: {exc}", candidate.move)
             except Exception as exc:  # noqa: BLE001 - a generator fault fails this sample, not the session
@@ -170,7 +189,7 @@ class OfflineProposer:
                                  f"nothing left to change from the current best (all reachable settings evaluated)")
         trail.by_step.setdefault(request.step, set()).add(pick.settings.key())
         trail.codes.setdefault(request.step, set()).add(_without_header(code))
-        prompt = _explain(request, plan, base, pick)
+        prompt = _explain(request, _plan_for(plans, pick.settings), base, pick)
         await _emit(on_token, code)
         return Proposal(code=code, prompt=prompt, raw_output=code, model=NAME, template=pick.move,
                         outcome=ProposalOutcome.CANDIDATE, strategy=pick.strategy)

@@ -36,6 +36,15 @@ GEMM_SETTINGS = {
     "split": {Knob.GEMM_TILE: "32x32x32", Knob.GEMM_SPLIT_K: 4},
     "wide": {Knob.GEMM_TILE: "64x32x32", Knob.INDEX: "int64", Knob.GEMM_GROUP: 1, Knob.GEMM_STAGES: 2},
 }
+SUMMED = """
+class Model(nn.Module):
+    def __init__(self, i, o):
+        super().__init__()
+        self.gemm = nn.Linear(i, o)
+    def forward(self, x):
+        y = self.gemm(x) / 2.0 * 3.0
+        return torch.tanh(torch.sum(y, dim=1, keepdim=True))
+"""
 LINEAR_TAIL = """
 class Model(nn.Module):
     def __init__(self, i, o):
@@ -64,6 +73,9 @@ def checked(tmp_path_factory):
     batch.add("tail-fused-split", tail, {Knob.GEMM_KERNEL: "triton", Knob.GEMM_TILE: "32x32x32", Knob.GEMM_SPLIT_K: 2},
               edit=lambda c: c.replace("triton.cdiv(K, 4 * BK)", "2"))
     batch.add("tail-library", tail, {Knob.GEMM_KERNEL: "library"})
+    summed = write_problem(d, "summed", SUMMED, "[torch.randn(6, 40)]", "[40, 24]")
+    batch.add("summed-first", summed, move="sum_first")
+    batch.add("summed-gemm", summed, {Knob.GEMM_KERNEL: "triton", Knob.GEMM_TILE: "32x32x32"})
     return batch.run()
 
 
@@ -121,3 +133,11 @@ def test_a_triangular_output_skips_the_tiles_it_zeroes(checked):
     assert "torch.triu" not in code.split("class ModelNew")[1]
     assert_ok(checked, "triu-small")
     assert_ok(checked, "tril-split")
+
+
+def test_a_product_summed_over_its_columns_is_summed_first(checked):
+    code = checked["_codes"]["summed-first"].split("class ModelNew")[1]
+    assert "= _gemm_0(" not in code and "_colsum = _region_0(self.gemm.weight)" in code
+    assert "_biassum = _region_1(self.gemm.bias)" in code
+    assert_ok(checked, "summed-first")
+    assert_ok(checked, "summed-gemm")  # the plan without the rewrite, for comparison
