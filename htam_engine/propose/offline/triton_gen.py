@@ -34,7 +34,8 @@ _INIT = {"red_sum": "0.0", "red_mean": "0.0", "red_max": NEG_INF, "red_min": 'fl
          "red_argmin": 'float("inf")'}
 # argmax / argmin: a lane takes a value strictly better than its own (so the first index wins ties)
 _BETTER = {"red_argmax": ">", "red_argmin": "<"}
-CACHE_LIMIT = 16384  # longest row the cached pass keeps in registers
+CACHE_LIMIT = 16384  # longest row the cached pass keeps in registers (longer rows take the looped pass)
+CACHE_DEFAULT = 8192  # rows up to this long are cached by default
 SLOTS = {"plain": 1, "softmax": 2, "welford": 3}  # partial-state floats per reduction in a split
 
 
@@ -78,15 +79,16 @@ def row_space(region: Region) -> list[KnobSpec]:
         inner *= s
     merged = build_schedule(region, online=True).merged
     passes = ("multi", "online", "cached") if merged else ("multi", "cached")
-    if inner == 1 and R <= CACHE_LIMIT:
+    if inner == 1 and R <= CACHE_DEFAULT:
         default_pass = "cached"
     else:
         default_pass = "online" if merged else "multi"
     block = nearest(pow2_between(64, 16384), min(max(R, 64), 4096))
+    # a cached row of R values is spread over the warps: 16 of them keep it to at most 16 per thread
+    warps = 16 if default_pass == "cached" and R > 4096 else (8 if block >= 2048 else (4 if block >= 256 else 2))
     specs = [
         KnobSpec(Knob.ROW_BLOCK, pow2_between(64, 16384), block, "row chunk per iteration (a cap)"),
-        KnobSpec(Knob.ROW_WARPS, (1, 2, 4, 8, 16), 8 if block >= 2048 else (4 if block >= 256 else 2),
-                 "warps per row program"),
+        KnobSpec(Knob.ROW_WARPS, (1, 2, 4, 8, 16), warps, "warps per row program"),
         KnobSpec(Knob.ROW_PASS, passes, default_pass, "passes over the row"),
         KnobSpec(Knob.COL_BLOCK, pow2_between(16, 1024), nearest(pow2_between(16, 1024), min(max(inner, 16), 256)),
                  "inner positions per program"),
