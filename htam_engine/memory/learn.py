@@ -54,11 +54,12 @@ def credited(strategies: list[StrategyView], template: str | None) -> list[str]:
     return applied or [s.id for s in strategies]
 
 
-def proposal_status(outcome: ProposalOutcome) -> str:
-    """The status memory records for a proposal that brought no candidate."""
-    if outcome in (ProposalOutcome.EXHAUSTED, ProposalOutcome.NO_MOVE):
-        return outcome.value
-    return "failed"
+def proposal_status(outcome: ProposalOutcome | str | None) -> str:
+    """The status memory records for a proposal that brought no candidate: the proposer's own
+    'nothing left to change' / 'no move here' (a wasted step), else a failure."""
+    known = {ProposalOutcome.EXHAUSTED.value, ProposalOutcome.NO_MOVE.value}
+    value = outcome.value if isinstance(outcome, ProposalOutcome) else outcome
+    return value if value in known else "failed"
 
 
 def compute_reward(prev_speedup: float | None, new_speedup: float | None, status: str | Status) -> float:

@@ -44,7 +44,8 @@ class ProposalRequest:
     step: int = 1
     sample: int = 0  # index among the k samples of this step
     seed: int = 0
-    proposed: tuple[str, ...] = ()  # every candidate proposed earlier in the session (never proposed again)
+    # candidates the session evaluated or a person vetoed (never proposed again); None: the caller did not say
+    proposed: tuple[str, ...] | None = None
 
 
 @dataclass(slots=True)

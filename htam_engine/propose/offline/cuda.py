@@ -29,7 +29,7 @@ from htam_engine.propose.offline.ir import ELEM, ROW, Region, needed
 from htam_engine.propose.offline.lower import Plan
 from htam_engine.propose.offline.printers import CPrinter, emit_defs, leaf_ref
 from htam_engine.propose.offline.schedule import Reduction, build_schedule, elem_defs, row_defs, split_reductions
-from htam_engine.propose.offline.space import Knob, KnobSpec, Settings, pow2_between
+from htam_engine.propose.offline.space import Knob, KnobSpec, Settings
 
 HEADER = """#include <cuda_runtime.h>
 #include <algorithm>

@@ -200,10 +200,10 @@ class OfflineProposer:
     def _seen(self, request: ProposalRequest, space: Space) -> tuple[set[str], set[str], _Trail]:
         """Settings keys and code (without the docstring) the session already has: never proposed again."""
         trail = self._trails.setdefault((_problem_key(request.problem), Backend(request.backend).value), _Trail())
-        codes = list(request.proposed) + [c for c in (request.best_code, request.last_code) if c]
+        codes = list(request.proposed or ()) + [c for c in (request.best_code, request.last_code) if c]
         seen = {s.key() for s in (parse_settings(c) for c in codes) if s is not None and space.valid(s)}
         bodies = {_without_header(c) for c in codes}
-        if not request.proposed:  # the engine did not say what the session has: what this proposer wrote
+        if request.proposed is None:  # the caller did not say what the session has: what this proposer wrote
             seen |= trail.before(request.step)
             bodies |= {c for step, cs in trail.codes.items() if step < request.step for c in cs}
         return seen, bodies, trail
