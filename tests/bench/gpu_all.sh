@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every GPU figure htam reports, in one call on a CUDA machine (from the repository root):
-#   bash tests/bench/gpu_all.sh [tests] [harness] [offline] [batch]     (default: all)
+#   bash tests/bench/gpu_all.sh [tests] [harness] [offline] [batch] [kbtable]     (default: all but kbtable)
 # Per part: <PART>_ARGS passes arguments, <PART>_S caps its seconds (TESTS_ARGS, OFFLINE_S, ...).
 # Wheels for packages the machine lacks travel in .whl/ (see README, "GPU runs").
 # Logs go to $OUT (or ./gpu-out); everything the parts write (JSON, batch sessions, reports) is
@@ -18,6 +18,8 @@ for part in $parts; do
     harness) timeout ${HARNESS_S:-300} python3 tests/bench/gpu_harness.py ${HARNESS_ARGS:-} > "$OUT/gpu_harness.txt" 2>&1; tail -25 "$OUT/gpu_harness.txt" ;;
     offline) timeout ${OFFLINE_S:-300} python3 tests/bench/gpu_offline.py ${OFFLINE_ARGS:-} > "$OUT/gpu_offline.txt" 2>&1; tail -25 "$OUT/gpu_offline.txt" ;;
     batch)   timeout ${BATCH_S:-420} python3 tests/bench/gpu_batch.py ${BATCH_ARGS:-} > "$OUT/gpu_batch.txt" 2>&1; tail -30 "$OUT/gpu_batch.txt" ;;
+    kbtable) timeout ${KBTABLE_S:-570} python3 tests/bench/kb_table.py --device cuda --out "$OUT" ${KBTABLE_ARGS:-} \
+               > "$OUT/kb_table.txt" 2>&1; tail -230 "$OUT/kb_table.txt" ;;
     *) echo "unknown part $part" ;;
   esac
   echo "== $part took $(( $(date +%s) - start )) s"
