@@ -130,8 +130,9 @@ def record_lesson(htg: HTG, delta: dict[str, Any], *, direction: str, title: str
 
 def upgrade_from_seed(htg: HTG) -> HTG:
     """A bank made from an older seed gets what the shipped seed has since added: strategies it lacks
-    (by id, with no experience yet) and the current move of each seed strategy it holds (moves are
-    renamed as the offline proposer's design space changes). Learned records are kept as they are."""
+    (by id, with no experience yet) and the current move and families of each seed strategy it holds
+    (moves are renamed as the offline proposer's design space changes, and a move is meant only for
+    the families it applies to). Learned records are kept as they are."""
     seed = HTG.seed()
     known = set(htg.directions())
     for sid in seed.strategy_ids():
@@ -142,6 +143,7 @@ def upgrade_from_seed(htg: HTG) -> HTG:
             mine = htg.strategy_attrs(sid)
             if mine["source"] == "seed":
                 mine["template"] = a["template"]
+                htg.set_strategy_families(sid, a["families"])
         else:
             htg.add_strategy(a["direction"], a["title"], a["description"], a["pitfalls"], a["template"], source="seed",
                              families=a["families"], backends=a["backends"], states=a["states"], id=sid)

@@ -58,6 +58,7 @@ def test_a_bank_from_an_older_seed_gets_the_current_moves_and_strategies(tmp_pat
     sid = old.strategy_ids("reduction_strategy")[0]
     old.strategy_attrs(sid)["template"] = "row_reduce_online"  # an id of the replaced fixed templates
     old.strategy_attrs(sid)["tries"] = 3  # what it learned stays
+    old.strategy_attrs(sid)["families"] = []  # a reduction move once offered to every family
     data = old.to_data()
     keep = [i for i, s in enumerate(data["strategies"]["id"]) if s != HTG.seed().strategy_ids("data_reuse")[0]]
     data["strategies"] = {k: [v[i] for i in keep] for k, v in data["strategies"].items()}  # a strategy added since
@@ -65,6 +66,8 @@ def test_a_bank_from_an_older_seed_gets_the_current_moves_and_strategies(tmp_pat
     bank = load_bank(path)
     assert bank.strategy_attrs(sid)["template"] == HTG.seed().strategy_attrs(sid)["template"]
     assert bank.strategy_attrs(sid)["tries"] == 3
+    assert "elementwise" not in bank.strategy_attrs(sid)["families"]
+    assert sid not in {a["id"] for a in bank.members_for_family("reduction_strategy", "elementwise")}
     assert bank.has_strategy(HTG.seed().strategy_ids("data_reuse")[0])
     assert upgrade_from_seed(HTG.seed()) == HTG.seed()  # nothing to do for a current bank
 
