@@ -1,7 +1,8 @@
 """The offline proposer over KernelBench: one table (per problem: status, x eager, x torch.compile,
 moves, steps), level geomeans and fast_p against both baselines, in one call.
 
-On the H200 (official sizes, Triton, at most 6 steps; about 8 minutes with --deadline 480):
+On the H200 (official sizes, Triton, at most 6 steps; --deadline 480 seconds in all, then about
+half a minute to stop the workers and write the table):
 
     HTAM_KERNELBENCH=/path/to/KernelBench python3 tests/bench/kb_table.py --device cuda --out $OUT
 
@@ -12,12 +13,16 @@ Here on the CPU (shrunk inputs, Triton through the interpreter, a few problems):
 Every problem is first planned on the backend: one the proposer cannot write kernels for is listed
 as unsupported with the reason and not run. The rest run as `htam batch` does (one session per
 problem, the memory bank carried from problem to problem, the worker pool shared by `--jobs`
-problems in flight; level 1 and level 2 interleaved so a cut-off run still covers both). At
-`--deadline` seconds the run stops and the table shows what finished (steps done so far count).
-Coverage: problems with a candidate; geomeans over the covered problems, a problem without a
-correct kernel counting 1.0 (its user keeps PyTorch), as the issue's targets are stated; fast_p
-over the covered problems. With --out (or $OUT) the batch folder and kb_table.json are written
-there. One problem's failure never stops the run.
+problems in flight), in an order that keeps every prefix representative (--order stratified: each
+(level, family) stratum in proportion to its size, its problems spread over their numbering), so a
+run cut off by the deadline still estimates each level's figures from a sample like the whole.
+`--deadline` counts from the start (planning included); then the run stops and the table shows
+what finished (a problem's steps done so far count; problems never started are listed as not
+reached). Coverage: planned problems with a candidate among those reached; geomeans over the
+covered problems, a problem without a correct kernel counting 1.0 (its user keeps PyTorch), as the
+issue's targets are stated; fast_p over the covered problems. With --out (or $OUT) the table is
+written there as kb_table.md and kb_table.json, beside the batch folder kb_table/. One problem's
+failure never stops the run.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import asyncio
 import json
 import math
 import os
+import re
 import sys
 import tempfile
 import time
@@ -53,6 +59,35 @@ def kernelbench_files(root: str, levels: list[int], picks: set[str] | None, limi
     out: list[Path] = []  # interleaved: a run cut off by the deadline still covers every level
     for i in range(max((len(f) for f in per_level), default=0)):
         out += [files[i] for files in per_level if i < len(files)]
+    return out
+
+
+def stratified_order(problems: list[Any]) -> list[Any]:
+    """Problems ordered so that every prefix holds each (level, family) stratum in proportion to
+    its size: the i-th of a stratum of n sits at (i + 0.5) / n; within a stratum its problems are
+    taken spread over their numbering (KernelBench numbers neighbouring variants of one operator
+    consecutively), so the first ones reached are not all variants of one kernel."""
+    strata: dict[tuple[int, str], list[Any]] = {}
+    for p in problems:
+        strata.setdefault((p.level or 0, p.family.value), []).append(p)
+    keyed = []
+    for members in strata.values():
+        n = len(members)
+        for i, p in enumerate(_spread(members)):
+            keyed.append(((i + 0.5) / n, p.level or 0, p.family.value, p))
+    keyed.sort(key=lambda k: k[:3])
+    return [k[3] for k in keyed]
+
+
+def _spread(items: list[Any]) -> list[Any]:
+    """Items in bisection order (first, middle, quarters, ...): any prefix covers the whole range."""
+    out, seen, step = [], set(), len(items)
+    while len(out) < len(items):
+        for i in range(0, len(items), max(1, step)):
+            if i not in seen:
+                seen.add(i)
+                out.append(items[i])
+        step //= 2
     return out
 
 
@@ -103,8 +138,9 @@ def _geomean(values: list[float]) -> float | None:
     return math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else None
 
 
-def summarize(rows: list[dict[str, Any]], total: int) -> dict[str, Any]:
-    """Coverage, correctness, geomeans (failures = 1.0) and fast_p over the covered problems."""
+def summarize(rows: list[dict[str, Any]], total: int, unsupported: int) -> dict[str, Any]:
+    """Coverage among the problems reached (run or refused), correctness, geomeans (failures = 1.0)
+    and fast_p over the covered problems."""
     covered = [r for r in rows if r["candidates"] > 0]
     correct = [r for r in covered if r["correct"]]
 
@@ -112,8 +148,9 @@ def summarize(rows: list[dict[str, Any]], total: int) -> dict[str, Any]:
         return r[key] if r["correct"] and r.get(key) else 1.0
 
     out: dict[str, Any] = {
-        "problems": total, "run": len(rows), "covered": len(covered),
-        "coverage": len(covered) / total if total else None,
+        "problems": total, "run": len(rows), "unsupported": unsupported,
+        "not_reached": total - len(rows) - unsupported, "covered": len(covered),
+        "coverage": len(covered) / (len(rows) + unsupported) if rows or unsupported else None,
         "correct": len(correct), "correct_of_covered": len(correct) / len(covered) if covered else None,
         "geomean_eager": _geomean([eff(r, "speedup_eager") for r in covered]),
         "geomean_compile": _geomean([eff(r, "speedup_compile") for r in covered]),
@@ -129,22 +166,28 @@ def _fmt(x: float | None, spec: str = ".2f") -> str:
     return "-" if x is None else format(x, spec)
 
 
-def print_table(rows: list[dict[str, Any]], refused: dict[str, str], summary: dict[str, dict[str, Any]]) -> None:
-    print(f"\n{'problem':62s} {'status':13s} {'x eager':>8s} {'x compile':>9s} {'steps':>5s}  moves (* best)")
+def markdown_table(rows: list[dict[str, Any]], refused: dict[str, str], not_reached: list[str],
+                   summary: dict[str, dict[str, Any]], header: str) -> str:
+    """The whole table as markdown: printed at the end and written to kb_table.md."""
+    lines = [header, "", "| level | with a candidate / reached of all | correct of those | geomean x eager | geomean x torch.compile | "
+             + " | ".join(f"fast_{p:g} eager / compile" for p in FAST_P) + " | run |",
+             "|---|---:|---:|---:|---:|" + "---:|" * len(FAST_P) + "---:|"]
+    for level, s in summary.items():
+        fast = " | ".join(f"{_fmt(s[f'fast_{p:g}_eager'], '.0%')} / {_fmt(s[f'fast_{p:g}_compile'], '.0%')}"
+                          for p in FAST_P)
+        reached = s["run"] + s["unsupported"]
+        lines.append(f"| {level} | {s['covered']}/{reached} of {s['problems']} ({_fmt(s['coverage'], '.0%')}) | "
+                     f"{s['correct']} ({_fmt(s['correct_of_covered'], '.0%')}) | {_fmt(s['geomean_eager'])} | "
+                     f"{_fmt(s['geomean_compile'])} | {fast} | {s['run']} |")
+    lines += ["", "| problem | status | x eager | x torch.compile | steps | moves (* best) |",
+              "|---|---|---:|---:|---:|---|"]
     for r in rows:
         moves = ", ".join(m + ("*" if m == r["best_move"] else "") for m in r["moves"]) or "-"
-        print(f"{r['problem'][-62:]:62s} {r['status']:13s} {_fmt(r['speedup_eager']):>8s} "
-              f"{_fmt(r['speedup_compile']):>9s} {r['steps']:>5d}  {moves}")
-    for pid, why in refused.items():
-        print(f"{pid[-62:]:62s} {'unsupported':13s} {'-':>8s} {'-':>9s} {'-':>5s}  {why[:90]}")
-    print()
-    for level, s in summary.items():
-        fast = "  ".join(f"fast_{p:g} {_fmt(s[f'fast_{p:g}_eager'], '.0%')}/{_fmt(s[f'fast_{p:g}_compile'], '.0%')}"
-                         for p in FAST_P)
-        print(f"level {level}: {s['covered']}/{s['problems']} with a candidate ({_fmt(s['coverage'], '.0%')}), "
-              f"{s['correct']} correct ({_fmt(s['correct_of_covered'], '.0%')} of those), geomean "
-              f"{_fmt(s['geomean_eager'])}x eager / {_fmt(s['geomean_compile'])}x torch.compile, "
-              f"{fast} (eager/compile); {s['run']} run")
+        lines.append(f"| {r['problem']} | {r['status']} | {_fmt(r['speedup_eager'])} | "
+                     f"{_fmt(r['speedup_compile'])} | {r['steps']} | {moves} |")
+    lines += [f"| {pid} | not reached | - | - | - | - |" for pid in not_reached]
+    lines += [f"| {pid} | unsupported | - | - | - | {why[:120].replace('|', '/')} |" for pid, why in refused.items()]
+    return "\n".join(lines) + "\n"
 
 
 def main() -> int:
@@ -157,10 +200,14 @@ def main() -> int:
     ap.add_argument("--backend", default="triton")
     ap.add_argument("--steps", type=int, default=6)
     ap.add_argument("--samples", type=int, default=1, help="settings of one move evaluated per step")
-    ap.add_argument("--jobs", type=int, help="problems in flight (default: the worker count)")
-    ap.add_argument("--workers", type=int, help="worker pool size (default: htam's, from the cores)")
+    ap.add_argument("--jobs", type=int, help="problems in flight (default: one per core, at most 16)")
+    ap.add_argument("--workers", type=int, help="worker pool size (default: jobs x samples, at most one per core)")
     ap.add_argument("--trials", type=int, help="timed trials per evaluation (default: htam's)")
-    ap.add_argument("--deadline", type=float, default=480.0, help="seconds; what finished by then is reported")
+    ap.add_argument("--deadline", type=float, default=480.0,
+                    help="seconds from the start, planning included; what finished by then is reported")
+    ap.add_argument("--order", choices=("stratified", "numbered"), default="stratified",
+                    help="stratified: every prefix a proportional sample of the (level, family) strata; "
+                         "numbered: level 1 and 2 interleaved by problem number")
     ap.add_argument("--max-elems", type=int, help="shrink inputs to this many elements (default on the CPU: 4096)")
     ap.add_argument("--out", default=os.environ.get("OUT"))
     args = ap.parse_args()
@@ -179,11 +226,13 @@ def main() -> int:
     problems, refused = load(files, args.device, args.backend, max_elems)
     print(f"{len(files)} files: {len(problems)} planned on {args.backend}, {len(refused)} unsupported "
           f"({time.time() - t0:.0f} s)", flush=True)
+    if args.order == "stratified":
+        problems = stratified_order(problems)
     out = Path(args.out) / "kb_table" if args.out else Path(tempfile.mkdtemp(prefix="htam-kb-table-"))
-    workers = args.workers or pool_size(args.samples * (args.jobs or 4), args.device)
+    jobs = args.jobs or max(1, min(16, os.cpu_count() or 1))
+    workers = args.workers or pool_size(args.samples * jobs, args.device)
     spec = BatchSpec(suites=[], out=str(out), steps=args.steps, samples=args.samples, device=args.device,
-                     backend=args.backend, proposer="offline", jobs=args.jobs or workers, workers=workers,
-                     trials=args.trials)
+                     backend=args.backend, proposer="offline", jobs=jobs, workers=workers, trials=args.trials)
     batch = Batch(spec)
 
     def on_done(d: Any) -> None:
@@ -195,15 +244,20 @@ def main() -> int:
     async def bounded() -> dict[str, Any]:
         if not problems:
             return {"rows": [], "unfinished": []}
+        left = args.deadline - (time.time() - t0)
         try:
-            return await asyncio.wait_for(batch.run(problems, on_done=on_done), max(1.0, args.deadline))
+            return await asyncio.wait_for(batch.run(problems, on_done=on_done), max(1.0, left))
         except asyncio.TimeoutError:
-            print(f"deadline of {args.deadline:.0f} s reached: reporting what finished", flush=True)
+            print(f"deadline of {args.deadline:.0f} s reached ({time.time() - t0:.0f} s): reporting what finished",
+                  flush=True)
             return batch.write_results(problems)
 
     doc = asyncio.run(bounded())
+    cut = set(doc.get("unfinished", []))
     rows = []
     for r in doc["rows"]:
+        if r["problem"] in cut and not r["steps"]:
+            continue  # started but cut off before its first step: not reached
         moves, best = moves_of(str(out / r["session"]))
         rows.append({**r, "moves": moves, "best_move": best})
     by_id = {p.id: p for p in problems}
@@ -211,24 +265,33 @@ def main() -> int:
     summary = {}
     for level in levels:
         mine = [r for r in rows if level_of.get(r["problem"]) == level]
-        total = sum(1 for pid, lv in level_of.items() if lv == level)
-        summary[str(level)] = summarize(mine, total)
-    summary["all"] = summarize(rows, len(level_of))
-    print_table(rows, refused, summary)
-    unfinished = doc.get("unfinished", [])
-    print(f"unfinished at the deadline: {len(unfinished)}; wall {time.time() - t0:.0f} s; sessions in {out}")
+        total = sum(1 for lv in level_of.values() if lv == level)
+        summary[str(level)] = summarize(mine, total, sum(1 for pid in refused if level_of[pid] == level))
+    summary["all"] = summarize(rows, len(level_of), len(refused))
+    started = {r["problem"] for r in rows}
+    not_reached = [p.id for p in problems if p.id not in started]
+    unfinished = [pid for pid in doc.get("unfinished", []) if pid in started]
+    wall = time.time() - t0
+    header = (f"KernelBench levels {args.levels}, {args.backend} on {args.device}, offline proposer, at most "
+              f"{args.steps} steps, {args.samples} sample(s), {jobs} in flight; wall {wall:.0f} s of a "
+              f"{args.deadline:.0f} s deadline; {len(unfinished)} cut off mid-run (their steps so far count), "
+              f"{len(not_reached)} not reached")
+    table = markdown_table(rows, refused, not_reached, summary, header)
+    print("\n" + table, flush=True)
+    print(f"sessions in {out}")
     record = {"settings": vars(args), "summary": summary, "rows": rows, "unsupported": refused,
-              "unfinished": unfinished, "wall_s": round(time.time() - t0, 1)}
+              "cut_off": unfinished, "not_reached": not_reached, "wall_s": round(wall, 1)}
     if args.out:
         (Path(args.out) / "kb_table.json").write_text(json.dumps(record, indent=1, default=str))
+        (Path(args.out) / "kb_table.md").write_text(table)
+        print(f"table in {Path(args.out) / 'kb_table.md'} and {Path(args.out) / 'kb_table.json'}")
     return 0
 
 
 def _level_from(problem_id: str) -> int | None:
-    for part in problem_id.replace("\\", "/").split("/"):
-        if part.startswith("level") and part[5:].isdigit():
-            return int(part[5:])
-    return None
+    """The level a problem id names ('kernelbench:level1/19_ReLU' -> 1), for files refused unloaded."""
+    found = re.search(r"level(\d+)/", problem_id.replace("\\", "/"))
+    return int(found.group(1)) if found else None
 
 
 if __name__ == "__main__":
