@@ -15,7 +15,8 @@ as unsupported with the reason and not run. The rest run as `htam batch` does (o
 problem, the memory bank carried from problem to problem, the worker pool shared by `--jobs`
 problems in flight), in an order that keeps every prefix representative (--order stratified: each
 (level, family) stratum in proportion to its size, its problems spread over their numbering), so a
-run cut off by the deadline still estimates each level's figures from a sample like the whole.
+run cut off by the deadline still estimates each level's figures from a sample like the whole;
+--first puts named problems (the ones a decision waits on) ahead of that order.
 `--deadline` counts from the start (planning included); then the run stops and the table shows
 what finished (a problem's steps done so far count; problems never started are listed as not
 reached). Coverage: planned problems with a candidate among those reached; geomeans over the
@@ -208,6 +209,8 @@ def main() -> int:
     ap.add_argument("--order", choices=("stratified", "numbered"), default="stratified",
                     help="stratified: every prefix a proportional sample of the (level, family) strata; "
                          "numbered: level 1 and 2 interleaved by problem number")
+    ap.add_argument("--first", help="level/number list run before the rest, in this order (e.g. the problems "
+                                    "an earlier table lost on: 1/40,1/100,2/12)")
     ap.add_argument("--max-elems", type=int, help="shrink inputs to this many elements (default on the CPU: 4096)")
     ap.add_argument("--out", default=os.environ.get("OUT"))
     args = ap.parse_args()
@@ -228,6 +231,9 @@ def main() -> int:
           f"({time.time() - t0:.0f} s)", flush=True)
     if args.order == "stratified":
         problems = stratified_order(problems)
+    if args.first:
+        rank = {pick: i for i, pick in enumerate(args.first.split(","))}
+        problems.sort(key=lambda p: rank.get(_pick_of(p.id), len(rank)))  # stable: the rest keep their order
     out = Path(args.out) / "kb_table" if args.out else Path(tempfile.mkdtemp(prefix="htam-kb-table-"))
     jobs = args.jobs or max(1, min(16, os.cpu_count() or 1))
     workers = args.workers or pool_size(args.samples * jobs, args.device)
@@ -286,6 +292,11 @@ def main() -> int:
         (Path(args.out) / "kb_table.md").write_text(table)
         print(f"table in {Path(args.out) / 'kb_table.md'} and {Path(args.out) / 'kb_table.json'}")
     return 0
+
+
+def _pick_of(problem_id: str) -> str:
+    """The level/number a --problems or --first list names a problem by ('kernelbench:level1/19_ReLU' -> 1/19)."""
+    return f"{_level_from(problem_id)}/{problem_id.rsplit('/', 1)[-1].split('_')[0]}"
 
 
 def _level_from(problem_id: str) -> int | None:
