@@ -23,7 +23,7 @@ for part in $parts; do
     offline) timeout ${OFFLINE_S:-300} python3 tests/bench/gpu_offline.py ${OFFLINE_ARGS:-} > "$OUT/gpu_offline.txt" 2>&1; tail -25 "$OUT/gpu_offline.txt" ;;
     batch)   timeout ${BATCH_S:-420} python3 tests/bench/gpu_batch.py ${BATCH_ARGS:-} > "$OUT/gpu_batch.txt" 2>&1; tail -30 "$OUT/gpu_batch.txt" ;;
     kbtable) timeout ${KBTABLE_S:-570} python3 tests/bench/kb_table.py --device cuda --out "$OUT" ${KBTABLE_ARGS:-} \
-               > "$OUT/kb_table.txt" 2>&1; tail -230 "$OUT/kb_table.txt" ;;
+               > "$OUT/kb_table.txt" 2>&1; tail -230 "$OUT/kb_table.txt"; cp "$OUT"/kb_table.md "$OUT"/kb_table.json "$FINAL"/ 2>/dev/null ;;
     ablation) timeout ${ABLATION_S:-570} python3 tests/bench/gpu_ablation.py ${ABLATION_ARGS:---deadline 480} > "$OUT/gpu_ablation.txt" 2>&1; tail -60 "$OUT/gpu_ablation.txt" ;;
     *) echo "unknown part $part" ;;
   esac
