@@ -81,14 +81,13 @@ class Evaluator:
     def worker_pid(self) -> int | None:
         return self._worker.pid if self._worker and self._worker.alive() else None
 
-    def _ensure_worker(self, device: str, as_limit_mb: int | None, cpu_threads: int | None) -> WorkerProcess:
+    def _ensure_worker(self, device: str) -> WorkerProcess:
         w = self._worker
-        settings = (device, as_limit_mb, cpu_threads)
-        if w is not None and (not w.alive() or (w.device, w.as_limit_mb, w.cpu_threads) != settings):
+        if w is not None and (not w.alive() or w.device != device):
             w.kill()
             w = self._worker = None
         if w is None:
-            w = WorkerProcess(device, as_limit_mb=as_limit_mb, cpu_threads=cpu_threads)
+            w = WorkerProcess(device)
             self._worker = w
             self.workers_started += 1
             try:
@@ -105,16 +104,9 @@ class Evaluator:
         device = self.device or config.device
         with self._lock:
             try:
-                self._ensure_worker(device, *self._worker_settings(device, config))
+                self._ensure_worker(device)
             except WorkerStartError:
                 pass
-
-    @staticmethod
-    def _worker_settings(device: str, config: EvalConfig) -> tuple[int | None, int | None]:
-        """(address-space limit, CPU threads) a worker for `config` is started with."""
-        if device.startswith("cuda"):
-            return None, None
-        return config.memory_limit_mb or None, config.cpu_threads
 
     def discard_worker(self) -> None:
         """Kill the current worker (a cancelled evaluation, or close)."""
@@ -174,7 +166,7 @@ class Evaluator:
                    "memory_mb": memory_cap}
         worker: WorkerProcess | None = None
         try:
-            worker = self._ensure_worker(device, *self._worker_settings(device, config))
+            worker = self._ensure_worker(device)
             exchange = worker.request(request, timeout_s=2 * float(config.timeout_s) + BACKSTOP_S,
                                       memory_limit_mb=2 * memory_cap + BACKSTOP_MEMORY_MB, on_message=on_message)
             result = EvalResult.from_dict(exchange.reply["result"])

@@ -43,7 +43,8 @@ from htam_engine.evaluate.diagnostics import one_line, parse_compiler_output, tr
 from htam_engine.evaluate.reference import BaselineSandbox, ReferenceFailed, ReferenceModel
 from htam_engine.evaluate.result import EvalResult, Finding, Mismatch, Status
 from htam_engine.evaluate.sandbox_client import (Budget, HarnessStartError, SandboxDied, SandboxError, SandboxMemory,
-                                                 SandboxProcess, SandboxProtocol, SandboxTimeout, ZygoteProcess)
+                                                 SandboxLimits, SandboxProcess, SandboxProtocol, SandboxTimeout,
+                                                 ZygoteProcess, fork_sandbox)
 from htam_engine.evaluate.shared import NoPrivatePool
 from htam_engine.evaluate.stages import Stage
 from htam_engine.problems.loader import LoadedProblem, load_for_judge
@@ -57,6 +58,11 @@ _BUILD_FAILED = "Error building extension"
 _ENVIRONMENT = re.compile(r"nvcc: not found|No such file or directory: '?(nvcc|c\+\+|g\+\+|ninja)|CUDA_HOME environment"
                           r"|Ninja is required|command not found: (nvcc|c\+\+)|cannot find -lcudart", re.I)
 _SANDBOX_START_S = 300.0
+# Baseline rounds timed alone after the candidate's sandbox is gone (at least; trials / 4 if more).
+ALONE_MIN_ROUNDS = 3
+# A baseline beside the candidate slower than alone by more than this (plus 3x its own relative
+# spread) was disturbed.
+DISTURBED_FRACTION = 0.15
 _BASELINE_PREP_S = 1800.0
 _KEPT_PROBLEMS = 2
 
@@ -105,10 +111,12 @@ def warm_device(device: str) -> None:
 
 
 def release_memory(device: str) -> None:
-    import gc
-
-    gc.collect()
+    """On CUDA: what an evaluation left behind (cyclic garbage, the allocator's free blocks) goes
+    back to the device for the next judge. (On the CPU reference counting has freed it already.)"""
     if device.startswith("cuda"):
+        import gc
+
+        gc.collect()
         with contextlib.suppress(Exception):
             torch.cuda.empty_cache()
 
@@ -116,25 +124,33 @@ def release_memory(device: str) -> None:
 class Judge:
     """One per judge process: the zygote, a spare sandbox, the loaded problems and baselines."""
 
-    def __init__(self, device: str, send: Send, env: dict[str, str] | None = None):
-        """env: the sandboxes' environment (default: this process's, which the engine scrubbed)."""
+    def __init__(self, device: str, send: Send, env: dict[str, str] | None = None,
+                 zygote: ZygoteProcess | None = None):
+        """env: the sandboxes' environment (default: this process's, which the engine scrubbed).
+        zygote: one already launched (the judge's process starts it before importing torch)."""
         self.device = device
         self.send = send
-        self.zygote = ZygoteProcess(dict(os.environ if env is None else env))
+        self.zygote = zygote or ZygoteProcess(dict(os.environ if env is None else env))
         self.zygote_error = ""
-        warm_device(device)
-        self.lock = DeviceLock(device, os.environ.get("HTAM_WORKER_LOCK") or f"time-{device.replace(':', '')}",
-                               lambda stage: self.stage(Stage(stage)))
         try:
-            self.zygote.start()
+            if self.zygote.proc is None:
+                self.zygote.launch()
         except HarnessStartError as exc:
             self.zygote_error = str(exc)
+        warm_device(device)  # while the zygote imports
+        self.lock = DeviceLock(device, os.environ.get("HTAM_WORKER_LOCK") or f"time-{device.replace(':', '')}",
+                               lambda stage: self.stage(Stage(stage)))
+        if not self.zygote_error:
+            try:
+                self.zygote.wait_ready()
+            except HarnessStartError as exc:
+                self.zygote_error = str(exc)
         self._spare: SandboxProcess | None = None
         self.problems: collections.OrderedDict[str, tuple[LoadedProblem, ReferenceModel | None]] = \
             collections.OrderedDict()
         self.baseline: BaselineSandbox | None = None
         self._bandwidth: float | None = None
-        self._fork_spare()
+        self._fork_spare(SandboxLimits.of(EvalConfig(), device))  # the usual limits, until a request says
 
     # ------------------------------------------------------------------ helpers
     def stage(self, stage: Stage) -> None:
@@ -145,16 +161,17 @@ class Judge:
             self._bandwidth = copy_bandwidth(self.device)
         return self._bandwidth
 
-    def _fork_spare(self) -> None:
+    def _fork_spare(self, limits: SandboxLimits) -> None:
         if self.zygote_error:
             return
         try:
-            self._spare = self.zygote.fork("candidate", self.device)
+            self._spare = fork_sandbox(self.zygote, "candidate", self.device, limits)
         except HarnessStartError as exc:
             self._spare, self.zygote_error = None, str(exc)
 
-    def candidate_sandbox(self) -> SandboxProcess:
-        """A fresh sandbox (the spare, started ahead), and the next spare behind it."""
+    def candidate_sandbox(self, limits: SandboxLimits) -> SandboxProcess:
+        """A fresh sandbox (the spare started ahead, when its limits are these), and the next
+        spare behind it."""
         if self.zygote_error and not self.zygote.alive():
             self.zygote_error = ""
             try:
@@ -163,14 +180,14 @@ class Judge:
                 self.zygote_error = str(exc)
                 raise HarnessFault(self.zygote_error) from None
         sandbox, self._spare = self._spare, None
-        if sandbox is None or not sandbox.alive():
+        if sandbox is None or not sandbox.alive() or sandbox.limits != limits:
             if sandbox is not None:
                 sandbox.kill()
             try:
-                sandbox = self.zygote.fork("candidate", self.device)
+                sandbox = fork_sandbox(self.zygote, "candidate", self.device, limits)
             except HarnessStartError as exc:
                 raise HarnessFault(str(exc)) from None
-        self._fork_spare()
+        self._fork_spare(limits)
         return sandbox
 
     def loaded(self, problem: Any, config: EvalConfig) -> tuple[LoadedProblem, ReferenceModel | None]:
@@ -195,13 +212,14 @@ class Judge:
     def baseline_for(self, loaded: LoadedProblem, config: EvalConfig, init: list[Any]) -> BaselineSandbox:
         """The reference sandbox of this problem (a new one when the problem changed or it died)."""
         bs = self.baseline
-        if bs is not None and (bs.problem_key != loaded.key or not bs.alive()):
+        limits = SandboxLimits.of(config, self.device, "reference")
+        if bs is not None and (bs.problem_key != loaded.key or not bs.alive() or bs.sandbox.limits != limits):
             bs.close()
             bs = self.baseline = None
         if bs is not None:
             return bs
         try:
-            sandbox = self.zygote.fork("reference", self.device)
+            sandbox = fork_sandbox(self.zygote, "reference", self.device, limits)
         except HarnessStartError as exc:
             raise HarnessFault(str(exc)) from None
         bs = BaselineSandbox(sandbox, loaded.key)
@@ -252,6 +270,8 @@ class Evaluation:
         self.baseline_channel: Channel | None = None
         self.healthy = True
         self.extension_ops = False
+        self._mutates = False  # the reference changes its inputs in place (so each call gets a fresh draw)
+        self._checks: CheckRun | None = None
 
     # ------------------------------------------------------------------ the whole request
     def run(self) -> tuple[EvalResult, bool]:
@@ -330,23 +350,32 @@ class Evaluation:
             raise Stop()
         if judge.zygote_error and not judge.zygote.alive():
             raise HarnessFault(judge.zygote_error)
+        if self.device.startswith("cuda") and not torch.cuda.is_available():
+            raise HarnessFault(f"no CUDA device is visible to the judge (device {self.device})")
         loaded, reference = judge.loaded(self.problem, cfg)
         self.loaded = loaded
-        self.channel = Channel(judge.candidate_sandbox(), self.device, self.memory_mb, self.budget, judge.stage)
+        self.channel = Channel(judge.candidate_sandbox(SandboxLimits.of(cfg, self.device)), self.device,
+                               self.memory_mb, self.budget, judge.stage)
         self._build(failed)
         r.stages.compile_s = time.perf_counter() - t0
         init = list(loaded.main.get_init_inputs())
         with judge.lock.holding_state():
-            checks = self._check(loaded, reference, init)
+            checks = self._checks = self._check(loaded, reference, init)
             if self.obs.rejected or _verdict(self.obs.findings, self.obs.mismatch)[0] is not Status.OK:
                 return
             r.correct = True
             baseline = self._prepare_baselines(loaded, init)
             with judge.lock.timing():
-                self._time(checks, baseline)
+                samples, out_bytes = self._time(checks, baseline)
             with judge.lock.checking():
                 judge.stage(Stage.CHECK)
                 checks.check_kernels_did_the_work()
+            alone: dict[str, list[tuple[float, float]]] = {}
+            if not self.obs.rejected and baseline is not None:
+                self.channel.sandbox.kill()  # nothing of the candidate's is left to disturb them
+                with judge.lock.timing():
+                    alone = self._time_baselines_alone(baseline)
+            self._record_times(samples, alone, out_bytes)
 
     def _build(self, failed: Any) -> None:
         assert self.channel is not None
@@ -400,8 +429,8 @@ class Evaluation:
         self.channel.sandbox.kill()
         self.channel.close_after_death()
         release_memory(self.device)
-        self.channel = Channel(self.judge.candidate_sandbox(), self.device, self.memory_mb, self.budget,
-                               self.judge.stage)
+        self.channel = Channel(self.judge.candidate_sandbox(SandboxLimits.of(self.cfg, self.device)), self.device,
+                               self.memory_mb, self.budget, self.judge.stage)
         self._build(build_dir(self.key) / _FAILED)
         with self.judge.lock.timing():
             return self._check_once(loaded, getattr(self, "reference", None), init)
@@ -486,13 +515,15 @@ class Evaluation:
         wanted = ["eager"] + (["compiled"] if self.cfg.time_compile_baseline else [])
         return [m for m in wanted if m in bs.models]
 
-    def _time(self, checks: CheckRun, bs: BaselineSandbox | None) -> None:
+    def _time(self, checks: CheckRun, bs: BaselineSandbox | None) -> tuple[dict[str, list[tuple[float, float]]], int]:
         """Rounds of candidate, eager and compiled calls on fresh inputs; every candidate trial's
-        output verified against the judge's reference for that trial's inputs."""
+        output verified against the judge's reference for that trial's inputs. Returns the
+        (judge wall ms, reported ms) samples per model and the output's bytes."""
         assert self.channel is not None
         judge, cfg, r, loaded = self.judge, self.cfg, self.result, self.loaded
         judge.stage(Stage.TIME)
         t0 = time.perf_counter()
+        self._mutates = checks.reference_mutates
         models = self._baseline_models(bs) if bs is not None else []
         samples: dict[str, list[tuple[float, float]]] = {"main": [], **{m: [] for m in models}}
         batch: list[float] = []
@@ -513,19 +544,20 @@ class Evaluation:
             if timed:
                 samples["main"].append((res.wall_ms, res.reply.ms))
                 batch.append(res.reply.ms)
-            for model_id in models:
-                assert self.baseline_channel is not None
-                if staged_b is None:  # the inputs again (re-drawn where the reference changes its inputs)
-                    again = draw(loaded.main.get_inputs, draw_seed) if checks.reference_mutates else values
-                    staged_b = self.baseline_channel.stage_inputs(again)
-                try:
-                    b = self.baseline_channel.call(staged_b, model_id, ref_out, seed, Stage.TIME)
-                except SandboxError as e:
-                    judge.baseline = None
-                    raise HarnessFault(f"the reference sandbox failed while timing the baselines: {e}") from None
-                staged_b = None
-                if b.reply.ok and timed:
-                    samples[model_id].append((b.wall_ms, b.reply.ms))
+            with self.channel.sandbox.paused():  # the candidate cannot run beside its baselines
+                for model_id in models:
+                    assert self.baseline_channel is not None
+                    if staged_b is None:  # the inputs again (re-drawn where the reference changes its inputs)
+                        again = draw(loaded.main.get_inputs, draw_seed) if checks.reference_mutates else values
+                        staged_b = self.baseline_channel.stage_inputs(again)
+                    try:
+                        b = self.baseline_channel.call(staged_b, model_id, ref_out, seed, Stage.TIME)
+                    except SandboxError as e:
+                        judge.baseline = None
+                        raise HarnessFault(f"the reference sandbox failed while timing the baselines: {e}") from None
+                    staged_b = None
+                    if b.reply.ok and timed and self._baseline_right(b, model_id, values, ref_out, label):
+                        samples[model_id].append((b.wall_ms, b.reply.ms))
             if batch and time.monotonic() - last_sent > 0.25:
                 judge.send({"t": "trials", "ms": list(batch)})
                 batch.clear()
@@ -533,7 +565,46 @@ class Evaluation:
         if batch:
             judge.send({"t": "trials", "ms": list(batch)})
         r.stages.time_s = time.perf_counter() - t0
-        self._record_times(samples, out_bytes)
+        return samples, out_bytes
+
+    def _baseline_right(self, res: Any, model_id: str, values: list[Any], ref_out: Any, label: str) -> bool:
+        """A baseline trial counts only if its output is the reference's: a baseline whose compiled
+        code was swapped for something faster and wrong (a poisoned cache) times nothing."""
+        scratch = Observations()
+        out = candidate_output(res, ref_out, tensor_leaves(values), label, scratch)
+        noise = self._checks.timing_noise if self._checks is not None else {}
+        m = None if out is None else compare_outputs(out, ref_out, self.cfg.tolerances, label, noise.get)
+        if out is not None and m is None:
+            return True
+        name = "torch.compile" if model_id == "compiled" else "eager"
+        why = m.note if m is not None else (scratch.mismatch.note if scratch.mismatch else "no output")
+        self.obs.find("baseline_wrong", f"the {name} baseline's output on {label} is not the reference's ({why}): "
+                                        "that trial is not counted", "warn")
+        return False
+
+    def _time_baselines_alone(self, bs: BaselineSandbox) -> dict[str, list[tuple[float, float]]]:
+        """A few more baseline rounds once the candidate's sandbox is gone: what the baselines cost
+        when nothing of the candidate's (a process, queued device work) can run beside them."""
+        assert self.baseline_channel is not None
+        self.judge.stage(Stage.BASELINE)
+        samples: dict[str, list[tuple[float, float]]] = {m: [] for m in self._baseline_models(bs)}
+        for i in range(max(ALONE_MIN_ROUNDS, int(self.cfg.trials) // 4)):
+            label = f"baseline round {i + 1} alone"
+            draw_seed, seed = fresh_seed(), fresh_seed()
+            values = draw(self.loaded.main.get_inputs, draw_seed)
+            staged = {m: self.baseline_channel.stage_inputs(values) for m in list(samples)[:1]}
+            ref_out = self.reference.outputs(values, seed, label)
+            for model_id in samples:
+                again = staged.pop(model_id, None) or self.baseline_channel.stage_inputs(
+                    draw(self.loaded.main.get_inputs, draw_seed) if self._mutates else values)
+                try:
+                    b = self.baseline_channel.call(again, model_id, ref_out, seed, Stage.BASELINE)
+                except SandboxError as e:
+                    self.judge.baseline = None
+                    raise HarnessFault(f"the reference sandbox failed while timing the baselines: {e}") from None
+                if b.reply.ok and self._baseline_right(b, model_id, values, ref_out, label):
+                    samples[model_id].append((b.wall_ms, b.reply.ms))
+        return samples
 
     def _verify_timed(self, checks: CheckRun, res: Any, values: list[Any], ref_out: Any, label: str) -> None:
         reply = res.reply
@@ -555,15 +626,16 @@ class Evaluation:
         if self.obs.rejected:
             raise Stop()
 
-    def _record_times(self, samples: dict[str, list[tuple[float, float]]], out_bytes: int) -> None:
+    def _record_times(self, samples: dict[str, list[tuple[float, float]]],
+                      alone: dict[str, list[tuple[float, float]]], out_bytes: int) -> None:
         r, bs = self.result, self.judge.baseline
         cand = samples["main"]
         r.timings = [round(ms, 6) for _, ms in cand]
         r.runtime_spread = spread([ms for _, ms in cand])
         r.runtime_ms = r.runtime_spread.median_ms if r.runtime_spread else None
         eager, compiled = samples.get("eager", []), samples.get("compiled", [])
-        r.ref_spread = spread([ms for _, ms in eager])
-        r.compile_ref_spread = spread([ms for _, ms in compiled])
+        r.ref_spread = self._undisturbed("eager", eager, alone.get("eager", []))
+        r.compile_ref_spread = self._undisturbed("torch.compile", compiled, alone.get("compiled", []))
         r.ref_runtime_ms = r.ref_spread.median_ms if r.ref_spread else None
         r.compile_ref_runtime_ms = r.compile_ref_spread.median_ms if r.compile_ref_spread else None
         if r.runtime_ms and r.runtime_ms > 0:
@@ -578,6 +650,21 @@ class Evaluation:
             self.obs.find("clock", message)
         if bs is not None and bs.compile_note and self.cfg.time_compile_baseline:
             self.obs.find("compile_baseline", f"no torch.compile baseline: {bs.compile_note}", "warn")
+
+    def _undisturbed(self, name: str, beside: list[tuple[float, float]], alone: list[tuple[float, float]]) -> Any:
+        """The spread of a baseline as timed beside the candidate, unless its rounds timed alone
+        afterwards show it was disturbed there: then the alone figures (and a finding naming both)."""
+        interleaved, clean = spread([ms for _, ms in beside]), spread([ms for _, ms in alone])
+        if interleaved is None or clean is None:
+            return interleaved or clean
+        noise = (clean.q3_ms - clean.q1_ms) / clean.median_ms if clean.median_ms > 0 else 0.0
+        if interleaved.median_ms <= clean.median_ms * (1 + DISTURBED_FRACTION + 3 * noise):
+            return interleaved
+        self.obs.find("baseline_disturbed", f"the {name} baseline took {interleaved.median_ms:.4g} ms per trial "
+                                            f"timed beside the candidate and {clean.median_ms:.4g} ms timed alone "
+                                            "after it: something of the candidate's ran beside it; the figure "
+                                            "timed alone is used", "warn")
+        return clean
 
 
 def _verdict(findings: list[Finding], mismatch: Mismatch | None) -> tuple[Status, str]:

@@ -13,7 +13,7 @@ import sys
 
 # RLIMIT_CPU of every sandbox process unless HTAM_WORKER_CPU_S says otherwise (6 hours).
 DEFAULT_CPU_S = 6 * 3600
-_PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_SET_CHILD_SUBREAPER = 1, 4, 36
+_PR_SET_PDEATHSIG, _PR_GET_DUMPABLE, _PR_SET_DUMPABLE, _PR_SET_CHILD_SUBREAPER = 1, 3, 4, 36
 
 
 def apply_sandbox_limits() -> None:
@@ -51,6 +51,16 @@ def make_non_dumpable() -> bool:
     """/proc/<pid>/{mem,environ,fd} of this process belong to root and it refuses ptrace from
     other processes of the same user (root sees through it)."""
     return _prctl(_PR_SET_DUMPABLE, 0)
+
+
+def dumpable() -> bool | None:
+    """This process's dumpable flag (None where it cannot be read)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return bool(ctypes.CDLL(None, use_errno=True).prctl(_PR_GET_DUMPABLE, 0, 0, 0, 0))
+    except (OSError, AttributeError):
+        return None
 
 
 def adopt_orphans() -> bool:

@@ -28,6 +28,8 @@ from htam_engine.evaluate.diagnostics import BoundedLog
 from htam_engine.evaluate.protocol import ProtocolError, ReplyReader, send_request
 from htam_engine.evaluate.stages import Stage, parse_stage
 
+# Set per sandbox by its zygote from the request's limits, never inherited.
+SANDBOX_LIMIT_ENV = ("HTAM_WORKER_AS_MB", "HTAM_WORKER_CPU_THREADS")
 # Environment variables never handed to candidate code.
 _SECRET = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH", re.I)
 START_TIMEOUT_S = 180.0
@@ -74,7 +76,9 @@ class WorkerMemory(Exception):
         self.stage = stage
 
 
-def worker_env(device: str, as_limit_mb: int | None, cpu_threads: int | None = None) -> dict[str, str]:
+def worker_env(device: str) -> dict[str, str]:
+    """A judge's environment (and so its sandboxes'): the engine's without secrets, pinned to
+    `device`. A candidate's own limits (address space, CPU threads) travel with each request."""
     env = {k: v for k, v in os.environ.items() if not _SECRET.search(k)}
     root = str(Path(__file__).resolve().parents[2])  # the folder holding htam_engine/
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
@@ -90,13 +94,8 @@ def worker_env(device: str, as_limit_mb: int | None, cpu_threads: int | None = N
         # Never inherited on a GPU: interpreted kernels copy to the host and back synchronously,
         # so timings are meaningless and work left on a side stream could not be seen.
         env.pop("TRITON_INTERPRET", None)
-    env.pop("HTAM_WORKER_CPU_THREADS", None)
-    if cpu_threads:
-        env["HTAM_WORKER_CPU_THREADS"] = env["OMP_NUM_THREADS"] = str(int(cpu_threads))
-    if as_limit_mb:
-        env["HTAM_WORKER_AS_MB"] = str(int(as_limit_mb))
-    else:
-        env.pop("HTAM_WORKER_AS_MB", None)
+    for name in SANDBOX_LIMIT_ENV:
+        env.pop(name, None)
     return env
 
 
@@ -213,15 +212,14 @@ class Exchange:
 
 
 class WorkerProcess:
-    def __init__(self, device: str, *, as_limit_mb: int | None = None, cpu_threads: int | None = None):
+    def __init__(self, device: str):
         self.device = device
-        self.as_limit_mb = as_limit_mb
-        self.cpu_threads = cpu_threads
         self.log = BoundedLog()
         self.proc: subprocess.Popen | None = None
         self._to_worker = -1
         self._reader: ReplyReader | None = None
         self._drain: threading.Thread | None = None
+        self.ready: dict[str, Any] = {}  # the judge's first message (its pid, device, dumpable flag)
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -237,7 +235,7 @@ class WorkerProcess:
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
         out_r, out_w = os.pipe()
-        env = worker_env(self.device, self.as_limit_mb, self.cpu_threads)
+        env = worker_env(self.device)
         env["HTAM_WORKER_FDS"] = f"{req_r},{rep_w}"
         try:
             self.proc = subprocess.Popen(
@@ -260,6 +258,7 @@ class WorkerProcess:
             msg = self._reader.poll(timeout_s)
         except ProtocolError:
             msg = None
+        self.ready = msg or {}
         if not msg or msg.get("t") != "ready":
             self.kill()
             tail = self.log.text().strip().splitlines()

@@ -84,7 +84,7 @@ class Sandbox:
         if self.compile_cache is not None:
             self.compile_cache.on_pch = lambda building: self._send(wire.StageNote("pch" if building else "compile"))
         self.kernels = KernelSwitch().install()
-        self.flusher = L2Flusher(device) if is_cuda(device) else None
+        self.flusher: L2Flusher | None = None  # CUDA: made with the device context (see use_device)
         self.guards = install_guards(device)  # last: the snapshot sees the harness as installed
         self.extension_ops = False
         self._previous: list[weakref.ref] = []  # the last call's output tensors, while the candidate holds them
@@ -114,8 +114,17 @@ class Sandbox:
             gc.collect(2 if collected % FULL_COLLECT_EVERY == 0 else 0)
 
     # ------------------------------------------------------------------ build
+    def use_device(self) -> None:
+        """Create the CUDA context and load the kernels every call uses, once, when the first real
+        request arrives: a spare sandbox waiting for its candidate holds no device memory, and the
+        cost lands in the build, not in a check slot."""
+        if is_cuda(self.device) and self.flusher is None:
+            warm(self.device)
+            self.flusher = L2Flusher(self.device)
+
     def build(self, req: wire.Build) -> wire.Outcome:
         assert self.compile_cache is not None
+        self.use_device()
         marker = built_marker(req.key)
         cached = marker.exists()
         self.compile_cache.key = req.key
@@ -142,6 +151,7 @@ class Sandbox:
     def load_reference(self, req: wire.LoadReference) -> wire.Outcome:
         from htam_engine.problems.loader import execute_source
 
+        self.use_device()
         try:
             module = execute_source(req.source, req.label, req.overrides, keep=True)
             self.model_class = module.Model
@@ -261,8 +271,7 @@ class Sandbox:
 
 
 def warm(device: str) -> None:
-    """On CUDA: create the context and load the kernels every call uses, before the first request
-    (a spare sandbox does this while the previous candidate is still being judged)."""
+    """On CUDA: create the context and load the kernels every call uses."""
     if not is_cuda(device):
         return
     with contextlib.suppress(Exception):
@@ -272,11 +281,13 @@ def warm(device: str) -> None:
 
 def serve(fd: int, role: str, device: str) -> int:
     """The sandbox's life after the zygote forked it: warm up, then answer requests until closed."""
+    import faulthandler
+
+    faulthandler.enable()  # a segfaulting kernel leaves a Python stack in the judge's log
     sock = socket.socket(fileno=fd)
     threads = os.environ.get("HTAM_WORKER_CPU_THREADS")
     if threads:  # candidate and reference get the same, before the guards snapshot the setting
         torch.set_num_threads(int(threads))
-    warm(device)
     try:
         return Sandbox(sock, role, device).serve()
     finally:

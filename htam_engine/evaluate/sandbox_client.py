@@ -1,4 +1,4 @@
-"""The judge's side of its helper processes: the zygote, and the sandboxes it forks.
+"""The judge's side of a sandbox (forked by the zygote, see zygote_client.py).
 
 Every wait on a sandbox has a deadline, watches the sandbox tree's memory, and turns whatever
 goes wrong into one of four exceptions (the sandbox is dead after any of them): it did not
@@ -11,26 +11,24 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shlex
+import signal
 import socket
-import subprocess
-import sys
-import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from htam_engine.evaluate import wire
 from htam_engine.evaluate.process import describe_exit, kill_tree, tree_rss_mb
 from htam_engine.evaluate.protocol import ProtocolError, ReplyReader, send_request
 from htam_engine.evaluate.shared import Exported
 from htam_engine.evaluate.stages import Stage, parse_stage
+from htam_engine.evaluate.zygote_client import HarnessStartError, SandboxLimits, ZygoteProcess
+
+__all__ = ["Budget", "HarnessStartError", "SandboxDied", "SandboxLimits", "SandboxError", "SandboxMemory", "SandboxProcess",
+           "SandboxProtocol", "SandboxTimeout", "ZygoteProcess", "fork_sandbox"]
 
 POLL_S = 0.2
-ZYGOTE_START_S = 300.0
-FORK_S = 60.0
-# A sandbox that sent the start of a message finishes it promptly, or it is garbling the channel.
-_GRACE_S = 5.0
+KILL_WAIT_S = 5.0
 
 
 class SandboxError(Exception):
@@ -63,10 +61,6 @@ class SandboxProtocol(SandboxError):
         self.stage = stage
 
 
-class HarnessStartError(Exception):
-    """The zygote or a sandbox could not be brought up: a harness fault."""
-
-
 @dataclass
 class Budget:
     """The candidate's timeout: seconds left, charged only while the candidate's sandbox works."""
@@ -87,131 +81,6 @@ class Budget:
         self.spent += seconds
 
 
-def zygote_command() -> list[str]:
-    """The zygote's command line, behind `HTAM_WORKER_WRAPPER` when a site sets one.
-
-    The wrapper is a command prefix (split like a shell would) that must run the rest of
-    its arguments with the environment and open descriptors it was given: `env`,
-    `bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --unshare-net --`, `nice -n 5`...
-    Every sandbox is forked by the zygote, so it runs inside the wrapper too.
-    """
-    try:
-        wrapper = shlex.split(os.environ.get("HTAM_WORKER_WRAPPER", ""))
-    except ValueError as exc:
-        raise HarnessStartError(f"HTAM_WORKER_WRAPPER is not a valid command line ({exc})") from None
-    return [*wrapper, sys.executable, "-m", "htam_engine.evaluate.zygote"]
-
-
-def _recv_message(sock: socket.socket, timeout_s: float, want_fd: bool) -> tuple[dict[str, Any], int | None]:
-    """One framed msgpack message from the zygote, with the descriptor that came with its first byte."""
-    sock.settimeout(timeout_s)
-    try:
-        data, fds, _flags, _addr = socket.recv_fds(sock, 65536, 1) if want_fd else (sock.recv(65536), [], 0, None)
-    except (TimeoutError, socket.timeout):
-        raise ProtocolError("no answer") from None
-    finally:
-        sock.settimeout(None)
-    if not data:
-        raise ProtocolError("closed", closed=True)
-    reader = ReplyReader(sock.fileno(), max_bytes=4096)
-    reader.feed(data)
-    msg = reader.poll(timeout_s)
-    if msg is None:
-        raise ProtocolError("a truncated message")
-    return msg, (fds[0] if fds else None)
-
-
-class ZygoteProcess:
-    """The clean process sandboxes are forked from (see zygote.py)."""
-
-    def __init__(self, env: dict[str, str]):
-        self.env = dict(env)
-        self.proc: subprocess.Popen | None = None
-        self.sock: socket.socket | None = None
-        self._lock = threading.Lock()  # one exchange at a time (a spare may be forked from a thread)
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def start(self) -> None:
-        command = zygote_command()
-        mine, theirs = socket.socketpair()
-        env = {k: v for k, v in self.env.items() if k != "HTAM_WORKER_FDS"}
-        env["HTAM_ZYGOTE_FD"] = str(theirs.fileno())
-        try:
-            self.proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, pass_fds=(theirs.fileno(),), env=env,
-                                         close_fds=True)
-        except OSError as exc:  # the wrapper (or the interpreter) cannot be run
-            mine.close()
-            raise HarnessStartError(f"the sandbox zygote failed to start ({exc})") from None
-        finally:
-            theirs.close()
-        self.sock = mine
-        try:
-            msg, _ = _recv_message(mine, ZYGOTE_START_S, want_fd=False)
-        except (ProtocolError, OSError) as exc:
-            code = self.proc.poll()
-            self.kill()
-            why = describe_exit(code) if code is not None else str(exc)
-            raise HarnessStartError(f"the sandbox zygote failed to start ({why})") from None
-        if msg.get("t") != "ready":
-            self.kill()
-            raise HarnessStartError("the sandbox zygote failed to start (unexpected first message)")
-
-    def fork(self, role: str, device: str) -> "SandboxProcess":
-        with self._lock:
-            return self._fork(role, device)
-
-    def _fork(self, role: str, device: str) -> "SandboxProcess":
-        if not self.alive() or self.sock is None:
-            self.kill()
-            self.start()
-        assert self.sock is not None
-        try:
-            send_request(self.sock.fileno(), {"op": "fork", "role": role, "device": device})
-            msg, fd = _recv_message(self.sock, FORK_S, want_fd=True)
-        except (ProtocolError, OSError) as exc:
-            self.kill()
-            raise HarnessStartError(f"the zygote did not fork a sandbox ({exc})") from None
-        pid = msg.get("pid")
-        if msg.get("t") != "forked" or not isinstance(pid, int) or fd is None:
-            self.kill()
-            raise HarnessStartError("the zygote did not fork a sandbox (unexpected answer)")
-        return SandboxProcess(pid, socket.socket(fileno=fd), role, self.exit_status)
-
-    def exit_status(self, pid: int) -> int | None:
-        """A sandbox's exit status once the zygote reaped it (None while it runs, or unknown)."""
-        with self._lock:
-            if self.sock is None or not self.alive():
-                return None
-            try:
-                send_request(self.sock.fileno(), {"op": "status", "pid": pid})
-                msg, _ = _recv_message(self.sock, FORK_S, want_fd=False)
-            except (ProtocolError, OSError):
-                return None
-        code = msg.get("code")
-        return code if isinstance(code, int) else None
-
-    def kill(self) -> None:
-        if self.proc is not None:
-            kill_tree(self.proc.pid)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(timeout=10)
-        if self.sock is not None:
-            self.sock.close()
-            self.sock = None
-
-    def close(self) -> None:
-        """Closing its socket ends the zygote's loop (it kills its sandboxes on the way out)."""
-        if self.sock is not None:
-            self.sock.close()
-            self.sock = None
-        if self.proc is not None:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(timeout=5)
-        self.kill()
-
-
 class SandboxProcess:
     """One sandbox: requests in (pickled), checked msgpack replies out."""
 
@@ -224,6 +93,7 @@ class SandboxProcess:
         self.seq = 0
         self.ready = False
         self.dead = False
+        self.limits = SandboxLimits()
 
     def alive(self) -> bool:
         if self.dead:
@@ -336,13 +206,46 @@ class SandboxProcess:
             time.sleep(0.05)
         return None
 
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """The sandbox and every process it started stopped (SIGSTOP) for the block: nothing of the
+        candidate's can run, load the host or queue device work while the baselines are timed."""
+        family = self._family()
+        self._signal(family, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            self._signal(family + [p for p in self._family() if p not in family], signal.SIGCONT)
+
+    def _family(self) -> list[int]:
+        try:
+            import psutil
+
+            return [self.pid, *(c.pid for c in psutil.Process(self.pid).children(recursive=True))]
+        except Exception:  # noqa: BLE001 - gone already: nothing to stop
+            return [self.pid]
+
+    def _signal(self, pids: list[int], sig: int) -> None:
+        if self.dead:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, sig)
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+
     def attach(self, buffers: list[tuple[int, Exported]], fds: list[int], *, memory_mb: float) -> Any:
         msg = wire.Attach(self.next_seq(), buffers)
         return self.request(msg, stage=Stage.CHECK, deadline_s=120.0, budget=None, memory_mb=memory_mb, fds=fds)
 
     def kill(self) -> None:
+        """Kill the sandbox's tree and wait (briefly) until the sandbox is gone: its memory, GPU
+        context included, is free once this returns."""
         if not self.dead:
             kill_tree(self.pid, group=True)
+            deadline = time.monotonic() + KILL_WAIT_S
+            while not _zombie(self.pid) and time.monotonic() < deadline:
+                time.sleep(0.01)
         self.dead = True
         with contextlib.suppress(OSError):
             self.sock.close()
@@ -362,3 +265,11 @@ def _zombie(pid: int) -> bool:
         return True
 
 
+
+
+def fork_sandbox(zygote: ZygoteProcess, role: str, device: str, limits: SandboxLimits) -> SandboxProcess:
+    """A new sandbox from the zygote (HarnessStartError when it cannot fork one)."""
+    pid, fd = zygote.fork(role, device, limits)
+    sandbox = SandboxProcess(pid, socket.socket(fileno=fd), role, zygote.exit_status)
+    sandbox.limits = limits
+    return sandbox

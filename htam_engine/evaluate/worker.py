@@ -55,17 +55,19 @@ def main() -> int:
     import faulthandler
 
     faulthandler.enable()
+    from htam_engine.evaluate.zygote_client import ZygoteProcess
+
+    zygote = ZygoteProcess(dict(os.environ))
+    try:
+        zygote.launch()  # its imports run beside this process's own (torch, the judge)
+    except Exception:  # noqa: BLE001 - the judge reports a zygote that cannot start, per evaluation
+        pass
     from htam_engine.evaluate.judge import Judge
     from htam_engine.evaluate.protocol import ProtocolError, recv_request, send_reply
 
     device = os.environ.get("HTAM_WORKER_DEVICE", "cpu")
-    threads = os.environ.get("HTAM_WORKER_CPU_THREADS")
-    if threads:
-        import torch
-
-        torch.set_num_threads(int(threads))
-    judge = Judge(device, lambda msg: send_reply(wfd, msg))
-    send_reply(wfd, {"t": "ready", "pid": os.getpid(), "device": device})
+    judge = Judge(device, lambda msg: send_reply(wfd, msg), zygote=zygote)
+    send_reply(wfd, {"t": "ready", "pid": os.getpid(), "device": device, "dumpable": limits.dumpable()})
     try:
         while True:
             try:

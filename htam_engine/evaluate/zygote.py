@@ -41,12 +41,36 @@ def _import_everything() -> None:
         pass
     from htam_engine.evaluate import sandbox  # noqa: F401
     from htam_engine.problems import loader  # noqa: F401
+    from htam_engine.session import codec  # noqa: F401 - the sandbox's replies are encoded with it
 
 
-def _child(sock: socket.socket, zygote_sock: socket.socket, role: str, device: str) -> None:
-    """The forked child: cut loose from the zygote, then serve as a sandbox. Never returns."""
+def _close_all_but(*keep: int) -> None:
+    """Close every open descriptor not in `keep` (read from /proc: closing up to the descriptor
+    limit one by one can take half a second where close_range is missing)."""
+    try:
+        fds = [int(name) for name in os.listdir("/proc/self/fd")]
+    except OSError:
+        fds = list(range(3, resource.getrlimit(resource.RLIMIT_NOFILE)[0]))
+    for fd in fds:
+        if fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _child(sock: socket.socket, zygote_sock: socket.socket, role: str, device: str, as_mb: int | None,
+           cpu_threads: int | None) -> None:
+    """The forked child: cut loose from the zygote, take its limits, serve as a sandbox. Never returns."""
     code = 1
     try:
+        for name, value in (("HTAM_WORKER_AS_MB", as_mb), ("HTAM_WORKER_CPU_THREADS", cpu_threads)):
+            if value:
+                os.environ[name] = str(int(value))
+            else:
+                os.environ.pop(name, None)
+        if cpu_threads:
+            os.environ["OMP_NUM_THREADS"] = str(int(cpu_threads))
         zygote_sock.close()
         os.setsid()
         parent = os.getppid()
@@ -54,9 +78,7 @@ def _child(sock: socket.socket, zygote_sock: socket.socket, role: str, device: s
         if os.getppid() != parent:  # the zygote died before the flag was set
             os._exit(1)
         limits.adopt_orphans()  # what the candidate double-forks stays in this tree
-        keep = sock.fileno()
-        os.closerange(3, keep)
-        os.closerange(keep + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+        _close_all_but(0, 1, 2, sock.fileno())
         limits.apply_sandbox_limits()
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         from htam_engine.evaluate.sandbox import serve
@@ -88,12 +110,12 @@ class Zygote:
         else:
             self.sock.sendall(data)
 
-    def fork(self, role: str, device: str) -> None:
+    def fork(self, role: str, device: str, as_mb: int | None, cpu_threads: int | None) -> None:
         judge_end, child_end = socket.socketpair()
         pid = os.fork()
         if pid == 0:
             judge_end.close()
-            _child(child_end, self.sock, role, device)
+            _child(child_end, self.sock, role, device, as_mb, cpu_threads)
         child_end.close()
         self.sandboxes.add(pid)
         try:
@@ -152,7 +174,7 @@ class Zygote:
                 self.kill_all()
                 return 0
             if req.get("op") == "fork":
-                self.fork(str(req["role"]), str(req["device"]))
+                self.fork(str(req["role"]), str(req["device"]), req.get("as_mb"), req.get("cpu_threads"))
             elif req.get("op") == "status":
                 self.sweep()
                 self._send({"t": "status", "pid": req["pid"], "code": self.exits.get(req["pid"])})
@@ -167,6 +189,11 @@ def main() -> int:
     limits.make_non_dumpable()
     limits.adopt_orphans()
     _import_everything()
+    import torch
+
+    if torch.cuda.is_initialized():  # a fork would inherit a CUDA context it cannot use
+        print("htam zygote: CUDA was initialized while importing; sandboxes could not use it", file=sys.stderr)
+        return 1
     gc.collect()
     gc.freeze()  # the imported world is shared by every fork; a sandbox's collections skip it
     return Zygote(fd).serve()

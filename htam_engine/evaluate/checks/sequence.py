@@ -83,6 +83,15 @@ def same_init(a: list[Any], b: list[Any]) -> bool:
     return True
 
 
+@dataclass(frozen=True)
+class ReferenceFacts:
+    """What later sets need to know of the first set's reference output (the output itself is
+    released: one set and its reference outputs at a time)."""
+
+    finite: bool
+    numel: int
+
+
 @dataclass
 class SetResult:
     out: Any  # the candidate's output (views of the shared buffers: valid until the next call)
@@ -180,20 +189,21 @@ class CheckRun:
     def run(self, init: list[Any]) -> None:
         main = self.loaded.main
         n = max(2, int(self.cfg.correctness_trials))
-        first: SetResult | None = None
+        facts: ReferenceFacts | None = None
         for k in range(n):
             label = f"get_inputs#{k}"
             seed = fresh_seed()
             res = self.check_set(label, draw(main.get_inputs, seed), self.reference)
             if k == 0:
-                first = res
+                facts = ReferenceFacts(not nonfinite(res.ref_out), _numel(res.ref_out))
                 self.timing_noise = {leaf.path: noise_of(res.ref_out, res.exact)(leaf.path)
                                      for leaf in flatten(res.ref_out)}
                 self.check_uninitialized(label, seed, res)
-        assert first is not None
-        self.check_other_distributions(first)
-        self.check_large_magnitude(first)
-        self.check_wide_integers(first)
+            del res  # before the next set is drawn
+        assert facts is not None
+        self.check_other_distributions(facts)
+        self.check_large_magnitude()
+        self.check_wide_integers(facts)
         self.check_unseen_shape(init)
 
     def check_uninitialized(self, label: str, seed: int, first: SetResult) -> None:
@@ -229,13 +239,10 @@ class CheckRun:
             except ReferenceFailed:
                 continue
 
-    def check_other_distributions(self, first: SetResult) -> None:
-        if not self.cfg.check_other_distribution:
+    def check_other_distributions(self, facts: ReferenceFacts) -> None:
+        if not self.cfg.check_other_distribution or not self._has(has_floats):
             return
-        probe = draw(self.loaded.main.get_inputs, fresh_seed())
-        if not has_floats(probe):
-            return
-        finite_only = not nonfinite(first.ref_out)
+        finite_only = facts.finite
         seed = fresh_seed()
 
         def normal() -> list[Any]:
@@ -245,7 +252,7 @@ class CheckRun:
             return [x.abs() if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in normal()]
 
         self.first_accepted([("signed-normal", normal), ("positive-normal", positive)], finite_only)
-        if _numel(first.ref_out) <= TINY_OUTPUT:
+        if facts.numel <= TINY_OUTPUT:
             tail_seed = fresh_seed()
             self.first_accepted([
                 ("heavy-tailed", lambda: heavy_tailed(draw(self.loaded.main.get_inputs, fresh_seed()), tail_seed)),
@@ -253,29 +260,33 @@ class CheckRun:
                                                                  tail_seed, positive=True)),
             ], finite_only)
 
-    def check_large_magnitude(self, first: SetResult) -> None:
-        if not self.cfg.check_other_distribution:
+    def check_large_magnitude(self) -> None:
+        if not self.cfg.check_other_distribution or not self._has(has_floats):
             return
         for scale in LARGE_SCALES:
             values = large_magnitude(draw(self.loaded.main.get_inputs, fresh_seed()), scale)
-            if not has_floats(values):
-                return
             try:
                 self.check_set(f"large-magnitude x{scale:g}", values, self.reference, finite_only=True)
             except ReferenceFailed:
                 continue
 
-    def check_wide_integers(self, first: SetResult) -> None:
-        if not self.cfg.check_other_distribution:
-            return
-        if not has_integers(draw(self.loaded.main.get_inputs, fresh_seed())):
+    def check_wide_integers(self, facts: ReferenceFacts) -> None:
+        if not self.cfg.check_other_distribution or not self._has(has_integers):
             return
         seed = fresh_seed()
         self.first_accepted([
             ("wide-integers", lambda: wide_integers(draw(self.loaded.main.get_inputs, fresh_seed()), seed)),
             ("wide-integers (positive)", lambda: wide_integers(draw(self.loaded.main.get_inputs, fresh_seed()), seed,
                                                                positive=True)),
-        ], finite_only=not nonfinite(first.ref_out))
+        ], finite_only=facts.finite)
+
+    def _has(self, kind: Callable[[list[Any]], bool]) -> bool:
+        """Whether get_inputs' tensors include that kind (read from their layouts, or one draw)."""
+        layouts = self.loaded.input_layouts
+        if layouts is not None:
+            return kind([torch.empty(0, dtype=dtype) if 0 in shape else torch.empty((1,), dtype=dtype)
+                         for shape, _stride, dtype in layouts])
+        return kind(draw(self.loaded.main.get_inputs, fresh_seed()))
 
     def check_unseen_shape(self, init: list[Any]) -> None:
         loaded = self.loaded

@@ -36,6 +36,14 @@ def test_work_the_events_did_not_cover_is_rejected_by_the_judges_clock(candidate
         assert "ms" in finding(r, "clock").message
 
 
+def test_device_work_the_candidate_keeps_up_between_its_calls_does_not_slow_its_baselines():
+    # Its tree is stopped while the baselines are timed, and they are timed again once it is gone.
+    honest = run_check("relu", "honest_relu_triton", BIG, device="cuda", trials=20)
+    busy = run_check("relu", "cheat_gpu_background", BIG, device="cuda", trials=20)
+    assert honest.status is Status.OK, honest.diagnostics.message
+    assert busy.ref_runtime_ms < 1.3 * honest.ref_runtime_ms, (honest.ref_spread, busy.ref_spread, busy.integrity)
+
+
 def test_a_cache_keyed_on_the_reused_input_address_is_caught_on_cuda():
     r = run_check("relu", "cheat_cache_address_padded", BIG, device="cuda", trials=20)
     assert r.status is Status.REJECTED and "caching" in rules(r), (r.diagnostics.message, r.integrity)

@@ -151,5 +151,5 @@ def test_cuda_sandboxes_get_compiled_triton_kernels():
     # forward returns: a GPU sandbox must see real GPU kernels.
     from htam_engine.evaluate.process import worker_env
 
-    assert "TRITON_INTERPRET" not in worker_env("cuda:0", as_limit_mb=None, cpu_threads=None)
-    assert worker_env("cpu", as_limit_mb=None, cpu_threads=None)["TRITON_INTERPRET"] == "1"
+    assert "TRITON_INTERPRET" not in worker_env("cuda:0")
+    assert worker_env("cpu")["TRITON_INTERPRET"] == "1"

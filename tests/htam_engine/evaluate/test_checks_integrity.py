@@ -69,6 +69,9 @@ CAUGHT = [
     ("relu", "cheat_precision_later", INCORRECT, "lower_precision", "lower precision"),
     # 9. forged verdict frames on every descriptor it can find: the sandbox's own channel
     ("relu", "cheat_forge_frame", REJECTED, "protocol", "malformed message"),
+    # ... or the serializer of the sandbox's replies rewritten (hidden from the guards): the times
+    #    it reports disagree with the judge's clock
+    ("relu", "cheat_patch_serializer", REJECTED, "clock", "beyond the reported time"),
     # 10. shape-specialized code
     ("relu", "cheat_shape", INCORRECT, "shape_specialized", "not shown"),
 ]
@@ -82,6 +85,14 @@ def test_cheat_is_caught_with_a_finding_that_says_what_was_seen(problem, candida
     assert rule in rules(r), r.integrity
     assert words in finding(r, rule).message, finding(r, rule).message
     assert r.diagnostics.message  # one line for the user
+
+
+def test_a_trial_faster_than_writing_its_output_once_is_a_forged_time():
+    # A 1 MB output cannot be written in a microsecond at this host's measured copy bandwidth.
+    r = run_check("relu", "cheat_patch_serializer", {"dim": 1 << 16}, trials=2, check_other_distribution=False,
+                  check_unseen_shape=False)
+    assert r.status is REJECTED and "forged time" in finding(r, "clock").message, r.integrity
+    assert r.clock.floor_ms > 0.001 * 4
 
 
 @pytest.mark.parametrize("problem,candidate,input_set", [
@@ -135,10 +146,12 @@ def test_poisoning_the_baseline_cache_leaves_the_next_honest_speedup_alone():
     poisoner = run_check("relu", "cheat_poison_baseline", trials=10)
     after = run_check("relu", "honest_relu_triton", trials=10)
     assert alone.status is after.status is Status.OK
-    assert poisoner.speedup_eager is None or poisoner.speedup_eager < 4 * alone.speedup_eager
-    # The poison multiplied every stored baseline by 20: an inherited figure would show it.
-    assert after.speedup_eager < 4 * alone.speedup_eager and after.speedup_eager > alone.speedup_eager / 4, \
-        (alone.speedup_eager, after.speedup_eager)
+    # The poison multiplied every stored baseline by 20: an inherited figure would show it. (The
+    # eager baseline is compared rather than the speedup: an interpreted Triton kernel's own time
+    # swings several-fold on a busy CPU, the eager ReLU's far less.)
+    for r in (poisoner, after):
+        assert r.ref_runtime_ms is None or r.ref_runtime_ms < 5 * alone.ref_runtime_ms, (alone.ref_spread, r.ref_spread)
+    assert after.speedup_eager == pytest.approx(after.ref_runtime_ms / after.runtime_ms)
 
 
 def test_all_zeros_softmax_fails_the_whole_output_bound():
@@ -149,10 +162,12 @@ def test_all_zeros_softmax_fails_the_whole_output_bound():
     assert r.diagnostics.mismatch.max_abs_error < 1e-2
 
 
-def test_closed_form_loss_fails_on_other_distributions():
+def test_closed_form_loss_fails():
+    # A constant near E[loss] for get_inputs' distribution: sometimes close enough on a draw of it
+    # (the seeds are secret, so which set exposes it varies), never on the other distributions.
     r = run_check("mse", "cheat_closed_form")
-    assert r.status is INCORRECT
-    assert r.diagnostics.mismatch.input_set in ("signed-normal", "heavy-tailed", "heavy-tailed (positive)")
+    assert r.status is INCORRECT and r.diagnostics.mismatch is not None
+    assert "caching" not in rules(r)  # a constant is wrong, not stale
 
 
 def test_reading_the_process_memory_finds_nothing_of_the_harness():

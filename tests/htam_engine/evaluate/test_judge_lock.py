@@ -41,7 +41,7 @@ def judge():
     from htam_engine.evaluate.judge import Judge
     from htam_engine.evaluate.process import worker_env
 
-    j = Judge("cpu", lambda msg: None, env=worker_env("cpu", None, 1))
+    j = Judge("cpu", lambda msg: None, env=worker_env("cpu"))
     yield j
     j.close()
 
@@ -91,17 +91,18 @@ def _stages(judge, small_problem, monkeypatch, slots: int, code: str = TRITON_CH
 
 
 GPU_ORDER = [("compile", False), ("wait_lock", False), ("check", True), ("baseline", True), ("wait_lock", False),
-             ("time", True), ("check", True)]
+             ("time", True), ("check", True), ("wait_lock", False), ("baseline", True)]
 
 
 @pytest.mark.parametrize("slots,expected", [
     # a GPU: wait for a slot, check and prepare the baselines holding the lock shared, wait again,
-    # time holding it alone, the work check shared again
+    # time holding it alone, the work check shared again, then the baselines alone once more
+    # (the candidate's sandbox gone) holding it alone
     (1, GPU_ORDER),
     (3, GPU_ORDER),
     # the CPU: checks run unlocked, timing alone
     (0, [("compile", False), ("check", False), ("baseline", False), ("wait_lock", False), ("time", True),
-         ("check", False)]),
+         ("check", False), ("wait_lock", False), ("baseline", True)]),
 ])
 def test_lock_order_of_stages(judge, small_problem, monkeypatch, slots, expected):
     assert _stages(judge, small_problem, monkeypatch, slots) == expected
@@ -132,3 +133,29 @@ def test_gpu_devices_get_check_slots_by_memory(monkeypatch):
         props = type("Props", (), {"total_memory": gib << 30})()
         monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device, p=props: p)
         assert devicelock.check_slots("cuda") == slots, gib
+
+
+def test_a_baseline_whose_output_is_not_the_references_is_not_counted(judge, small_problem, monkeypatch):
+    # A stand-in for a reference sandbox whose compiled code was swapped for something wrong: the
+    # judge's reference is made to disagree with it for the rounds timed after the candidate.
+    from htam_engine.evaluate import judge as judge_mod
+
+    alone = judge_mod.Evaluation._time_baselines_alone
+
+    def disagreeing(self, bs):
+        real = self.reference.outputs
+        monkeypatch.setattr(self.reference, "outputs", lambda *a, **k: real(*a, **k) * 2 + 1)
+        try:
+            return alone(self, bs)
+        finally:
+            monkeypatch.setattr(self.reference, "outputs", real)
+
+    monkeypatch.setattr(judge_mod.Evaluation, "_time_baselines_alone", disagreeing)
+    from htam_engine.evaluate.cache import candidate_key
+
+    result, _ = judge.evaluate(small_problem, TRITON_CHAIN, fast_config(trials=3), "triton",
+                               candidate_key(TRITON_CHAIN, "triton", "cpu", "test"), 8000.0)
+    assert result.status is Status.OK, result.diagnostics.message
+    wrong = [f for f in result.integrity if f.rule == "baseline_wrong"]
+    assert wrong and wrong[0].severity == "warn" and "not counted" in wrong[0].message
+    assert result.ref_runtime_ms and result.ref_spread.n == 3  # the rounds beside the candidate still count

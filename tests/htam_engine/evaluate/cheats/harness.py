@@ -42,7 +42,7 @@ def judge_for(device: str) -> Any:
     from htam_engine.evaluate.process import worker_env
 
     if device not in _JUDGES:
-        _JUDGES[device] = Judge(device, lambda msg: None, env=worker_env(device, None, 1))
+        _JUDGES[device] = Judge(device, lambda msg: None, env=worker_env(device))
     return _JUDGES[device]
 
 
