@@ -34,7 +34,7 @@ class IsolatedJudge:
         self.cache = {"HTAM_CACHE_DIR": root / "cache", "TRITON_CACHE_DIR": root / "cache" / "triton",
                       "TORCHINDUCTOR_CACHE_DIR": root / "inductor", "TORCH_EXTENSIONS_DIR": root / "extensions"}
         with self.caches():
-            env = worker_env(device, None, 1)
+            env = worker_env(device)
             env.update({k: str(v) for k, v in self.cache.items()})
             env["PYTHONPATH"] = os.pathsep.join([str(self.site), env["PYTHONPATH"]])
             self.judge = Judge(device, lambda msg: None, env=env)
