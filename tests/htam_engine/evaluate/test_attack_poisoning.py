@@ -78,6 +78,21 @@ def test_stopping_the_spare_sandbox_leaves_the_next_candidate_alone(clean, monke
     honest_ok(clean.run("relu", "honest_relu_triton", timeout_s=10.0))
 
 
+@xfail("the zygote is a process of the sandbox's user: stopped by a candidate it counts as alive; the "
+       "next candidate's fork times out, the judge kills the zygote's tree with that candidate's sandbox in "
+       "it (its runtime_error) and every evaluation after gets harness_error")
+def test_stopping_the_zygote_leaves_later_candidates_alone(tmp_path, monkeypatch):
+    import htam_engine.evaluate.zygote_client as zygote_client
+
+    monkeypatch.setattr(zygote_client, "FORK_S", 5.0)  # a frozen zygote costs 5 s a fork here, not 60
+    with isolated_judge(tmp_path) as j:
+        honest_ok(j.run("relu", "honest_relu_triton"))
+        j.run("relu", "cheat_stop_zygote")
+        later = [j.run("relu", "honest_relu_triton") for _ in range(2)]  # the spare, then a fresh fork
+    for r in later:
+        honest_ok(r)
+
+
 # ---------------------------------------------------------------- files later evaluations read
 @xfail("the judge replays a build failure from .htam-build-failed.json in the source's build folder, "
        "which the sandbox can write: every source evaluated before now fails to 'compile'")
