@@ -67,6 +67,22 @@ def test_stopping_the_reference_sandbox_does_not_move_the_baseline(clean):
         assert r.ref_runtime_ms < 2.5 * honest.ref_runtime_ms, (r.ref_runtime_ms, honest.ref_runtime_ms)
 
 
+# Not strict: on this 2-core host the watcher's polling hits the baseline calls in some runs only.
+@pytest.mark.xfail(strict=False, reason=(
+    "the pause and the kill reach the sandbox's tree only: a watcher double-forked after the sandbox turned off "
+    "its subreaper flag and stopped the zygote (so no sweep ends it) outlives the sandbox and stops the reference "
+    "sandbox inside eager trials beside the candidate and alone: seen at 1.4x, 1.8x, 2.4x against an honest "
+    "0.4-0.8x with no finding; in other runs it misses the alone rounds (baseline_disturbed, alone figure used)"))
+def test_a_candidate_leaves_no_process_behind_to_slow_its_baselines(clean):
+    honest = clean.run("matmul_relu", "honest_matmul_relu", trials=8)
+    honest_ok(honest)
+    r = clean.run("matmul_relu", "cheat_stop_reference_orphan", trials=8)
+    if r.status is OK:
+        assert r.ref_runtime_ms < 2.5 * honest.ref_runtime_ms, (r.ref_runtime_ms, honest.ref_runtime_ms)
+    time.sleep(2.5)  # the watcher gives the zygote back two seconds after the baselines are done
+    honest_ok(clean.run("matmul_relu", "honest_matmul_relu"))
+
+
 @xfail("the next candidate's spare sandbox is forked while this one runs, as a sibling it can "
        "SIGSTOP; a stopped sandbox counts as alive, and the next candidate waits on it until its timeout")
 def test_stopping_the_spare_sandbox_leaves_the_next_candidate_alone(clean, monkeypatch):
