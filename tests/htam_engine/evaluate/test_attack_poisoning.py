@@ -79,8 +79,6 @@ def test_a_candidate_leaves_no_process_behind_to_slow_its_baselines(clean):
     r = clean.run("matmul_relu", "cheat_stop_reference_orphan", trials=8)
     if r.status is OK:
         assert r.ref_runtime_ms < 2.5 * honest.ref_runtime_ms, (r.ref_runtime_ms, honest.ref_runtime_ms)
-    time.sleep(2.5)  # the watcher gives the zygote back two seconds after the baselines are done
-    honest_ok(clean.run("matmul_relu", "honest_matmul_relu"))
 
 
 @xfail("the next candidate's spare sandbox is forked while this one runs, as a sibling it can "
