@@ -1,5 +1,3 @@
-import sys
+from htam_engine.cli import entry
 
-from htam_engine.cli import main
-
-sys.exit(main())
+entry()

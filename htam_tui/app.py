@@ -1,8 +1,9 @@
 """The htam app: a front end on the engine's event stream and commands.
 
 One worker (`bridge.pump`) turns engine events into `EngineEvents` messages; this class
-folds them into the ViewState and repaints the panes they touched. Every command goes to
-the engine through `command()`, the one place its failures are reported.
+folds them into the ViewState and repaints the panes they touched. Every command is a
+typed engine method (or a decision request's) called through `command()`, the one place
+its failures are reported.
 """
 
 from __future__ import annotations
@@ -22,36 +23,39 @@ from textual.css.query import NoMatches
 from textual.widgets import Input
 from textual.worker import Worker, WorkerCancelled, WorkerFailed, WorkerState
 
+from htam_engine.errors import InputError, UsageError
 from htam_engine.loop import events as ev
-from htam_engine.session.model import Decision
+from htam_engine.loop.approval import DecisionRequest
 from htam_tui import bridge, render
 from htam_tui.actions import ALL_ACTIONS, MAIN_ACTIONS, KeyBar, bindings
 from htam_tui.commands import HtamCommands
-from htam_tui.panes import DirectionPane, Pane, ErrorsPane, SourcePane, StatusLine, StrategiesPane, TimingsPane
+from htam_tui.panes import (
+    DecisionBar, DirectionPane, ErrorsPane, Pane, SourcePane, StatusLine, StrategiesPane, TimingsPane,
+)
 from htam_tui.screens.approval import ApprovalScreen, Choice
 from htam_tui.screens.help import HelpScreen
 from htam_tui.screens.prompts import ChoicePrompt, TextPrompt
-from htam_tui.view import ViewState
+from htam_tui.view import PANES, ViewState
 
-PERSON = "person"
+TICK_S = 1.0  # how often a running stage's elapsed time is redrawn
 QUIT_GRACE_S = 5.0
 
 
 @dataclass(slots=True)
 class UiSettings:
     """Config `[ui]`: refresh_hz (lower it on a slow link), bell on pending decisions,
-    auto_open_approval (open the prompt as soon as a decision is requested), theme (a
-    Textual theme name, e.g. "ansi-dark" to use the terminal's own colours)."""
+    auto_open_approval (open the full decision screen as soon as a decision is requested;
+    otherwise the decision bar under the panes offers it and `o` opens it), theme (a Textual
+    theme name, e.g. "ansi-dark" to use the terminal's own colours)."""
 
     refresh_hz: float = bridge.DEFAULT_REFRESH_HZ
     bell: bool = True
-    auto_open_approval: bool = True
+    auto_open_approval: bool = False
     theme: str | None = None
 
     @classmethod
     def from_config(cls, ui: dict[str, Any] | None) -> "UiSettings":
         """Settings from config `[ui]`; a bad value is an InputError naming the setting (exit 2)."""
-        from htam_engine.cli.errors import InputError
 
         def flag(name: str, value: Any) -> bool:
             if not isinstance(value, bool):
@@ -69,6 +73,14 @@ class UiSettings:
             except (TypeError, ValueError) as exc:
                 raise InputError(f"config [ui] {name}: {exc}") from None
         return s
+
+
+def parse_budget(text: str) -> int:
+    """The step budget a person typed; UsageError (shown, not raised) for anything but a whole number."""
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise UsageError(f"the step budget is a whole number of steps, not {text.strip()!r}") from None
 
 
 class HtamApp(App[int]):
@@ -98,6 +110,7 @@ class HtamApp(App[int]):
         self.view = ViewState()
         self.session: Any = None  # what engine.run() returned
         self.engine_worker: Worker | None = None
+        self._quitting = False  # quit: the run's workers are killed, not waited for
         self.source_width = 60  # percent of the body
         self.bottom_height = 7
 
@@ -112,7 +125,14 @@ class HtamApp(App[int]):
         with Horizontal(id="bottom"):
             yield ErrorsPane(id="errors-pane")
             yield TimingsPane(id="timings-pane")
+        yield DecisionBar(id="decision")
         yield KeyBar(MAIN_ACTIONS, classes="keybar")
+
+    def get_system_commands(self, screen):
+        # The palette lists htam's own quit (with its key); Textual's would make a second "Quit".
+        for command in super().get_system_commands(screen):
+            if command.title != "Quit":
+                yield command
 
     def on_mount(self) -> None:
         Input.cursor_blink = False  # no repaint twice a second over a slow link (and stable screenshots)
@@ -128,17 +148,21 @@ class HtamApp(App[int]):
             if unknown:
                 self.report(f"config [keys]: unknown binding id(s) {', '.join(unknown)} (see ? for the ids)")
             self.set_keymap(self.keymap)
-        self.repaint(set(("source", "direction", "strategies", "errors", "timings", "status")))
+        self.repaint(set(PANES))
         self.query_one("#source").focus()
+        self.set_interval(TICK_S, self._tick)
+
+    def _tick(self) -> None:
+        """A running stage's elapsed time moves on between events."""
+        if self.view.running_stage:
+            self.repaint({"timings"})
 
     def attach(self, engine: Any) -> None:
-        """Watch and steer `engine`: subscribe to its events, then start its run."""
+        """Watch and steer `engine`: subscribe to its events, then start its run. Everything
+        shown comes from its events, starting with SessionStarted (facts and history)."""
         self.engine = engine
-        facts = bridge.describe(engine)
-        self.view = ViewState(
-            problem=facts["problem"], backend=facts["backend"], device=facts["device"],
-            policy=facts["policy"], steps_planned=facts["steps"],
-        )
+        self.view = ViewState()
+        self.htg = getattr(engine, "htg", None) or self.htg
         if self.htg is None:
             self.htg = getattr(engine, "htg", None)
         stream = engine.events()  # subscribe before run() so the first events are seen
@@ -148,24 +172,15 @@ class HtamApp(App[int]):
 
     async def _run_engine(self, engine: Any) -> None:
         try:
-            self.session = await bridge.send(engine, "run")
+            self.session = await engine.run()
         finally:
             if hasattr(engine, "aclose"):  # the engine's worker pool dies with its run
-                await engine.aclose()
+                await engine.aclose(now=self._quitting)
 
     # ---- engine -> screen ---------------------------------------------------------------
     def on_engine_events(self, message: bridge.EngineEvents) -> None:
         dirty = self.view.apply_all(message.events)
-        kinds = {type(e) for e in message.events}
-        if kinds & {ev.StepFinished, ev.SessionSaved, ev.SessionFinished, ev.CandidateProposed}:
-            facts = bridge.session_facts(self.engine)
-            if facts:
-                self.view.tokens = facts.get("tokens", self.view.tokens)
-                self.view.cost_usd = facts.get("cost_usd", self.view.cost_usd)
-                if self.view.set_best(facts.get("best_code")):
-                    dirty.add("source")
-                dirty.add("status")
-        if ev.ApprovalRequested in kinds:
+        if any(isinstance(e, ev.ApprovalRequested) for e in message.events):
             if self.settings.bell:
                 self.bell()
             if self.settings.auto_open_approval:
@@ -189,6 +204,7 @@ class HtamApp(App[int]):
         panes = {
             "status": "#status", "source": "#source-pane", "direction": "#direction-pane",
             "strategies": "#strategies-pane", "errors": "#errors-pane", "timings": "#timings-pane",
+            "decision": "#decision",
         }
         if not self.screen_stack:
             return
@@ -202,52 +218,63 @@ class HtamApp(App[int]):
                 widget.show(self.view)
 
     # ---- commands -----------------------------------------------------------------------
-    async def command(self, name: str, *args: Any) -> Any:
+    async def command(self, method: Callable[..., Any], *args: Any) -> bool:
+        """Call a typed engine (or decision request) method; a refusal or fault is reported.
+        True when it was done (results come back as events)."""
+        try:
+            result = method(*args)
+            if asyncio.iscoroutine(result):
+                await result
+            return True
+        except Exception as exc:  # noqa: BLE001 - reported, the app goes on
+            self.report(str(exc) or type(exc).__name__)
+            return False
+
+    def _engine_or_report(self) -> Any:
         if self.engine is None:
             self.report("no engine is running")
-            return None
-        try:
-            return await bridge.send(self.engine, name, *args)
-        except Exception as exc:  # noqa: BLE001 - reported, the app goes on
-            self.report(f"{name}: {exc}")
-            return None
-
-    async def decide(self, request: ev.ApprovalRequested, decision: Decision) -> None:
-        self.view.pending.pop(request.request_id, None)
-        await self.command("decide", request.request_id, decision)
-        self.repaint({"status"})
+        return self.engine
 
     def open_approval(self) -> None:
+        """The full decision screen for the oldest open decision."""
         if isinstance(self.screen, ApprovalScreen):
             return
-        request = self.view.next_pending()
+        request = self.view.decision
         if request is None:
             return
-        if self.settings.auto_open_approval is False and len(self.screen_stack) > 1:
+        if len(self.screen_stack) > 1:  # a browser or prompt is open: the bar waits for the person
             return
 
         async def done(choice: Choice | None) -> None:
             if choice is not None:
                 await self.apply_choice(request, choice)
-                self.call_later(self.open_approval)
+                if self.settings.auto_open_approval:
+                    self.call_later(self.open_approval)
 
-        self.push_screen(ApprovalScreen(request, self.view.pending_count), done)
+        self.push_screen(ApprovalScreen(request, len(self.view.pending)), done)
 
-    async def apply_choice(self, request: ev.ApprovalRequested, choice: Choice) -> None:
+    async def apply_choice(self, request: DecisionRequest, choice: Choice) -> None:
+        """Carry out what the person chose for `request` (on the decision screen or the bar)."""
         if choice.action == "approve_all":
-            await self.action_approve_all(first=request)
+            engine = self._engine_or_report()
+            if engine is not None:
+                await self.command(engine.approve_all)
         elif choice.action == "edit":
             edited = self.edit_in_editor(request.code)
             if edited is None or edited == request.code:
                 self.notify("no change made in the editor: approving as it is")
-                await self.decide(request, Decision("approve", PERSON))
+                await self.command(request.approve)
             else:
-                await self.decide(request, Decision("edit", PERSON, edited_code=edited))
+                await self.command(request.edit, edited)
                 if self.view.step == request.step:  # the source pane shows what is evaluated now
                     self.view.code = edited
                     self.repaint({"source"})
+        elif choice.action == "veto":
+            await self.command(request.veto, choice.reason)
+        elif choice.action == "skip":
+            await self.command(request.skip)
         else:
-            await self.decide(request, Decision(choice.action, PERSON, reason=choice.reason))
+            await self.command(request.approve)
 
     def edit_in_editor(self, code: str) -> str | None:
         """Open the code in $VISUAL/$EDITOR with the app suspended; the edited text, or None."""
@@ -274,7 +301,8 @@ class HtamApp(App[int]):
     # ---- actions ------------------------------------------------------------------------
     # Actions that work on the main screen's panes: off while a browser or prompt is on top
     # (the command palette would otherwise offer them there).
-    PANE_ACTIONS = frozenset({"toggle_diff", "toggle_kernel", "zoom", "resize", "resize_bottom", "focus_pane"})
+    PANE_ACTIONS = frozenset({"toggle_diff", "toggle_kernel", "zoom", "resize", "resize_bottom", "focus_pane",
+                              "decide", "approve_all", "open_approval"})
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in self.PANE_ACTIONS and len(self.screen_stack) > 1:
@@ -285,46 +313,50 @@ class HtamApp(App[int]):
         self.push_screen(HelpScreen())
 
     async def action_quit(self) -> None:
-        """Stop the run and leave. A step that ends within QUIT_GRACE_S is saved (and the memory
-        bank merged); a longer one (a compile, say) is dropped, and resuming redoes it."""
-        if self.engine is not None and self.view.engine_state != "finished":
-            await self.command("stop")
-            self.notify("stopping the run…")
-            if self.engine_worker is not None:
-                try:
-                    await asyncio.wait_for(self.engine_worker.wait(), QUIT_GRACE_S)
-                except (asyncio.TimeoutError, WorkerFailed, WorkerCancelled):
-                    pass
+        """Stop the run and leave. A step that ends within QUIT_GRACE_S is saved (a pending
+        candidate becomes a skip by stop); a longer one (a compile, say) is dropped, and
+        resuming redoes it."""
+        worker = self.engine_worker
+        self._quitting = True
+        if self.engine is not None and worker is not None and not worker.is_finished:
+            await self.command(self.engine.stop)
+            try:
+                await asyncio.wait_for(worker.wait(), QUIT_GRACE_S)
+            except (asyncio.TimeoutError, WorkerFailed, WorkerCancelled):
+                pass
         self.exit(0)
 
     async def action_toggle_pause(self) -> None:
-        if self.view.engine_state == "paused":
-            self.view.engine_state = "resuming"
-            self.repaint({"status"})
-            await self.command("resume")
+        engine = self._engine_or_report()
+        if engine is None:
+            return
+        if self.view.engine_state in (ev.RunState.PAUSED, ev.RunState.PAUSING):
+            await self.command(engine.resume)
         else:
-            self.view.engine_state = "pausing"
-            self.repaint({"status"})
-            await self.command("pause")
+            await self.command(engine.pause)
 
     async def action_stop(self) -> None:
-        self.view.engine_state = "stopping"
-        self.repaint({"status"})
-        await self.command("stop")
+        engine = self._engine_or_report()
+        if engine is not None:
+            await self.command(engine.stop)
 
     def action_set_steps(self) -> None:
-        async def done(answer: str | None) -> None:
-            if not answer:
-                return
-            n = int(answer)
-            if n < 1:
-                self.report("the step budget must be at least 1")
-                return
-            await self.command("set_steps", n)
-            self.view.steps_planned = n
-            self.repaint({"status"})
+        engine = self._engine_or_report()
+        if engine is None:
+            return
 
-        self.push_screen(TextPrompt("Step budget (steps in the session):", placeholder=f"now {self.view.steps_planned}", integer=True), done)
+        async def done(answer: str | None) -> None:
+            if answer is None or not answer.strip():
+                return
+            try:
+                steps = parse_budget(answer)
+            except UsageError as exc:
+                self.report(str(exc))
+                return
+            await self.command(engine.set_budget, steps)
+
+        self.push_screen(TextPrompt("Step budget (steps in the session):", placeholder=f"now {self.view.steps_planned}",
+                                    integer=True), done)
 
     def directions(self) -> list[str]:
         if self.htg is not None:
@@ -342,40 +374,52 @@ class HtamApp(App[int]):
             self.report("no directions known yet")
             return
 
+        engine = self._engine_or_report()
+        if engine is None:
+            return
+
         async def done(name: str | None) -> None:
-            if name:
-                await self.command("force_direction", name)
+            if name and await self.command(engine.choose_direction, name):
                 self.notify(f"next step goes in direction {name}")
 
         current = self.view.selection.direction if self.view.selection else None
         self.push_screen(ChoicePrompt("Direction for the next step:", names, current), done)
 
     async def action_reevaluate(self) -> None:
-        code = getattr(getattr(self.engine, "session", None), "best_code", None) or self.view.best_code
-        if not code:
-            self.report("no best candidate to re-evaluate yet")
-            return
-        self.notify("re-evaluating the current best")
-        result = await self.command("evaluate_now", code)
-        if result is not None and hasattr(result, "status"):
-            self.view.apply(ev.EvaluationFinished(step=self.view.step, result=result))
-            self.repaint({"timings", "errors"})
+        engine = self._engine_or_report()
+        if engine is not None and self.view.best_code:
+            self.notify("re-evaluating the current best")
+        if engine is not None:
+            await self.command(engine.reevaluate)  # its result arrives as an event
+
+    def _decision_or_say(self) -> DecisionRequest | None:
+        request = self.view.decision
+        if request is None:
+            self.notify("no decision pending")
+        return request
 
     def action_open_approval(self) -> None:
-        if self.view.next_pending() is None:
-            self.notify("no decision pending")
-            return
-        self.open_approval()
+        if self._decision_or_say() is not None:
+            self.open_approval()
 
-    async def action_approve_all(self, first: ev.ApprovalRequested | None = None) -> None:
-        # The person approves what is queued before the policy changes: the engine's switch to
-        # auto would otherwise approve them in the policy's name.
-        queued = ([first] if first else []) + [r for r in self.view.pending.values() if r is not first]
-        for request in queued:
-            await self.decide(request, Decision("approve", PERSON))
-        await self.command("set_policy", "auto")
-        self.view.policy = "auto"
-        self.repaint({"status"})
+    async def action_decide(self, action: str) -> None:
+        """approve / veto / edit / skip the oldest open decision from the main screen."""
+        request = self._decision_or_say()
+        if request is None:
+            return
+        if action == "veto":
+            async def done(reason: str | None) -> None:
+                if reason is not None:
+                    await self.apply_choice(request, Choice("veto", reason.strip()))
+
+            self.push_screen(TextPrompt("Veto: why? (goes into memory and the next prompt)", placeholder="reason"), done)
+            return
+        await self.apply_choice(request, Choice(action))
+
+    async def action_approve_all(self) -> None:
+        engine = self._engine_or_report()
+        if engine is not None:
+            await self.command(engine.approve_all)
 
     def action_sessions(self) -> None:
         from htam_tui.screens.sessions import SessionsScreen
@@ -392,8 +436,8 @@ class HtamApp(App[int]):
         except Exception as exc:  # noqa: BLE001
             self.report(f"cannot resume {path}: {exc}")
             return
-        if self.engine is not None and self.view.engine_state not in ("finished",):
-            await self.command("stop")
+        if self.engine is not None and self.engine_worker is not None and not self.engine_worker.is_finished:
+            await self.command(self.engine.stop)
         self.session = None
         self.attach(engine)
         self.repaint({"source", "direction", "strategies", "errors", "timings", "status"})
@@ -402,7 +446,7 @@ class HtamApp(App[int]):
     def action_memory(self) -> None:
         from htam_tui.screens.memory import MemoryScreen
 
-        self.push_screen(MemoryScreen(self.htg, self.session or getattr(self.engine, "session", None)))
+        self.push_screen(MemoryScreen(self.htg))
 
     def _source(self) -> SourcePane:
         return self.query_one(SourcePane)

@@ -1,4 +1,4 @@
-"""The one path from the engine to the screen, and the one place engine commands are sent.
+"""The one path from the engine to the screen.
 
 `pump` is run by a single worker: it drains `engine.events()` into a buffer and posts
 the buffered events as one `EngineEvents` message at most once per refresh tick, so a
@@ -8,7 +8,6 @@ burst of token or timing events costs one repaint, and a slow SSH link keeps up.
 from __future__ import annotations
 
 import asyncio
-import inspect
 from typing import Any, AsyncIterator, Protocol
 
 from textual.message import Message
@@ -20,18 +19,18 @@ DEFAULT_REFRESH_HZ = 10.0
 
 
 class EngineLike(Protocol):
-    """The engine surface the app uses (htam_engine.loop's Engine)."""
+    """The engine surface the app uses (htam_engine.loop's Engine): its events, and typed
+    commands. Decisions are made on the requests the events carry."""
 
     def events(self) -> AsyncIterator[Event]: ...
     async def run(self) -> Any: ...
-    def decide(self, request_id: str, decision: Any) -> Any: ...
-    def pause(self) -> Any: ...
-    def resume(self) -> Any: ...
-    def stop(self) -> Any: ...
-    def set_steps(self, n: int) -> Any: ...
-    def force_direction(self, name: str) -> Any: ...
-    def evaluate_now(self, code: str) -> Any: ...
-    def set_policy(self, name: str) -> Any: ...
+    def approve_all(self) -> None: ...
+    def pause(self) -> None: ...
+    def resume(self) -> None: ...
+    def stop(self) -> None: ...
+    def set_budget(self, steps: int) -> None: ...
+    def choose_direction(self, name: str) -> None: ...
+    async def reevaluate(self) -> Any: ...
 
 
 class EngineEvents(Message):
@@ -81,44 +80,3 @@ async def pump(stream: AsyncIterator[Event], target: MessagePump, refresh_hz: fl
     finally:
         reader.cancel()
         target.post_message(EngineEnded(error))
-
-
-async def send(engine: Any, command: str, *args: Any) -> Any:
-    """Call an engine command, awaiting it if it is a coroutine."""
-    fn = getattr(engine, command, None)
-    if fn is None:
-        raise RuntimeError(f"the engine has no '{command}' command")
-    result = fn(*args)
-    if inspect.isawaitable(result):
-        result = await result
-    return result
-
-
-def describe(engine: Any) -> dict[str, Any]:
-    """Static facts about the run for the status line (problem, backend, device, policy, steps)."""
-    config = getattr(engine, "config", None)
-    problem = getattr(engine, "problem", None)
-    policy = getattr(engine, "policy", None)
-    out: dict[str, Any] = {
-        "problem": getattr(problem, "id", "") or "",
-        "backend": str(getattr(config, "backend", "") or ""),
-        "device": str(getattr(config, "device", "") or ""),
-        "policy": policy if isinstance(policy, str) else str(getattr(config, "policy", "") or ""),
-        "steps": int(getattr(engine, "steps_planned", 0) or getattr(config, "steps", 0) or 0),
-    }
-    return out
-
-
-def session_facts(engine: Any) -> dict[str, Any]:
-    """What the engine's session knows better than the event stream: tokens and cost so far,
-    and the best candidate's code (for the diff view and re-evaluation)."""
-    session = getattr(engine, "session", None)
-    out: dict[str, Any] = {}
-    usage = getattr(session, "usage", None)
-    if usage is not None:
-        out["tokens"] = usage.prompt_tokens + usage.completion_tokens
-        out["cost_usd"] = usage.cost_usd
-    best = getattr(session, "best_code", None)
-    if best is not None:
-        out["best_code"] = best
-    return out

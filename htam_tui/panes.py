@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from rich.syntax import Syntax
 from rich.text import Text
 from textual.app import ComposeResult
@@ -48,6 +50,17 @@ class StatusLine(Static):
             self.show(self._view)
 
 
+class DecisionBar(Static):
+    """Two lines under the panes while a decision waits: the candidate's step, direction and
+    strategy, and the keys that decide it (the panes stay in view)."""
+
+    def show(self, view: ViewState) -> None:
+        request = view.decision
+        _set_display(self, request is not None)
+        if request is not None:
+            self.update(render.decision_view(request, len(view.pending)))
+
+
 class SourcePane(Pane):
     """Candidate source: module (Python) or kernel-only (C++), or a diff against the previous best."""
 
@@ -73,7 +86,8 @@ class SourcePane(Pane):
         area = self.area
         box = self.query_one("#diff-box")
         if self.show_diff and not view.streaming:
-            diff = render.unified_diff(view.best_code if view.best_code != view.code else view.previous_best, view.code)
+            diff = render.unified_diff(view.best_code if view.best_code != view.code else view.previous_best,
+                                       view.code)
             self.query_one("#diff", Static).update(Syntax(diff, "diff", theme="ansi_dark", word_wrap=False))
             _set_display(area, False)
             _set_display(box, True)
@@ -188,7 +202,9 @@ class TimingsPane(Pane):
 
     def show(self, view: ViewState) -> None:
         width = max(8, self.size.width - 18)
-        self.query_one("#trials", Static).update(render.trial_line(view.trial_timings, view.stage, width + 14))
+        self.query_one("#trials", Static).update(render.timing_lines(
+            view.stage, view.stage_started, view.trial_timings, view.last_result, time.time(), self.size.width - 2))
         self.query_one("#chart", Static).update(
-            render.speedup_chart(view.step_speedups, 1.0, view.compile_baseline, width=width, height=max(3, self.size.height - 4))
+            render.speedup_chart(view.step_speedups, 1.0, view.compile_baseline, width=width,
+                                 height=max(3, self.size.height - 5))
         )

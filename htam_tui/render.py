@@ -20,26 +20,53 @@ def fmt_speedup(x: float | None) -> str:
 def status_line(v, width: int | None = None) -> Text:
     """The one-line status, most urgent first so a narrow terminal keeps it: pending decisions,
     engine state, step k of N, best speedup, policy, tokens and cost, backend/device, problem.
-    When the full line is wider than `width`, the pending flag and the problem name shorten
-    (the problem, static and chosen by the person, is the part an ellipsis may cut)."""
+    When the full line is wider than `width`, labels shorten and unused facts (no tokens yet)
+    drop, so the problem name, last, still fits at 80 columns."""
     problem = v.problem or "-"
     compact = False
     while True:
         t = Text(no_wrap=True, overflow="ellipsis")
         if v.pending:
-            flag = f" PENDING ({len(v.pending)}) o " if compact else f" DECISION PENDING ({len(v.pending)}) o "
+            flag = f"PENDING {len(v.pending)} " if compact else f" DECISION PENDING ({len(v.pending)}) "
             t.append(flag, style="bold reverse yellow")
-        t.append(f" [{v.engine_state}] ", style="bold")
+        t.append(f"[{v.engine_state}] " if compact else f" [{v.engine_state}] ", style="bold")
         t.append(f"step {v.step}/{v.steps_planned or '?'} ")
         t.append(f"best {fmt_speedup(v.best_speedup)} ", style="bold green" if (v.best_speedup or 0) > 1 else "")
-        t.append(f"policy {v.policy or '-'} ")
-        t.append(f"tok {v.tokens} ${v.cost_usd:.2f} ")
+        t.append(f"{v.policy or '-'} " if compact else f"policy {v.policy or '-'} ")
+        if not compact:
+            t.append(f"tok {v.tokens} ${v.cost_usd:.2f} ")
+        elif v.tokens:  # no tokens yet (the offline proposer uses none): nothing to say
+            tokens = str(v.tokens) if v.tokens < 10_000 else f"{v.tokens / 1000:.0f}k"
+            t.append(f"tok {tokens} ${v.cost_usd:.2f} ")
         t.append(f"{v.backend or '-'}/{v.device or '-'} ")
         name = problem.rsplit(":", 1)[-1] if compact else problem  # "builtin:x" -> "x"
-        t.append(name if len(name) <= 28 else name[:27] + "…", style="bold")
+        t.append(name, style="bold")
         if compact or width is None or t.cell_len <= width:
             return t
         compact = True
+
+
+def decision_view(request, pending: int) -> Text:
+    """The decision bar under the panes: which candidate waits, what produced it, the keys."""
+    t = Text(no_wrap=True, overflow="ellipsis")
+    if request is None:
+        return t
+    t.append(f" DECIDE step {request.step} sample {request.sample} ", style="bold reverse yellow")
+    t.append(f" {pending} waiting " if pending > 1 else " ", style="yellow")
+    t.append(request.direction or "no direction", style="bold cyan")
+    if request.strategies:
+        more = f" (+{len(request.strategies) - 1})" if len(request.strategies) > 1 else ""
+        t.append(f" · {request.strategies[0]}{more}")
+    if request.template:
+        t.append(f" · {request.template}", style="dim")
+    if request.why:
+        t.append(f" · asked: {request.why}", style="dim")
+    t.append("\n")
+    for key, label in (("a", "approve"), ("v", "veto"), ("e", "edit"), ("s", "skip"), ("A", "approve all"),
+                       ("d", "diff"), ("o", "open")):
+        t.append(f" {key} ", style="bold reverse")
+        t.append(f"{label} ")
+    return t
 
 
 def direction_view(sel: Selection | None, path: list[str], top: int = 6) -> Text:
@@ -52,12 +79,16 @@ def direction_view(sel: Selection | None, path: list[str], top: int = 6) -> Text
     t.append(f"  {sel.mode}{' ' + sel.ablation if sel.ablation else ''}\n")
     chosen = next((s for s in sel.scores if s.direction == sel.direction), None)
     if chosen is not None:
-        t.append(f"  total {chosen.total:.3f} = trans {chosen.transition:.3f} + prior {chosen.prior:.3f}"
-                 f" + expl {chosen.exploration:.3f}")
-        t.append(f"  p={chosen.probability:.2f}\n" if chosen.probability is not None else "\n")
+        # short lines: the pane is ~30 columns at 80x24, and no value may be cut
+        t.append(f"  total {chosen.total:.3f}" + (f" p={chosen.probability:.2f}" if chosen.probability is not None
+                                                  else "") + "\n")
+        t.append(f"  trans {chosen.transition:+.3f} prior {chosen.prior:+.3f}\n")
+        t.append(f"  expl {chosen.exploration:+.3f}\n")
         for term in sorted(chosen.terms, key=lambda x: x.k):
-            t.append(f"  k={term.k} from {term.from_direction}: w {term.position_weight:.2f} · sim "
-                     f"{term.similarity:.2f} · V {term.edge_value:+.2f} → {term.contribution:+.3f}\n", style="dim")
+            t.append(f"  k={term.k} {term.contribution:+.3f} from\n", style="dim")
+            t.append(f"    {term.from_direction}\n", style="dim")
+            t.append(f"    w {term.position_weight:.2f} sim {term.similarity:.2f} V {term.edge_value:+.2f}\n",
+                     style="dim")
     if sel.reason:
         t.append(sel.reason + "\n", style="italic")
     others = [s for s in sel.scores if s.direction != sel.direction][: max(0, top - 1)]
@@ -107,6 +138,10 @@ def speedup_chart(speedups: list[float | None], eager: float = 1.0, compiled: fl
 
     eager_row = min(height - 1, int(eager / top * height))
     comp_row = min(height - 1, int(compiled / top * height)) if compiled else None
+    if comp_row == eager_row and height > 1:
+        # two marks on one row would hide one: the faster baseline goes one row up (or down at the top)
+        up = compiled >= eager
+        comp_row = eager_row + (1 if up and eager_row < height - 1 else -1 if eager_row > 0 else 1)
     for r in range(height - 1, -1, -1):
         line = Text(no_wrap=True)
         for x in values:
@@ -146,14 +181,36 @@ def sparkline(values: list[float], width: int) -> str:
     return "".join(BLOCKS[1 + round((v - lo) / span * (len(BLOCKS) - 2))] for v in values)
 
 
-def trial_line(timings: list[float], stage: str, width: int = 30) -> Text:
-    """The running evaluation's stage and its per-trial times (ms) as they come in."""
+def _ms(x: float | None) -> str:
+    return "-" if x is None else f"{x:.4g}"
+
+
+def timing_lines(stage: str, started: float | None, timings: list[float], result, now: float,
+                 width: int = 40) -> Text:
+    """Two lines over the chart. While a stage runs: its name and elapsed seconds, then the
+    trial times as they come. After an evaluation: the candidate's, eager's and torch.compile's
+    times in ms, then the stage seconds."""
     t = Text(no_wrap=True, overflow="ellipsis")
-    t.append(f"{stage or 'idle'} ", style="bold")
-    if timings:
-        ordered = sorted(timings)
-        t.append(f"{len(timings)} trials med {ordered[len(ordered) // 2]:.4g} min {ordered[0]:.4g} ms\n")
-        t.append(sparkline(timings, width), style="cyan")
+    if started is not None:
+        t.append(f"{stage or 'evaluating'} {max(0.0, now - started):.0f} s", style="bold")
+        if timings:
+            ordered = sorted(timings)
+            t.append(f"\n{len(timings)} trials med {ordered[len(ordered) // 2]:.4g} min {ordered[0]:.4g} ms ")
+            t.append(sparkline(timings, max(4, width - 34)), style="cyan")
+        return t
+    if result is None:
+        t.append("idle: no evaluation yet", style="dim")
+        return t
+    t.append(f"{result.status.value} ", style="bold green" if result.ok else "bold red")
+    t.append(f"{_ms(result.runtime_ms)} · eager {_ms(result.ref_runtime_ms)}")
+    if result.compile_ref_runtime_ms is not None:
+        t.append(f" · compile {_ms(result.compile_ref_runtime_ms)}")
+    t.append(" ms")
+    st = result.stages
+    t.append(f"\ncompile {st.compile_s:.1f}s{' cached' if st.compile_cached else ''} check {st.check_s:.1f}s "
+             f"time {st.time_s:.1f}s", style="dim")
+    if result.timings:
+        t.append(f" · {len(result.timings)} trials", style="dim")
     return t
 
 

@@ -2,7 +2,9 @@
 
 `ViewState.apply(event)` is the one place that turns an engine event into screen
 facts; it returns the names of the panes it changed, so the app repaints only those
-once per refresh tick. No textual import here: it is plain data, testable alone.
+once per refresh tick. Every fact comes from an event (the engine's pending decisions,
+its best candidate, its usage, its plan): nothing is worked out here that the engine
+knows. No textual import here: it is plain data, testable alone.
 """
 
 from __future__ import annotations
@@ -11,9 +13,10 @@ from dataclasses import dataclass, field
 
 from htam_engine.evaluate.result import CompilerMessage, EvalResult
 from htam_engine.loop import events as ev
+from htam_engine.loop.approval import DecisionRequest
 from htam_engine.memory.types import Retrieval, Selection
 
-PANES = ("source", "direction", "strategies", "errors", "timings", "status")
+PANES = ("source", "direction", "strategies", "errors", "timings", "status", "decision")
 PATH_LENGTH = 8  # directions shown in the recent path
 
 
@@ -33,6 +36,7 @@ class ViewState:
     backend: str = ""
     device: str = ""
     policy: str = ""
+    proposer: str = ""
     engine_state: str = "starting"
     step: int = 0
     steps_planned: int = 0
@@ -53,12 +57,13 @@ class ViewState:
     errors: list[ErrorLine] = field(default_factory=list)
     # timings pane
     stage: str = ""
+    stage_started: float | None = None  # wall clock when the running stage began
     trial_timings: list[float] = field(default_factory=list)
+    last_result: EvalResult | None = None  # the latest evaluation (its times in ms and stage seconds)
     step_speedups: list[float | None] = field(default_factory=list)
     compile_baseline: float | None = None  # torch.compile's speed relative to eager
-    step_best: float | None = None  # the best speedup among this step's evaluated samples
-    # steering
-    pending: dict[str, ev.ApprovalRequested] = field(default_factory=dict)
+    # steering: the engine's open decision requests, as its latest event listed them
+    pending: tuple[DecisionRequest, ...] = ()
     finished_reason: str = ""
     messages: list[str] = field(default_factory=list)
 
@@ -73,32 +78,38 @@ class ViewState:
             dirty |= self.apply(e)
         return dirty
 
-    @property
-    def pending_count(self) -> int:
-        return len(self.pending)
-
     def set_best(self, code: str | None) -> bool:
-        """A new best candidate; the old one becomes the previous best (for the diff view)."""
+        """The engine's best candidate; a new one makes the old one the previous best (diff view)."""
         if code is None or code == self.best_code:
             return False
         self.previous_best, self.best_code = self.best_code, code
         return True
 
-    def next_pending(self) -> ev.ApprovalRequested | None:
-        return next(iter(self.pending.values()), None)
+    @property
+    def decision(self) -> DecisionRequest | None:
+        """The decision the screen offers next: the oldest open one."""
+        return next((r for r in self.pending if r.open), None)
+
+    @property
+    def running_stage(self) -> bool:
+        """An evaluation stage is under way (its elapsed time ticks on the screen)."""
+        return self.stage_started is not None
 
 
 def _session_started(v: ViewState, e: ev.SessionStarted) -> set[str]:
-    v.problem = e.problem_id or v.problem
-    v.steps_planned = e.steps_planned or v.steps_planned
-    v.engine_state = "running"
-    return {"status"}
+    v.problem, v.backend, v.device = e.problem_id, e.backend, e.device
+    v.policy, v.proposer, v.steps_planned = e.policy, e.proposer, e.steps_planned
+    v.apply_all(e.history)  # the steps the session already has, as they ran
+    v.step = e.step
+    if v.best_code and not v.streaming:
+        v.code = v.best_code  # a resumed session opens on its best candidate
+    return set(PANES)
 
 
 def _step_started(v: ViewState, e: ev.StepStarted) -> set[str]:
     v.step = e.step
     v.stream_sample = None
-    v.stage = ""
+    v.stage, v.stage_started = "", None
     v.trial_timings = []
     return {"status", "timings"}
 
@@ -141,18 +152,29 @@ def _candidate(v: ViewState, e: ev.CandidateProposed) -> set[str]:
 
 
 def _approval(v: ViewState, e: ev.ApprovalRequested) -> set[str]:
-    v.pending[e.request_id] = e
-    return {"status"}
+    first = v.decision is None
+    v.pending = e.pending
+    if first and e.request is not None and not v.streaming:
+        v.code = e.request.code  # the source pane shows the candidate being decided
+        return {"status", "decision", "source"}
+    return {"status", "decision"}
 
 
 def _decision(v: ViewState, e: ev.DecisionMade) -> set[str]:
-    v.pending.pop(e.request_id, None)
-    v.messages.append(f"step {e.step}: {e.action} by {e.by}" + (f" ({e.reason})" if e.reason else ""))
-    return {"status"}
+    v.pending = e.pending
+    d = e.decision
+    if d is not None:
+        v.messages.append(f"step {e.step}: {d.action.value} by {d.by.value}" + (f" ({d.reason})" if d.reason else ""))
+    nxt = v.decision
+    if nxt is not None and not v.streaming:
+        v.code = nxt.code
+        return {"status", "decision", "source"}
+    return {"status", "decision"}
 
 
 def _progress(v: ViewState, e: ev.EvaluationProgress) -> set[str]:
-    v.stage = e.stage
+    if e.stage != v.stage or v.stage_started is None:
+        v.stage, v.stage_started = str(e.stage), e.stage_started or None
     if e.timings:
         v.trial_timings = list(e.timings)
     return {"timings"}
@@ -162,9 +184,8 @@ def _finished_eval(v: ViewState, e: ev.EvaluationFinished) -> set[str]:
     r = e.result
     if r is None:
         return set()
-    if e.sample >= 0 and r.ok and r.speedup_eager is not None:  # sample -1: a re-evaluation, not the step's
-        v.step_best = max(v.step_best or 0.0, r.speedup_eager)
-    v.stage = r.status.value
+    v.stage, v.stage_started = r.status.value, None
+    v.last_result = r
     if r.timings:
         v.trial_timings = list(r.timings)
     if r.ref_runtime_ms and r.compile_ref_runtime_ms:
@@ -176,17 +197,23 @@ def _finished_eval(v: ViewState, e: ev.EvaluationFinished) -> set[str]:
 
 def _step_finished(v: ViewState, e: ev.StepFinished) -> set[str]:
     v.step = max(v.step, e.step)
-    if e.best_speedup is not None:
-        v.best_speedup = e.best_speedup
-    v.step_speedups.append(v.step_best)
-    if e.improved and v.code:
-        v.set_best(v.code)
-    v.step_best = None
+    v.best_speedup = e.best_speedup
+    v.step_speedups.append(e.step_speedup)
+    v.set_best(e.best_code)
+    v.tokens = e.usage.prompt_tokens + e.usage.completion_tokens
+    v.cost_usd = e.usage.cost_usd
     return {"status", "timings", "source"}
 
 
 def _engine_state(v: ViewState, e: ev.EngineStateChanged) -> set[str]:
-    v.engine_state = e.state
+    v.engine_state = str(e.state)
+    if e.state == ev.RunState.FINISHED:
+        v.finished_reason = e.detail
+    return {"status"}
+
+
+def _plan(v: ViewState, e: ev.PlanChanged) -> set[str]:
+    v.steps_planned, v.policy = e.steps_planned, e.policy
     return {"status"}
 
 
@@ -197,12 +224,10 @@ def _error(v: ViewState, e: ev.EngineError) -> set[str]:
 
 
 def _session_finished(v: ViewState, e: ev.SessionFinished) -> set[str]:
-    v.engine_state = "finished"
+    v.engine_state = str(ev.RunState.FINISHED)
     v.finished_reason = e.reason
-    v.pending.clear()
-    if e.best is not None and e.best.speedup_eager is not None and e.best.ok:
-        v.best_speedup = e.best.speedup_eager
-    return {"status"}
+    v.pending = ()
+    return {"status", "decision"}
 
 
 def _saved(v: ViewState, e: ev.SessionSaved) -> set[str]:
@@ -222,6 +247,7 @@ _HANDLERS = {
     ev.EvaluationFinished: _finished_eval,
     ev.StepFinished: _step_finished,
     ev.EngineStateChanged: _engine_state,
+    ev.PlanChanged: _plan,
     ev.EngineError: _error,
     ev.SessionFinished: _session_finished,
     ev.SessionSaved: _saved,

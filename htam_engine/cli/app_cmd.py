@@ -33,7 +33,7 @@ def app_spec(args: argparse.Namespace) -> Any:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from htam_engine.loop.setup import open_engine
+    from htam_engine.loop.setup import open_engine, resume_spec
     from htam_engine.propose.config import load_config
     from htam_engine.session import sessions_dir
 
@@ -42,11 +42,10 @@ def handle(args: argparse.Namespace) -> int:
     spec = app_spec(args)
     config = load_config()  # [ui] settings and [keys] remapping; bad ones exit 2 before anything starts
     settings = UiSettings.from_config(config.ui)
-    engine = open_engine(spec, interactive=True)
+    engine = open_engine(spec, interactive=True, hold_open=True)
 
     def resume_engine(path: Path) -> Any:
-        return open_engine(dataclasses.replace(spec, problem=None, resume=str(path), session=None,
-                                               ablation=None, overrides={}), interactive=True)
+        return open_engine(resume_spec(path, spec), interactive=True, hold_open=True)
 
     app = HtamApp(engine, sessions_dir=Path(sessions_dir()), settings=settings,
                   keymap=config.keys, engine_factory=resume_engine)

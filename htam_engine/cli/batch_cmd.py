@@ -13,7 +13,7 @@ import sys
 import time
 from typing import Any
 
-from htam_engine.cli.errors import UsageError
+from htam_engine.errors import UsageError
 from htam_engine.loop.engine import ABLATIONS
 from htam_engine.propose.config import add_model_arguments
 
@@ -27,7 +27,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--samples", type=int, default=1, help="candidates per step (default 1)")
     p.add_argument("--out", default="batch-out", help="output folder (default ./batch-out); rerun to resume")
     p.add_argument("--ablation", choices=list(ABLATIONS), help="run with one component removed")
-    p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default cpu)")
+    p.add_argument("--device", help="cpu, cuda or cuda:N (default: cuda on a machine with a GPU, else cpu)")
     p.add_argument("--backend", choices=["cpp", "cuda", "triton"], help="default: cuda on a GPU, cpp on the CPU")
     p.add_argument("--proposer", choices=["offline", "model"], help="default: model when an endpoint is configured")
     p.add_argument("--seed", type=int, default=0)
@@ -39,6 +39,10 @@ def register(subparsers: Any) -> None:
     p.add_argument("--trials", type=int, help="timed trials per evaluation (harness default 30)")
     p.add_argument("--timeout", type=float, help="seconds allowed per evaluation, compile included")
     p.add_argument("--no-compile-baseline", action="store_true", help="do not time the torch.compile baseline")
+    p.add_argument("--verify", action="store_true",
+                   help="afterwards, re-run every best kernel through KernelBench's own evaluation (htam verify; "
+                        "CUDA only) and add the side-by-side table to the report")
+    p.add_argument("--kernelbench", metavar="PATH", help="the KernelBench checkout for --verify (default: $HTAM_KERNELBENCH)")
     add_model_arguments(p)
     p.add_argument("--json", action="store_true", help="print results.json's content as one JSON document")
     p.set_defaults(handler=handle)
@@ -57,18 +61,20 @@ def parse_levels(text: str | None) -> list[int] | None:
 def spec_from_args(args: argparse.Namespace) -> Any:
     from htam_engine.cli.run_cmd import model_settings_from_args
     from htam_engine.loop.batch import BatchSpec
-    from htam_engine.loop.setup import check_backend, check_device, default_backend
+    from htam_engine.loop.setup import check_backend, check_device, default_backend, default_device, require_machine
     from htam_engine.problems import parse_overrides
 
     for name in ("steps", "samples", "jobs", "limit", "workers", "trials"):
         value = getattr(args, name)
         if value is not None and value < (0 if name == "steps" else 1):
             raise UsageError(f"--{name} must be {'>= 0' if name == 'steps' else '>= 1'}")
-    device = check_device(args.device)
+    device = check_device(args.device or default_device())
+    backend = check_backend(args.backend or default_backend(device))
+    require_machine(device, backend)
     return BatchSpec(
         suites=list(args.suite), out=args.out, steps=args.steps, samples=args.samples,
         levels=parse_levels(args.levels), ablation=args.ablation, device=device,
-        backend=check_backend(args.backend or default_backend(device)), proposer=args.proposer,
+        backend=backend, proposer=args.proposer,
         seed=args.seed, limit=args.limit, overrides=parse_overrides(args.overrides),
         workers=args.workers, jobs=args.jobs, trials=args.trials, timeout_s=args.timeout,
         compile_baseline=not args.no_compile_baseline, model_settings=model_settings_from_args(args),
@@ -80,6 +86,7 @@ def handle(args: argparse.Namespace) -> int:
     from htam_engine.loop.suite import load_suite
 
     spec = spec_from_args(args)
+    checkout = verify_preflight(args, spec.device)
     suite = load_suite(spec.suites, device=spec.device, levels=set(spec.levels) if spec.levels else None,
                        limit=spec.limit, overrides=spec.overrides)
     for fault in suite.broken:
@@ -94,6 +101,8 @@ def handle(args: argparse.Namespace) -> int:
         doc = asyncio.run(batch.run(suite.problems, on_done=progress.update))
     finally:
         progress.stop()
+    if checkout is not None:
+        doc = verify_exports(batch, suite.problems, checkout)
     if args.json:
         from htam_engine.cli import print_json
 
@@ -105,6 +114,33 @@ def handle(args: argparse.Namespace) -> int:
             print(f"{label:52} {value}")
         print(f"report: {batch.out / 'report.md'}")
     return 0
+
+
+def verify_preflight(args: argparse.Namespace, device: str) -> Any:
+    """The KernelBench checkout for --verify (None without it), checked before the batch runs."""
+    if not args.verify:
+        return None
+    from htam_engine.verify.checkout import find_checkout
+    from htam_engine.verify.kernelbench import cuda_device
+
+    checkout = find_checkout(args.kernelbench)
+    cuda_device(device)
+    return checkout
+
+
+def verify_exports(batch: Any, problems: list[Any], checkout: Any) -> dict[str, Any]:
+    """`--verify`: the batch's bests through KernelBench and htam, one line each on stderr."""
+    from htam_engine.verify.exports import verify_batch
+    from htam_engine.verify.report import gap_text, summary_lines
+
+    def line(i: int, n: int, v: Any) -> None:
+        print(f"[verify {i}/{n}] {v.problem}: htam {v.htam.status.value}, KernelBench {v.kernelbench.status}, "
+              f"gap {gap_text(v.speedup_gap)}", file=sys.stderr, flush=True)
+
+    doc = verify_batch(batch, problems, checkout, on_done=line)
+    for text in summary_lines(batch.verification.verifications):
+        print(f"verify: {text}", file=sys.stderr)
+    return doc
 
 
 class PlainProgress:
@@ -126,7 +162,7 @@ class PlainProgress:
         return f"{left / 60:.1f} min" if left >= 60 else f"{left:.0f} s"
 
     def line(self, done: Any) -> str:
-        from htam_engine.loop.console import fmt_speedup
+        from htam_engine.loop.console import fmt_speedup, plural
 
         if done.error:
             what = f"failed: {done.error}"
@@ -134,7 +170,8 @@ class PlainProgress:
             what = "no result"
         else:
             r = done.row
-            what = f"{r['status']} {fmt_speedup(r['speedup_eager'])} in {r['steps']} steps"
+            what = f"{r['status']} {fmt_speedup(r['speedup_eager'])} in {plural(r['steps'], 'step')}"
+            what += f" ({r['note']})" if r.get("note") and not r["correct"] else ""
             what += " (already done)" if done.skipped else ""
         return f"[{done.index}/{done.total}] {done.problem}: {what}; ETA {self.eta(done.index)}"
 

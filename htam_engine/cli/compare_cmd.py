@@ -1,4 +1,5 @@
-"""`htam compare RESULTS...`: batch results (results.json files or batch folders) side by side."""
+"""`htam compare RESULTS...`: batch results (results.json files or batch folders) side by side,
+or the ablation tables of experiment folders (tests/bench/gpu_ablation.py writes them)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from htam_engine.cli.errors import UsageError
+from htam_engine.errors import UsageError
 
 
 def register(subparsers: Any) -> None:
@@ -32,6 +33,11 @@ def handle(args: argparse.Namespace) -> int:
 
     if not args.results:
         raise UsageError("give at least one results file")
+    experiments = [p for p in args.results if is_experiment(p)]
+    if experiments:
+        if len(experiments) != len(args.results):
+            raise UsageError("compare either batch results or experiment folders, not both")
+        return print_experiments(experiments, as_json=args.json)
     docs = [load_results(p) for p in args.results]
     for d in docs:
         d["_name"] = column_name(d)
@@ -51,4 +57,44 @@ def handle(args: argparse.Namespace) -> int:
     for row in table["rows"]:
         t.add_row(row["metric"], *row["values"])
     Console(file=sys.stdout, width=max(100, 40 + 24 * len(docs))).print(t)
+    return 0
+
+
+def is_experiment(path: str) -> bool:
+    from htam_engine.experiment.run import META
+
+    p = Path(path)
+    return (p / META).is_file() if p.is_dir() else p.name == META
+
+
+def print_experiments(paths: list[str], *, as_json: bool) -> int:
+    """The ablation tables of each experiment, recomputed from its run records."""
+    from htam_engine.experiment import load_outcome
+    from htam_engine.experiment.report import facts, grids, summary_doc
+    from htam_engine.experiment.stats import summarize
+
+    done = []
+    for path in paths:
+        outcome = load_outcome(path if Path(path).is_dir() else Path(path).parent)
+        done.append((path, outcome, summarize(outcome.spec, outcome.records, outcome.bank_records)))
+    if as_json:
+        from htam_engine.cli import print_json
+
+        print_json([summary_doc(o, s) for _, o, s in done])
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(file=sys.stdout, width=200)
+    for path, outcome, summary in done:
+        console.print(f"[bold]{path}[/bold]")
+        for line in facts(outcome, summary):
+            console.print(line, highlight=False)
+        for g in grids(summary):
+            t = Table(title=g.title)
+            for i, col in enumerate(g.columns):
+                t.add_column(col, justify="left" if i == 0 else "right")
+            for row in g.rows:
+                t.add_row(*row)
+            console.print(t)
     return 0

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from htam_engine.cli.errors import InputError, UsageError
+from htam_engine.errors import InputError, UsageError
 from htam_engine.evaluate.config import EvalConfig
 from htam_engine.evaluate.result import EvalResult, Status
 
@@ -22,6 +22,7 @@ _STATUS_STYLE = {
     Status.RUNTIME_ERROR: "bold red",
     Status.TIMEOUT: "bold red",
     Status.REJECTED: "bold magenta",
+    Status.HARNESS_ERROR: "bold blue",  # the machine's fault, not the candidate's
 }
 
 
@@ -49,7 +50,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("problem", metavar="PROBLEM")
     p.add_argument("candidate", metavar="CANDIDATE")
     p.add_argument("--backend", choices=["cpp", "cuda", "triton"], help="default: detected from the source")
-    p.add_argument("--device", default=None, help="cpu or cuda[:N] (default: cpu)")
+    p.add_argument("--device", default=None, help="cpu or cuda[:N] (default: cuda on a machine with a GPU, else cpu)")
     p.add_argument("--timeout", type=_positive(float, "--timeout"), default=None, metavar="S",
                    help="seconds for the whole evaluation, compile included (default 300)")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", dest="overrides",
@@ -63,7 +64,9 @@ def register(subparsers: Any) -> None:
 
 
 def _device(text: str | None) -> str:
-    device = (text or "cpu").strip().lower()
+    from htam_engine.loop.setup import default_device
+
+    device = (text or default_device()).strip().lower()
     if device == "cpu":
         return device
     if device == "cuda" or (device.startswith("cuda:") and device[5:].isdigit()):

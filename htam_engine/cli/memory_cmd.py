@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from htam_engine.errors import InputError
+
 TOP = 5  # strategies and transitions shown per direction
 
 
@@ -43,6 +45,8 @@ def handle_show(args: argparse.Namespace) -> int:
 
     path = Path(args.bank) if args.bank else default_bank_path()
     exists = path.exists()
+    if args.bank and not exists:  # the default bank may not exist yet; a bank named by hand must
+        raise InputError(f"{path}: no such memory bank")
     htg = load_bank(path)
     doc = bank_report(htg, path, exists)
     if args.json:

@@ -12,7 +12,7 @@ import asyncio
 import sys
 from typing import Any
 
-from htam_engine.cli.errors import UsageError
+from htam_engine.errors import UsageError
 from htam_engine.loop.approval import POLICIES
 from htam_engine.loop.engine import ABLATIONS
 from htam_engine.loop.setup import RunSpec
@@ -26,7 +26,7 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--steps", type=int, help="steps this invocation runs (default 6; on --resume: the rest of the plan)")
     p.add_argument("--samples", type=int, help="candidates per step, generated and evaluated concurrently (default 1)")
     p.add_argument("--backend", choices=["cpp", "cuda", "triton"], help="kernel language (default: cuda on a GPU, cpp on the CPU)")
-    p.add_argument("--device", help="cpu, cuda or cuda:N (default cpu)")
+    p.add_argument("--device", help="cpu, cuda or cuda:N (default: cuda on a machine with a GPU, else cpu)")
     p.add_argument("--proposer", choices=["offline", "model"], help="default: model when an endpoint is configured")
     p.add_argument("--policy", choices=list(POLICIES), help="approval policy (default auto)")
     p.add_argument("--session", metavar="FILE", help="session file to write (default sessions/<problem>-<time>.htam)")
@@ -130,11 +130,11 @@ async def _drive(engine: Any, *, prompt: bool) -> Any:
 
 
 def best_line(session: Any, engine: Any) -> str:
-    from htam_engine.loop.console import describe_result
+    from htam_engine.loop.console import describe_result, plural
 
     where = f"session {engine.session_path}" if engine.session_path else "session not saved"
     if session.best_result is None:
-        return (f"{session.problem.id}: no correct candidate in {len(session.steps)} steps "
+        return (f"{session.problem.id}: no correct candidate in {plural(len(session.steps), 'step')} "
                 f"({engine.finish_reason}); {where}")
     return (f"{session.problem.id}: best at step {session.best_step}: {describe_result(session.best_result)}; "
             f"{where}")

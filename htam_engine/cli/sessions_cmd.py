@@ -7,7 +7,7 @@ import importlib.util
 import time
 from typing import Any
 
-from htam_engine.cli.errors import UsageError
+from htam_engine.errors import UsageError
 
 
 def register(subparsers: Any) -> None:
@@ -96,6 +96,7 @@ def handle_show(args: argparse.Namespace) -> int:
     print(f"{'STEP':>4}  {'DIRECTION':<26} {'STATUS':<14} {'SPEEDUP':>8} {'REWARD':>7} {'BEST':>7}  DECISION")
     for st in doc["steps"]:
         dec = f"{st['decision']} by {st['decided_by']}" if st["decision"] else (st["failure"] or "-")[:40]
+        dec += f": {st['decision_reason']}" if st["decision_reason"] else ""
         shown = st["speedup_eager"] if st["status"] == "ok" else None  # a failed result's timing is no speedup
         print(f"{st['step']:>4}  {st['direction'] or '-':<26} {st['status']:<14} {_speed(shown):>8} "
               f"{st['reward']:>+7.3f} {_speed(st['best_speedup']):>7}  {dec}")

@@ -19,7 +19,8 @@ import types
 from typing import Any, Callable
 
 from htam_engine.evaluate import pch
-from htam_engine.evaluate.cache import atomic_write_text, build_dir, cache_dir
+from htam_engine.evaluate.cache import build_dir, cache_dir
+from htam_engine.storage import atomic_write_text
 
 _CUDA_SUFFIXES = (".cu", ".cuh")
 

@@ -29,7 +29,7 @@ from typing import Any, Callable
 import torch
 
 from htam_engine.evaluate import wire
-from htam_engine.evaluate.cache import atomic_write_text, build_dir
+from htam_engine.evaluate.cache import build_dir
 from htam_engine.evaluate.channel import Channel
 from htam_engine.evaluate.checks.observe import Observations
 from htam_engine.evaluate.checks.sequence import CandidateFailed, CheckRun, Stop

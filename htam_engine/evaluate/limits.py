@@ -11,8 +11,8 @@ import os
 import resource
 import sys
 
-# RLIMIT_CPU of every sandbox process unless HTAM_WORKER_CPU_S says otherwise (6 hours).
-DEFAULT_CPU_S = 6 * 3600
+from htam_engine import settings
+
 _PR_SET_PDEATHSIG, _PR_GET_DUMPABLE, _PR_SET_DUMPABLE, _PR_SET_CHILD_SUBREAPER = 1, 3, 4, 36
 
 
@@ -28,7 +28,7 @@ def apply_sandbox_limits() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     # A backstop, not the timeout: CPU seconds any one process of the tree may burn, so a
     # child that escaped every kill (its own session, re-parented) still ends one day.
-    cpu_s = int(os.environ.get("HTAM_WORKER_CPU_S") or DEFAULT_CPU_S)
+    cpu_s = settings.worker_cpu_s()
     _soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
     if hard == resource.RLIM_INFINITY or hard > cpu_s:
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s))

@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 import psutil
 
+from htam_engine import settings
 from htam_engine.evaluate.cache import cache_dir
 from htam_engine.evaluate.diagnostics import BoundedLog
 from htam_engine.evaluate.protocol import ProtocolError, ReplyReader, send_request
@@ -80,6 +81,7 @@ def worker_env(device: str) -> dict[str, str]:
     """A judge's environment (and so its sandboxes'): the engine's without secrets, pinned to
     `device`. A candidate's own limits (address space, CPU threads) travel with each request."""
     env = {k: v for k, v in os.environ.items() if not _SECRET.search(k)}
+    env.update(settings.environment())  # a value from a config file reaches the judge and its sandboxes too
     root = str(Path(__file__).resolve().parents[2])  # the folder holding htam_engine/
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     env["PYTHONUNBUFFERED"] = "1"

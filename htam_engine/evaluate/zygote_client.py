@@ -16,6 +16,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from htam_engine import settings
 from htam_engine.evaluate.process import describe_exit, kill_tree
 from htam_engine.evaluate.protocol import ProtocolError, ReplyReader, send_request
 
@@ -50,7 +51,7 @@ def zygote_command() -> list[str]:
     Every sandbox is forked by the zygote, so it runs inside the wrapper too.
     """
     try:
-        wrapper = shlex.split(os.environ.get("HTAM_WORKER_WRAPPER", ""))
+        wrapper = shlex.split(settings.worker_wrapper())
     except ValueError as exc:
         raise HarnessStartError(f"the sandbox zygote cannot start: HTAM_WORKER_WRAPPER is not a valid command line "
                                 f"({exc})") from None

@@ -6,11 +6,11 @@
     await engine.aclose()
 """
 
-from htam_engine.loop.approval import POLICIES, Approvals
+from htam_engine.loop.approval import POLICIES, DecisionRequest
 from htam_engine.loop.bus import EventBus, Subscription
 from htam_engine.loop.engine import ABLATIONS, Engine
 from htam_engine.loop.replay import session_events
 from htam_engine.loop.setup import RunSpec, open_engine
 
-__all__ = ["ABLATIONS", "POLICIES", "Approvals", "Engine", "EventBus", "RunSpec", "Subscription", "open_engine",
+__all__ = ["ABLATIONS", "POLICIES", "DecisionRequest", "Engine", "EventBus", "RunSpec", "Subscription", "open_engine",
            "session_events"]

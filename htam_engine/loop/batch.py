@@ -8,6 +8,8 @@ Layout of the output folder::
     DIR/results.json      rows (one per problem) + suite metrics, recomputed from the session files
     DIR/results.csv       the rows
     DIR/report.md         the metrics as a Markdown report
+    DIR/solutions/*.py    with --verify: each problem's best, exported
+    DIR/verify.json       with --verify: htam's and KernelBench's verdicts on them, side by side
 
 Resuming: a problem marked finished in batch.json is skipped; one with a session file but
 no mark (interrupted) resumes where its session stopped; the others start fresh.
@@ -19,18 +21,21 @@ import asyncio
 import csv
 import io
 import json
-import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from htam_engine.cli.errors import InputError, UsageError
+from htam_engine.errors import InputError, UsageError
 from htam_engine.loop import metrics
 from htam_engine.loop.engine import Engine
 from htam_engine.loop.report import render_report
 from htam_engine.loop.setup import RunSpec, make_pool, make_proposer_for, pool_size, safe_name, session_config
 from htam_engine.problems.model import Problem
+from htam_engine.storage import atomic_write_text
+
+if TYPE_CHECKING:
+    from htam_engine.verify.exports import BatchVerification
 
 LEDGER = "batch.json"
 # Settings that must match to resume into the same folder (they change what the numbers mean).
@@ -71,15 +76,6 @@ class ProblemDone:
     error: str = ""
 
 
-def write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
 class Batch:
     def __init__(self, spec: BatchSpec):
         self.spec = spec
@@ -90,6 +86,7 @@ class Batch:
         self._bank_lock = asyncio.Lock()
         self.ledger: dict[str, Any] = {}
         self.broken: list[str] = []
+        self.verification: BatchVerification | None = None  # set by --verify, after the run
 
     # ---- ledger ----------------------------------------------------------------------
     def _settings(self) -> dict[str, Any]:
@@ -106,7 +103,8 @@ class Batch:
                 done = dict(ledger["done"])
             except (OSError, ValueError, KeyError, TypeError) as exc:
                 raise InputError(f"{self.ledger_path}: not a batch ledger ({exc})") from None
-            diff = [k for k in _PINNED if old.get(k) != settings[k]]
+            # a ledger from before the proposer was recorded (None) matches whichever runs
+            diff = [k for k in _PINNED if old.get(k) != settings[k] and not (k == "proposer" and old.get(k) is None)]
             if diff:
                 raise UsageError(f"{self.out} holds a batch run with other settings "
                                  f"({', '.join(f'{k}={old.get(k)!r}' for k in diff)}); use another --out")
@@ -116,7 +114,7 @@ class Batch:
             self._save_ledger()
 
     def _save_ledger(self) -> None:
-        write_atomic(self.ledger_path, json.dumps(self.ledger, indent=2))
+        atomic_write_text(self.ledger_path, json.dumps(self.ledger, indent=2))
 
     def session_path(self, problem: Problem) -> Path:
         return self.sessions_dir / f"{safe_name(problem.id)}.htam"
@@ -124,11 +122,13 @@ class Batch:
     # ---- running ---------------------------------------------------------------------
     async def run(self, problems: list[Problem], on_done: Callable[[ProblemDone], None] | None = None,
                   on_engine: Callable[[Engine], None] | None = None) -> dict[str, Any]:
-        self._open_ledger()
         spec = self.spec
-        pool = make_pool(spec.workers or pool_size(spec.samples * max(1, spec.jobs), spec.device), spec.device)
         probe = session_config(self._run_spec(), problems[0]) if problems else None
         proposer = make_proposer_for(spec.proposer, probe, spec.model_settings) if probe else None
+        if probe is not None:  # the ledger and report name the proposer that runs, not "None"
+            spec.proposer = probe.proposer
+        self._open_ledger()
+        pool = make_pool(spec.workers or pool_size(spec.samples * max(1, spec.jobs), spec.device), spec.device)
         counter = {"n": 0}
         gate = asyncio.Semaphore(max(1, spec.jobs))
 
@@ -210,9 +210,12 @@ class Batch:
             "broken": list(self.broken),
             "written_at": time.time(),
         }
-        write_atomic(self.out / "results.json", json.dumps(doc, indent=2, allow_nan=False, default=_json_default))
-        write_atomic(self.out / "results.csv", rows_csv(rows))
-        write_atomic(self.out / "report.md", render_report(doc))
+        if self.verification is not None:
+            doc["verify"] = self.verification.to_dict()
+        atomic_write_text(self.out / "results.json", json.dumps(doc, indent=2, allow_nan=False, default=_json_default))
+        atomic_write_text(self.out / "results.csv", rows_csv(rows))
+        atomic_write_text(self.out / "report.md", render_report(doc) + (
+            "\n" + self.verification.markdown() if self.verification is not None else ""))
         return doc
 
 
@@ -234,10 +237,17 @@ def load_results(path: str | Path) -> dict[str, Any]:
     p = Path(path)
     if p.is_dir():
         p = p / "results.json"
+    not_results = f"{p}: not an htam results file (give a batch folder or its results.json)"
     try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{p}: cannot read results ({exc})") from None
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise InputError(not_results) from None
+    except OSError as exc:
+        raise InputError(f"{p}: cannot read results ({exc.strerror or exc})") from None
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        raise InputError(not_results) from None
     if not isinstance(doc, dict) or "metrics" not in doc or "rows" not in doc:
         raise InputError(f"{p}: not an htam results file (no metrics/rows)")
     doc["_path"] = str(p)

@@ -86,12 +86,6 @@ class Subscription:
             await self._wakeup.wait()
         return self._buffer.popleft()
 
-    def drain(self) -> list[Event]:
-        """Everything buffered now, without waiting (for tests and batch consumers)."""
-        out = list(self._buffer)
-        self._buffer.clear()
-        return out
-
 
 class EventBus:
     def __init__(self, maxsize: int = DEFAULT_BUFFER):

@@ -15,8 +15,13 @@ from typing import Any, TextIO
 
 from htam_engine.evaluate.result import EvalResult
 from htam_engine.loop import events as ev
-from htam_engine.loop.approval import POLICIES
-from htam_engine.session.model import Decision
+from htam_engine.loop.approval import DecisionClosed, DecisionRequest
+from htam_engine.loop.events import RunState
+from htam_engine.session.model import Action, Decider
+
+
+def plural(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def fmt_speedup(x: float | None) -> str:
@@ -54,22 +59,25 @@ def event_line(event: ev.Event, planned: int) -> str | None:
         if event.code is None:
             return f"  sample {event.sample}: no candidate ({event.failure})"
         return f"  sample {event.sample}: candidate proposed ({len(event.code.splitlines())} lines)"
-    if isinstance(event, ev.DecisionMade):
-        if event.action == "approve" and event.by in POLICIES:
+    if isinstance(event, ev.DecisionMade) and event.decision is not None:
+        d = event.decision
+        if d.action is Action.APPROVE and d.by not in (Decider.PERSON, Decider.STOP):
             return None  # routine: the policy approved
-        why = f": {event.reason}" if event.reason else ""
-        return f"  sample {event.sample}: {event.action} by {event.by}{why}"
+        why = f": {d.reason}" if d.reason else ""
+        return f"  sample {event.sample}: {d.action.value} by {d.by.value}{why}"
     if isinstance(event, ev.EvaluationFinished) and event.sample >= 0:
         return f"  sample {event.sample}: {describe_result(event.result)}"
     if isinstance(event, ev.MemoryUpdated):
         return f"  memory: {event.direction or '-'} reward {event.reward:+.3f}"
     if isinstance(event, ev.StepFinished):
         mark = " (new best)" if event.improved else ""
-        return f"  step {s} done: best {fmt_speedup(event.best_speedup)}{mark}"
+        return f"  step {s} done ({event.status}): best {fmt_speedup(event.best_speedup)}{mark}"
+    if isinstance(event, ev.PlanChanged):
+        return f"  plan: {event.steps_planned} steps, policy {event.policy}"
     if isinstance(event, ev.EngineError):
         return f"  error ({event.where}): {event.message}"
-    if isinstance(event, ev.EngineStateChanged) and event.state in ("paused", "stopping"):
-        return f"engine {event.state}" + (f": {event.detail}" if event.detail else "")
+    if isinstance(event, ev.EngineStateChanged) and event.state in (RunState.PAUSED, RunState.STOPPING):
+        return f"engine {event.state.value}" + (f": {event.detail}" if event.detail else "")
     if isinstance(event, ev.SessionFinished):
         return f"finished ({event.reason}): best {describe_result(event.best) if event.best else 'none'}"
     return None
@@ -138,7 +146,7 @@ def make_reporter(stream: TextIO | None = None) -> LineReporter | RichReporter:
 
 
 class TerminalPrompter:
-    """Asks the person at the terminal for each pending approval, one at a time."""
+    """Asks the person at the terminal for each pending decision, one at a time."""
 
     KEYS = "[a]pprove  [v]eto  [e]dit  [s]kip  approve [A]ll"
 
@@ -146,35 +154,38 @@ class TerminalPrompter:
         self.engine = engine
         self.out = out or sys.stderr
 
-    async def ask(self, event: ev.ApprovalRequested) -> None:
-        lines = event.code.splitlines()
+    async def ask(self, request: DecisionRequest) -> None:
+        lines = request.code.splitlines()
         shown = "\n".join(lines[:60]) + (f"\n... ({len(lines) - 60} more lines)" if len(lines) > 60 else "")
-        print(f"\n--- step {event.step}, sample {event.sample}: candidate ---\n{shown}\n---", file=self.out, flush=True)
-        while True:
+        print(f"\n--- step {request.step}, sample {request.sample}: candidate ({request.direction or 'no direction'}"
+              f"{'; ' + request.why if request.why else ''}) ---\n{shown}\n---", file=self.out, flush=True)
+        while request.open:
             answer = (await asyncio.to_thread(_read, f"{self.KEYS}: ")).strip()
-            decision = await self._decision(answer, event.code)
-            if decision is None:
-                continue
-            if decision.action == "approve" and answer == "A":
-                self.engine.set_policy("auto")
             try:
-                self.engine.decide(event.request_id, decision)
-            except Exception as exc:  # noqa: BLE001 - e.g. the request was already settled by stop()
+                if await self._answer(answer, request):
+                    return
+            except DecisionClosed as exc:  # stop() settled it while the person was typing
                 print(f"  ({exc})", file=self.out)
-            return
+                return
 
-    async def _decision(self, answer: str, code: str) -> Decision | None:
-        if answer in ("a", "A", "approve"):
-            return Decision("approve", by="person")
-        if answer in ("s", "skip"):
-            return Decision("skip", by="person")
-        if answer in ("v", "veto"):
-            reason = (await asyncio.to_thread(_read, "reason (optional): ")).strip()
-            return Decision("veto", by="person", reason=reason)
-        if answer in ("e", "edit"):
-            edited = await asyncio.to_thread(edit_in_editor, code)
-            return Decision("edit", by="person", edited_code=edited) if edited.strip() else None
-        return None
+    async def _answer(self, answer: str, request: DecisionRequest) -> bool:
+        """Carry out one typed answer; False when it was not one (ask again)."""
+        if answer == "A":
+            self.engine.approve_all()
+        elif answer in ("a", "approve"):
+            request.approve()
+        elif answer in ("s", "skip"):
+            request.skip()
+        elif answer in ("v", "veto"):
+            request.veto((await asyncio.to_thread(_read, "reason (optional): ")).strip())
+        elif answer in ("e", "edit"):
+            edited = await asyncio.to_thread(edit_in_editor, request.code)
+            if not edited.strip():
+                return False
+            request.edit(edited)
+        else:
+            return False
+        return True
 
 
 def _read(prompt: str) -> str:
@@ -203,9 +214,10 @@ async def follow(engine: Any, subscription: Any, reporter: Any, prompter: Termin
     try:
         async for event in subscription:
             reporter.handle(event, engine.steps_planned)
-            if prompter is not None and isinstance(event, ev.ApprovalRequested):
+            if prompter is not None and isinstance(event, ev.ApprovalRequested) and event.request is not None \
+                    and event.request.open:
                 reporter.stop()
-                await prompter.ask(event)
+                await prompter.ask(event.request)
                 reporter.start()
     finally:
         reporter.stop()

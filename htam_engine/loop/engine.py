@@ -5,10 +5,11 @@ concurrently -> approval -> evaluate on the worker pool concurrently -> update m
 -> save the session (atomically, before the next step begins) -> next.
 
 The engine never waits on a consumer: events go through `EventBus` (bounded,
-coalescing buffers). Front ends steer it with commands (`decide`, `pause`,
-`resume`, `stop`, `set_steps`, `force_direction`, `evaluate_now`, `set_policy`).
-An error inside a step becomes an `EngineError` event and a failed step; the
-session goes on.
+coalescing buffers) and carry everything a front end shows. Front ends steer it with
+typed commands: a `DecisionRequest`'s approve / veto / edit / skip, and the engine's
+`approve_all`, `pause`, `resume`, `stop`, `set_budget`, `choose_direction`, `set_policy`
+and `reevaluate`. A command that cannot be done now raises UsageError with the reason.
+An error inside a step becomes an `EngineError` event and a failed step; the session goes on.
 """
 
 from __future__ import annotations
@@ -21,13 +22,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from htam_engine.cli.errors import UsageError
+from htam_engine.errors import UsageError
 from htam_engine.evaluate.config import EvalConfig
 from htam_engine.evaluate.result import EvalResult, Status
 from htam_engine.families import Backend, Bottleneck
 from htam_engine.loop import events as ev
-from htam_engine.loop.approval import Approvals, check_policy, policy_verdict
+from htam_engine.loop.approval import DecisionRequest, Pending, check_policy, policy_verdict
 from htam_engine.loop.bus import EventBus, Subscription
+from htam_engine.loop.events import RunState
+from htam_engine.loop.faults import HARNESS_FAULT, environment_fault
+from htam_engine.loop.replay import session_events
 from htam_engine.memory import (
     HTG,
     SelectConfig,
@@ -39,26 +43,33 @@ from htam_engine.memory import (
     update,
 )
 from htam_engine.memory.learn import NOTABLE
+from htam_engine.memory.select import lineage
 from htam_engine.memory.types import HistoryEntry, Retrieval, Selection, State
 from htam_engine.problems.model import Problem
 from htam_engine.propose.base import Proposal, ProposalRequest, Usage
-from htam_engine.session import candidate_code, memory_at, new_session, record_step, save_session
+from htam_engine.session import (
+    candidate_code, history_of, memory_at, new_session, record_step, save_session, step_speedup, step_status,
+)
 from htam_engine.session.store import best_speedup
-from htam_engine.session.model import Candidate, Decision, Session, SessionConfig, StepRecord
+from htam_engine.session.model import (
+    Action, Candidate, Decider, Decision, Policy, Session, SessionConfig, StepRecord,
+)
 
 ABLATIONS: dict[str, str] = {
     "flat": "no hierarchy: rank all strategies directly",
     "no-prefix": "direction from the current state only (no history prefix)",
     "no-position": "history prefix without position weights",
     "no-update": "memory is never updated",
+    "random": "a direction drawn uniformly from those that apply in the state",
     "feedback-only": "no memory guidance: the prompt carries only the evaluation feedback",
     "best-of-n": "steps x samples independent samples in one step, no iteration",
 }
 # Ablations the selector/retriever implement themselves.
-_SELECT_ABLATIONS = ("flat", "no-prefix", "no-position")
+_SELECT_ABLATIONS = ("flat", "no-prefix", "no-position", "random")
 
 RETRIEVE_K = 3
 VETO_REASONS_IN_PROMPT = 5  # the most recent ones; older reasons live on in memory notes
+STOPPED = Decision(Action.SKIP, Decider.STOP, reason="session stopped")
 
 
 def check_ablation(name: str | None) -> str | None:
@@ -67,9 +78,10 @@ def check_ablation(name: str | None) -> str | None:
     return name
 
 
-def step_rng(seed: int, step: int) -> random.Random:
-    """One RNG per (seed, step): a resumed session draws exactly what an uninterrupted one would."""
-    return random.Random(f"htam:{seed}:{step}")
+def step_rng(seed: int, step: int, problem_id: str) -> random.Random:
+    """One RNG per (seed, problem, step): a resumed session draws exactly what an uninterrupted one
+    would, and the problems of a batch do not all draw the same sequence."""
+    return random.Random(f"htam:{seed}:{problem_id}:{step}")
 
 
 def _speedup(result: EvalResult | None) -> float | None:
@@ -81,7 +93,8 @@ def _speedup(result: EvalResult | None) -> float | None:
 class Engine:
     """Runs one session. Build it for a new session from (problem, config), or pass `session=`
     (a loaded Session) to resume; `htg` defaults to the seed (new) or the session's memory
-    after its last step (resume)."""
+    after its last step (resume). `hold_open`: when the budget is spent the run waits (an
+    app's person may raise the budget) until `stop()`; otherwise `run()` returns."""
 
     def __init__(
         self,
@@ -99,6 +112,7 @@ class Engine:
         interactive: bool = False,
         bank_path: str | Path | None = None,
         select_config: SelectConfig | None = None,
+        hold_open: bool = False,
     ):
         if session is None:
             if config is None:
@@ -120,7 +134,7 @@ class Engine:
         self.session_path = Path(session_path) if session_path else None
         self.bank_path = Path(bank_path) if bank_path else None
         self.interactive = interactive
-        self.policy = check_policy(policy or self.config.policy)
+        self.policy: Policy = check_policy(policy or self.config.policy)
         self.config.policy = self.policy
         self.eval_config = eval_config or EvalConfig(
             backend=self.config.backend, device=self.config.device, overrides=dict(problem.overrides),
@@ -140,20 +154,29 @@ class Engine:
         self._planned_total = planned
         if self.config.ablation != "best-of-n":
             self.config.steps = planned
+        self.hold_open = hold_open
         self.bus = EventBus()
-        self.approvals = Approvals()
+        self.pending = Pending()  # the one list of open decision requests
         self._running = asyncio.Event()
         self._running.set()
+        self._more = asyncio.Event()  # a held-open run: the budget was raised, or stop
         self._stop_reason: str | None = None
         self._forced: str | None = None
         self._finished = False
+        self._in_step = False
+        self.state = RunState.STARTING
         self.finish_reason: str | None = None
         self.owns_pool = False  # set by whoever built the pool for this engine alone
 
-    async def aclose(self) -> None:
-        """Release what this engine owns (its worker pool, when it made one)."""
+    async def aclose(self, *, now: bool = False) -> None:
+        """Release what this engine owns (its worker pool, when it made one). `now`: kill the
+        workers instead of letting them exit (a person quitting waits for nothing; a worker
+        holds nothing that is not on disk already)."""
         if self.owns_pool and self.pool is not None:
-            await self.pool.close()
+            if now:
+                self.pool.kill()
+            else:
+                await self.pool.close()
 
     # ---- consumers -------------------------------------------------------------------
     def events(self, maxsize: int | None = None) -> Subscription:
@@ -164,56 +187,87 @@ class Engine:
         self.bus.publish(event)
 
     # ---- commands --------------------------------------------------------------------
-    def decide(self, request_id: str, decision: Decision) -> None:
-        self.approvals.decide(request_id, decision)
+    def _set_state(self, state: RunState, detail: str = "") -> None:
+        self.state = state
+        self._emit(ev.EngineStateChanged(self._current_step(), state=state, detail=detail))
+
+    def _emit_plan(self) -> None:
+        self._emit(ev.PlanChanged(self._current_step(), steps_planned=self._planned_total, policy=self.policy))
 
     def pause(self) -> None:
-        if self._running.is_set() and not self._finished:
+        """Hold the run before its next step (the step under way finishes first)."""
+        if self._finished:
+            raise UsageError("the run has finished: nothing to pause")
+        if self._stop_reason is not None:
+            raise UsageError("the run is stopping")
+        if self._running.is_set():
             self._running.clear()
-            self._emit(ev.EngineStateChanged(self._current_step(), state="paused", detail="after this step"))
+            self._set_state(RunState.PAUSING if self._in_step else RunState.PAUSED, "after this step")
 
     def resume(self) -> None:
-        if not self._running.is_set():
-            self._running.set()
-            self._emit(ev.EngineStateChanged(self._current_step(), state="running"))
+        if self._running.is_set():
+            raise UsageError("the run is not paused")
+        self._running.set()
+        self._set_state(RunState.RUNNING)
 
     def stop(self, reason: str = "stopped") -> None:
-        """Finish after the step in progress; pending approvals become skips."""
+        """Finish after the step in progress; pending decisions become skips by `stop`."""
         if self._stop_reason is None:
             self._stop_reason = reason
-            self._emit(ev.EngineStateChanged(self._current_step(), state="stopping", detail=reason))
-        self.approvals.decide_all(Decision("skip", by="stop", reason="session stopped"))
+            if not self._finished:
+                self._set_state(RunState.STOPPING, reason)
+        self.pending.resolve_all(STOPPED)
         self._running.set()
+        self._more.set()
 
-    def set_steps(self, n: int) -> None:
-        """Set the session's planned number of steps (the N of "step k of N")."""
-        if n < len(self.session.steps):
-            raise UsageError(f"the session already has {len(self.session.steps)} steps")
-        self._planned_total = int(n)
-        self.config.steps = int(n)
-        self._emit(ev.EngineStateChanged(self._current_step(), state="running", detail=f"steps={n}"))
+    def set_budget(self, steps: int) -> None:
+        """Set the session's planned number of steps (the N of "step k of N"); never below the
+        steps done or under way. A held-open run whose budget was spent goes on."""
+        if self._finished and not self.hold_open:
+            raise UsageError("the run has finished")
+        if self._stop_reason is not None:
+            raise UsageError("the run is stopping")
+        floor = len(self.session.steps) + (1 if self._in_step else 0)
+        if steps < max(1, floor):
+            raise UsageError(f"the budget must be at least {max(1, floor)} "
+                             f"({len(self.session.steps)} steps done{', 1 under way' if self._in_step else ''})")
+        self._planned_total = int(steps)
+        self.config.steps = int(steps)
+        self._emit_plan()
+        if steps > len(self.session.steps):
+            self._more.set()
 
     @property
     def steps_planned(self) -> int:
         return self._planned_total
 
-    def force_direction(self, name: str) -> None:
+    def choose_direction(self, name: str) -> None:
         """The next step uses this direction instead of the selector's choice."""
         if name not in self.htg.directions():
             raise UsageError(f"unknown direction {name!r}")
         self._forced = name
 
-    def set_policy(self, name: str) -> None:
+    def set_policy(self, name: str | Policy) -> None:
+        """A new policy from now on; AUTO approves whatever is waiting, in the policy's name."""
         self.policy = check_policy(name)
         self.config.policy = self.policy
-        self._emit(ev.EngineStateChanged(self._current_step(), state="running", detail=f"policy={name}"))
-        if name == "auto":  # approve-all: whatever is waiting goes ahead
-            self.approvals.decide_all(Decision("approve", by="auto"))
+        self._emit_plan()
+        if self.policy is Policy.AUTO:
+            self.pending.resolve_all(Decision(Action.APPROVE, Decider.AUTO))
 
-    async def evaluate_now(self, code: str) -> EvalResult:
-        """Evaluate code outside the step flow (e.g. re-time the current best); not recorded."""
-        step = self._current_step()
-        return await self._evaluate(step, -1, code)
+    def approve_all(self) -> None:
+        """A person approves every waiting candidate (recorded as theirs) and every later one
+        (the policy becomes auto, recorded as auto's)."""
+        self.pending.resolve_all(Decision(Action.APPROVE, Decider.PERSON))
+        self.set_policy(Policy.AUTO)
+
+    async def reevaluate(self) -> EvalResult:
+        """Evaluate the best candidate again (not a step, not recorded); its result comes as
+        an EvaluationFinished event of sample -1."""
+        code = self.session.best_code
+        if not code:
+            raise UsageError("no best candidate to re-evaluate yet")
+        return await self._evaluate(self._current_step(), -1, code)
 
     def _current_step(self) -> int:
         return len(self.session.steps) + (0 if self._finished else 1)
@@ -221,32 +275,51 @@ class Engine:
     # ---- the loop --------------------------------------------------------------------
     async def run(self) -> Session:
         self.bus.bind_loop()
-        s = self.session
+        s, c = self.session, self.config
         s.config.extra.pop("finished", None)  # set again when this run finishes
-        self._emit(ev.SessionStarted(0, session_path=str(self.session_path or ""), problem_id=s.problem.id,
-                                     steps_planned=self._planned_total))
-        self._emit(ev.EngineStateChanged(0, state="running"))
-        reason = "steps"
+        self._emit(ev.SessionStarted(len(s.steps), session_path=str(self.session_path or ""), problem_id=s.problem.id,
+                                     backend=c.backend, device=c.device, policy=self.policy, proposer=c.proposer,
+                                     steps_planned=self._planned_total, history=session_events(s)))
         try:
             while True:
-                if self._stop_reason is None and not self._running.is_set():
-                    await self._running.wait()
-                stop = self._should_stop()
-                if stop:
-                    reason = stop
+                reason = await self._steps_until_done()
+                await self._finish(reason)
+                if not self.hold_open or self._stop_reason is not None:
                     break
-                await self._run_step(len(s.steps) + 1)
-            self._finished = True
-            self.finish_reason = reason
-            s.config.extra["finished"] = reason
-            await self._save()
-            await self._merge_bank()
-            self._emit(ev.EngineStateChanged(len(s.steps), state="finished", detail=reason))
-            self._emit(ev.SessionFinished(len(s.steps), reason=reason, best=s.best_result))
+                await self._more.wait()  # a larger budget, or stop
+                self._more.clear()
+                if self._stop_reason is not None:
+                    break
+                self._finished = False
+                self._set_state(RunState.RUNNING if self._running.is_set() else RunState.PAUSED)
+            self._emit(ev.SessionFinished(len(s.steps), reason=self.finish_reason or "", best=s.best_result))
         finally:
             self._finished = True
+            self.pending.resolve_all(STOPPED)
             self.bus.close()
         return s
+
+    async def _steps_until_done(self) -> str:
+        if self._running.is_set():
+            self._set_state(RunState.RUNNING)
+        while True:
+            if self._stop_reason is None and not self._running.is_set():
+                self._set_state(RunState.PAUSED)
+                await self._running.wait()
+            stop = self._should_stop()
+            if stop:
+                return stop
+            await self._run_step(len(self.session.steps) + 1)
+
+    async def _finish(self, reason: str) -> None:
+        """The budget is spent (or the run stopped): save, merge the memory bank, say so."""
+        s = self.session
+        self._finished = True
+        self.finish_reason = reason
+        s.config.extra["finished"] = reason
+        await self._save()
+        await self._merge_bank()
+        self._set_state(RunState.FINISHED, reason)
 
     def _should_stop(self) -> str | None:
         s, c = self.session, self.config
@@ -265,6 +338,7 @@ class Engine:
 
     async def _run_step(self, step: int) -> None:
         started = time.time()
+        self._in_step = True
         try:
             record = await self._step(step, started)
         except asyncio.CancelledError:
@@ -273,10 +347,17 @@ class Engine:
             message = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             self._emit(ev.EngineError(step, message=message, where="step"))
             record = self._failed_record(step, started, message)
+        finally:
+            self._in_step = False
         improved = record_step(self.session, record)
         self.session.updated_at = time.time()
         await self._save()
-        self._emit(ev.StepFinished(step, best_speedup=record.best_speedup, improved=improved))
+        s = self.session
+        self._emit(ev.StepFinished(step, status=step_status(record), step_speedup=step_speedup(record),
+                                   best_speedup=record.best_speedup, improved=improved, best_code=s.best_code,
+                                   usage=s.usage))
+        if not self._running.is_set() and self._stop_reason is None:
+            self._set_state(RunState.PAUSED)
 
     async def _save(self) -> None:
         if self.session_path is None:
@@ -300,13 +381,6 @@ class Engine:
             self._emit(ev.EngineError(len(self.session.steps), message=f"memory bank: {exc}", where="bank"))
 
     # ---- one step --------------------------------------------------------------------
-    def _history(self) -> list[HistoryEntry]:
-        return [
-            HistoryEntry(state=r.state, direction=r.selection.direction, reward=r.reward)
-            for r in self.session.steps
-            if r.selection.direction
-        ]
-
     def _last_outcome(self) -> Candidate | None:
         for r in reversed(self.session.steps):
             if r.outcome is not None:
@@ -344,7 +418,7 @@ class Engine:
             c.decision.reason
             for r in self.session.steps
             for c in r.candidates
-            if c.decision is not None and c.decision.action == "veto" and c.decision.reason
+            if c.decision is not None and c.decision.action is Action.VETO and c.decision.reason
         ]
         return reasons[-VETO_REASONS_IN_PROMPT:]
 
@@ -358,9 +432,9 @@ class Engine:
         s, c = self.session, self.config
         state = self._state()
         self._emit(ev.StepStarted(step, state=state))
-        history = self._history()
+        history = history_of(s)
         forced, self._forced = self._forced, None
-        selection = select_direction(self.htg, state, history, rng=step_rng(c.seed, step),
+        selection = select_direction(self.htg, state, history, rng=step_rng(c.seed, step, self.problem.id),
                                      config=self.select_config, forced=forced)
         self._emit(ev.DirectionSelected(step, selection=selection))
         retrieval = retrieve(self.htg, selection.direction, state, k=RETRIEVE_K,
@@ -384,11 +458,11 @@ class Engine:
         k = max(1, k)
         previous_direction = self._previous_direction()
         candidates = list(await asyncio.gather(*(
-            self._candidate(step, i, request, selection.direction, previous_direction) for i in range(k)
+            self._candidate(step, i, request, retrieval, previous_direction) for i in range(k)
         )))
         return await self._conclude(step, started, state, selection, retrieval, history, candidates, request)
 
-    async def _candidate(self, step: int, sample: int, base: ProposalRequest, direction: str,
+    async def _candidate(self, step: int, sample: int, base: ProposalRequest, retrieval: Retrieval,
                          previous_direction: str | None) -> Candidate:
         request = replace(base, sample=sample, seed=base.seed * 1_000_003 + step * 101 + sample)
 
@@ -408,45 +482,50 @@ class Engine:
         self._emit(ev.CandidateProposed(step, sample=sample, code=cand.code, failure=cand.failure))
         if cand.code is None:
             return cand
-        decision = await self._approve(step, sample, cand.code, direction, previous_direction)
+        decision = await self._approve(step, sample, cand, retrieval, previous_direction)
         cand.decision = decision
-        self._emit(ev.DecisionMade(step, sample=sample, request_id=f"{step}-{sample}", action=decision.action,
-                                   reason=decision.reason, by=decision.by))
-        if decision.action in ("veto", "skip"):
+        self._emit(ev.DecisionMade(step, sample=sample, decision=decision, pending=self.pending.open()))
+        if decision.action in (Action.VETO, Action.SKIP):
             return cand
         cand.result = await self._evaluate(step, sample, candidate_code(cand))  # the edit, if any
         return cand
 
-    async def _approve(self, step: int, sample: int, code: str, direction: str,
+    async def _approve(self, step: int, sample: int, cand: Candidate, retrieval: Retrieval,
                        previous_direction: str | None) -> Decision:
+        code = cand.code or ""
         findings = None
-        if self.policy == "auto-static":
+        if self.policy is Policy.AUTO_STATIC:
             from htam_engine.evaluate.checks import static_findings
 
             findings = static_findings(code, self.config.backend)
-        verdict = policy_verdict(self.policy, direction=direction, previous_direction=previous_direction,
+        verdict = policy_verdict(self.policy, direction=retrieval.direction, previous_direction=previous_direction,
                                  static_findings=findings)
         if verdict.decision is not None:
             return verdict.decision
         if self._stop_reason is not None:
-            return Decision("skip", by="stop", reason="session stopped")
+            return STOPPED
         if not self.interactive:
             # Headless: nobody to ask. Refuse the candidate the policy would not pass on its own,
             # with the policy's reason (memory learns from it like from a person's veto).
-            return Decision("veto", by=self.policy, reason=verdict.why)
-        request_id = f"{step}-{sample}"
-        fut = self.approvals.open(request_id)
-        previous = self.session.best_code
-        self._emit(ev.ApprovalRequested(step, sample=sample, request_id=request_id, code=code,
-                                        previous_code=previous, pending=len(self.approvals.pending_ids())))
+            return Decision(Action.VETO, Decider(self.policy.value), reason=verdict.why)
+        request = DecisionRequest(step, sample, code, best_code=self.session.best_code, direction=retrieval.direction,
+                                  strategies=[st.title for st in retrieval.strategies], template=cand.template,
+                                  why=verdict.why)
+        self.pending.add(request)
+        self._emit(ev.ApprovalRequested(step, sample=sample, request=request, pending=self.pending.open()))
         try:
-            return await fut
+            return await request.wait()
         finally:
-            self.approvals.close(request_id)
+            self.pending.remove(request)
 
     async def _evaluate(self, step: int, sample: int, code: str) -> EvalResult:
+        began = {"stage": "", "at": time.time()}
+
         def on_progress(stage: str, timings: list[float] | None = None) -> None:
-            self._emit(ev.EvaluationProgress(step, sample=sample, stage=stage, timings=list(timings or [])))
+            if stage != began["stage"]:
+                began["stage"], began["at"] = stage, time.time()
+            self._emit(ev.EvaluationProgress(step, sample=sample, stage=str(stage), stage_started=began["at"],
+                                             timings=list(timings or [])))
 
         try:
             result = await self.pool.evaluate(self.problem, code, self.eval_config, on_progress=on_progress)
@@ -454,7 +533,7 @@ class Engine:
             raise
         except Exception as exc:  # noqa: BLE001 - a harness fault is reported, not the candidate's fault
             self._emit(ev.EngineError(step, message=f"evaluation: {exc}", where="evaluate"))
-            result = EvalResult.failure(Status.RUNTIME_ERROR, f"harness error: {exc}",
+            result = EvalResult.failure(Status.HARNESS_ERROR, f"{HARNESS_FAULT} {exc}",
                                         device=self.config.device, backend=self.config.backend)
         self._emit(ev.EvaluationFinished(step, sample=sample, result=result))
         return result
@@ -467,10 +546,15 @@ class Engine:
         outcome = candidates[chosen] if chosen is not None else None
         prev_best = best_speedup(s)
         status, new_speedup, veto_reason = outcome_status(outcome)
+        fault = environment_fault(outcome.result) if outcome is not None and outcome.result is not None else None
+        if fault is not None:  # the machine's fault, not the strategy's: memory learns nothing from it
+            self._emit(ev.EngineError(step, message=f"{fault}; the memory is not updated for this step",
+                                      where="environment"))
+            status = None
         reward, delta, new_strategy = 0.0, {}, None
         if status is not None:  # skipped steps teach nothing
-            delta = update(
-                self.htg, history=history, state=state, direction=selection.direction,
+            delta = update(  # the move is recorded from the one that made the best it was tried on
+                self.htg, history=lineage(history), state=state, direction=selection.direction,
                 strategies=[st.id for st in retrieval.strategies], status=status,
                 prev_speedup=prev_best, new_speedup=new_speedup, family=self.problem.family,
                 backend=Backend(c.backend), veto_reason=veto_reason, session_id=s.id, step=step,
@@ -526,7 +610,7 @@ def choose_outcome(candidates: list[Candidate]) -> int | None:
         return max(ok, key=lambda i: _speedup(candidates[i].result) or 0.0)
     for pred in (
         lambda cd: cd.result is not None,
-        lambda cd: cd.decision is not None and cd.decision.action == "veto",
+        lambda cd: cd.decision is not None and cd.decision.action is Action.VETO,
         lambda cd: cd.code is None,
     ):
         for i, cd in enumerate(candidates):
@@ -541,7 +625,7 @@ def outcome_status(outcome: Candidate | None) -> tuple[str | None, float | None,
         return None, None, None
     if outcome.result is not None:
         return outcome.result.status.value, _speedup(outcome.result), None
-    if outcome.decision is not None and outcome.decision.action == "veto":
+    if outcome.decision is not None and outcome.decision.action is Action.VETO:
         return "vetoed", None, outcome.decision.reason or "vetoed"
     if outcome.code is None:
         return "failed", None, None  # the proposer produced no candidate

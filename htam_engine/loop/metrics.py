@@ -28,7 +28,7 @@ FAST_P = (0.0, 1.0, 1.5, 2.0)
 ROW_FIELDS = (
     "problem", "level", "family", "steps", "status", "correct", "speedup_eager", "speedup_compile",
     "runtime_ms", "ref_runtime_ms", "compile_ref_runtime_ms", "best_step", "candidates", "evaluated",
-    "prompt_tokens", "completion_tokens", "tokens", "cost_usd", "wall_s", "finish", "session",
+    "prompt_tokens", "completion_tokens", "tokens", "cost_usd", "wall_s", "finish", "session", "note",
 )
 
 _LEVEL = re.compile(r"level[_-]?(\d+)")
@@ -42,20 +42,24 @@ def session_level(session: Session) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def _last_status(session: Session) -> str:
+def _last_outcome(session: Session) -> tuple[str, str]:
+    """(status, why): the best result's status, else the last step that had an outcome's, with
+    what a person reading the table needs to know about a failure (the proposer's refusal, the
+    harness's message, a veto's reason)."""
+    from htam_engine.session import step_status
+
     if session.best_result is not None:
-        return session.best_result.status.value
+        return session.best_result.status.value, ""
     for step in reversed(session.steps):
         out = step.outcome
         if out is None:
             continue
         if out.result is not None:
-            return out.result.status.value
-        if out.decision is not None and out.decision.action == "veto":
-            return "vetoed"
-        if out.code is None:
-            return "no_candidate"
-    return "none"
+            return step_status(step), out.result.diagnostics.message
+        if out.decision is not None and out.decision.reason:
+            return step_status(step), out.decision.reason
+        return step_status(step), out.failure
+    return (step_status(session.steps[-1]), "") if session.steps else ("none", "")
 
 
 def _finite(x: float | None) -> float | None:
@@ -68,12 +72,14 @@ def problem_row(session: Session, path: str | Path | None = None) -> dict[str, A
     cands = [c for st in session.steps for c in st.candidates]
     wall = sum(max(0.0, st.finished_at - st.started_at) for st in session.steps)
     u = session.usage
+    status, note = _last_outcome(session)
     return {
         "problem": session.problem.id,
         "level": session_level(session),
         "family": session.config.extra.get("family"),
         "steps": len(session.steps),
-        "status": _last_status(session),
+        "status": status,
+        "note": note[:200],
         "correct": correct,
         "speedup_eager": _finite(best.speedup_eager) if correct else None,
         "speedup_compile": _finite(best.speedup_compile) if correct else None,

@@ -64,13 +64,14 @@ def render_report(doc: dict[str, Any]) -> str:
     if m.get("missing_compile_baseline"):
         lines.append(f"{m['missing_compile_baseline']} correct problem(s) had no torch.compile baseline.")
     lines += ["", "## Problems", "",
-              "| problem | level | steps | status | speedup vs eager | vs torch.compile | tokens | cost | wall |",
-              "|---|---|---|---|---|---|---|---|---|"]
+              "| problem | level | steps | status | speedup vs eager | vs torch.compile | tokens | cost | wall | note |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
+        note = (r.get("note") or "").replace("|", "/").replace("\n", " ")
         lines.append(
             f"| {r['problem']} | {r['level'] if r['level'] is not None else '-'} | {r['steps']} | {r['status']} | "
             f"{times(r['speedup_eager'])} | {times(r['speedup_compile'])} | {r['tokens']} | "
-            f"{money(r['cost_usd'])} | {r['wall_s']:.1f} s |"
+            f"{money(r['cost_usd'])} | {r['wall_s']:.1f} s | {note} |"
         )
     if doc.get("unfinished"):
         lines += ["", "Not finished yet (resume with the same command): " + ", ".join(doc["unfinished"])]

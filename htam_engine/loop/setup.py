@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from htam_engine.cli.errors import UsageError
+from htam_engine.errors import EnvironmentFault, UsageError
 from htam_engine.families import Backend
 from htam_engine.loop.approval import check_policy
 from htam_engine.loop.engine import Engine, check_ablation
@@ -79,6 +79,29 @@ def check_device(name: str) -> str:
     return name
 
 
+def cuda_available() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+def default_device() -> str:
+    """cuda on a machine with a CUDA GPU, else cpu."""
+    return "cuda" if cuda_available() else "cpu"
+
+
+def require_machine(device: str, backend: str | None = None) -> None:
+    """Refuse, before anything runs, what this machine cannot do: a CUDA device or the CUDA
+    backend without a visible GPU, or CUDA kernels asked to run on the CPU."""
+    if device.startswith("cuda") and not cuda_available():
+        raise EnvironmentFault(f"--device {device}: no CUDA GPU is visible on this machine")
+    if backend == Backend.CUDA.value:
+        if not cuda_available():
+            raise EnvironmentFault("--backend cuda: no CUDA GPU is visible on this machine")
+        if not device.startswith("cuda"):
+            raise UsageError("--backend cuda runs on a GPU: give --device cuda (or another backend)")
+
+
 def pool_size(samples: int, device: str) -> int:
     """Workers for one step's candidates: one per sample, at most one per CPU core (compiles
     are CPU work; the pool serializes timing per GPU itself)."""
@@ -109,8 +132,9 @@ def problem_from_session(session: Session) -> Problem:
 
 
 def session_config(spec: RunSpec, problem: Problem) -> SessionConfig:
-    device = check_device(spec.device or "cpu")
+    device = check_device(spec.device or default_device())
     backend = check_backend(spec.backend or default_backend(device))
+    require_machine(device, backend)
     steps = DEFAULT_STEPS if spec.steps is None else spec.steps
     samples = 1 if spec.samples is None else spec.samples
     if steps < 0 or samples < 1:
@@ -143,17 +167,43 @@ def make_pool(size: int, device: str) -> Any:
     return WorkerPool(size, device)
 
 
-def open_engine(spec: RunSpec, *, interactive: bool = False, pool: Any = None, proposer: Any = None) -> Engine:
-    """An engine ready to `await engine.run()`; raises UsageError/ProblemError/InputError on bad input."""
+# What a resumed session keeps as it was configured: giving one of these with --resume is refused.
+_FIXED_ON_RESUME = {
+    "problem": "PROBLEM", "samples": "--samples", "backend": "--backend", "device": "--device",
+    "proposer": "--proposer", "seed": "--seed", "ablation": "--ablation", "token_budget": "--token-budget",
+    "cost_budget": "--cost-budget", "target_speedup": "--target", "trials": "--trials", "timeout_s": "--timeout",
+}
+
+
+def _check_resume_spec(spec: RunSpec) -> None:
+    given = [flag for name, flag in _FIXED_ON_RESUME.items() if getattr(spec, name) is not None]
+    given += ["--set"] if spec.overrides else []
+    given += ["--no-compile-baseline"] if not spec.compile_baseline else []
+    if given:
+        raise UsageError(f"--resume continues a session as it was configured: {', '.join(given)} cannot change "
+                         "(give --steps, --policy, --session, --bank, --workers or model flags)")
+
+
+def resume_spec(path: str | Path, base: RunSpec | None = None, steps: int | None = None) -> RunSpec:
+    """The spec that resumes `path`, keeping what `base` chose that a resume may change."""
+    base = base or RunSpec()
+    return RunSpec(resume=str(path), steps=steps, bank=base.bank, workers=base.workers,
+                   model_settings=dict(base.model_settings))
+
+
+def open_engine(spec: RunSpec, *, interactive: bool = False, pool: Any = None, proposer: Any = None,
+                hold_open: bool = False) -> Engine:
+    """An engine ready to `await engine.run()`; raises UsageError/ProblemError/InputError on bad input
+    and EnvironmentFault when the machine cannot run it (no GPU for a CUDA session)."""
     from htam_engine.memory import HTG, default_bank_path, load_bank
     from htam_engine.problems import load_problem
     from htam_engine.session import load_session
 
     bank_path = default_bank_path() if spec.bank is None else (Path(spec.bank) if spec.bank else None)
     if spec.resume:
+        _check_resume_spec(spec)
         session = load_session(spec.resume)
-        if spec.ablation is not None or spec.problem is not None:
-            raise UsageError("--resume continues a session as it was configured; give only --steps/--policy")
+        require_machine(session.config.device, session.config.backend)
         problem = problem_from_session(session)
         if spec.policy:
             session.config.policy = check_policy(spec.policy)
@@ -165,11 +215,12 @@ def open_engine(spec: RunSpec, *, interactive: bool = False, pool: Any = None, p
                                  session.config.device)
         engine = Engine(problem, session=session, proposer=proposer, pool=pool, session_path=path,
                         steps=spec.steps, interactive=interactive, bank_path=bank_path,
-                        policy=session.config.policy)
+                        policy=session.config.policy, hold_open=hold_open)
     else:
         if not spec.problem:
             raise UsageError("give a PROBLEM (a file or a built-in name) or --resume SESSION")
-        device = check_device(spec.device or "cpu")
+        device = check_device(spec.device or default_device())
+        require_machine(device, spec.backend)
         problem = load_problem(spec.problem, spec.overrides, device=device)
         config = session_config(spec, problem)
         htg = load_bank(bank_path) if bank_path is not None else HTG.seed()
@@ -178,6 +229,6 @@ def open_engine(spec: RunSpec, *, interactive: bool = False, pool: Any = None, p
         owned = pool is None
         pool = pool or make_pool(spec.workers or pool_size(config.samples, device), device)
         engine = Engine(problem, config, proposer=proposer, pool=pool, htg=htg, session_path=path,
-                        interactive=interactive, bank_path=bank_path, policy=config.policy)
+                        interactive=interactive, bank_path=bank_path, policy=config.policy, hold_open=hold_open)
     engine.owns_pool = owned
     return engine

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from htam_engine.cli.errors import InputError
+from htam_engine.errors import InputError
 from htam_engine.problems.model import Problem, ProblemError
 
 

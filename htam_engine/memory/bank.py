@@ -13,9 +13,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
-from htam_engine.cli.errors import InputError
+from htam_engine.errors import InputError
 from htam_engine.memory.graph import HTG, MemoryDataError
 from htam_engine.memory.learn import apply_delta
+from htam_engine.storage import gc_paused, open_envelope, read_raw, write_envelope
 
 if TYPE_CHECKING:
     from htam_engine.session.model import Session
@@ -30,18 +31,17 @@ class BankFileError(InputError):
 
 
 def default_bank_path() -> Path:
-    env = os.environ.get("HTAM_BANK")
-    if env:
-        return Path(env)
-    from htam_engine.session.paths import sessions_dir
+    """The `bank` setting (HTAM_BANK), else memory.htgbank in the sessions folder."""
+    from htam_engine import settings
 
-    return sessions_dir() / BANK_FILENAME
+    chosen = settings.value("bank")
+    if chosen:
+        return Path(chosen).expanduser()
+    return settings.path_value("sessions_dir") / BANK_FILENAME
 
 
 def load_bank(path: str | os.PathLike | None = None) -> HTG:
     """The bank at path (default: default_bank_path()); a missing file gives the seed HTG."""
-    from htam_engine.session.codec import gc_paused
-    from htam_engine.session.fileio import open_envelope, read_raw
 
     p = Path(path) if path is not None else default_bank_path()
     if not p.exists():
@@ -58,8 +58,6 @@ def load_bank(path: str | os.PathLike | None = None) -> HTG:
 
 
 def save_bank(htg: HTG, path: str | os.PathLike | None = None) -> Path:
-    from htam_engine.session.codec import gc_paused
-    from htam_engine.session.fileio import write_envelope
 
     p = Path(path) if path is not None else default_bank_path()
     with gc_paused():

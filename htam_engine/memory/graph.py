@@ -112,6 +112,9 @@ class HTG:
         self._members: dict[str, list[str]] = {}  # direction -> strategy ids, insertion order
         # session id -> sorted steps whose deltas this graph holds (merge bookkeeping)
         self.merged: dict[str, list[int]] = {}
+        # (direction, family) -> attribute maps of its strategies meant for that family; a strategy's
+        # families are fixed when it is added, so only adding a strategy changes the index
+        self._family_index: dict[tuple[str, str], list[dict]] = {}
 
     # ---- construction -------------------------------------------------------------------
     @classmethod
@@ -166,6 +169,7 @@ class HTG:
                         last_used=0.0, uses=[])
         self.g.add_edge(direction, sid, kind="member")
         self._members[direction].append(sid)
+        self._family_index.clear()
         return sid
 
     def _near_duplicate(self, direction: str, title: str, description: str) -> str | None:
@@ -224,6 +228,20 @@ class HTG:
         if direction not in self._members:
             raise MemoryDataError(f"unknown direction {direction!r}")
         return list(self._members[direction])
+
+    def members_for_family(self, direction: str, family: str) -> list[dict]:
+        """The attribute maps of a direction's strategies that list this family or none, in order
+        (indexed: selection scores them on every step, and a bank holds thousands)."""
+        key = (direction, family)
+        found = self._family_index.get(key)
+        if found is None:
+            if direction not in self._members:
+                raise MemoryDataError(f"unknown direction {direction!r}")
+            nodes = self.g._node  # networkx's node-attribute dict (NodeView lookups cost more)
+            found = [a for a in (nodes[s] for s in self._members[direction])
+                     if not a["families"] or family in a["families"]]
+            self._family_index[key] = found
+        return found
 
     def strategy_attrs(self, id: str) -> dict:
         if not self.has_strategy(id):

@@ -12,27 +12,55 @@ transition edges the selection attended over (or every edge into the direction).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from htam_engine.memory.graph import HTG
 from htam_engine.memory.types import Retrieval, Selection, State, StrategyView, TransitionNote
 
 NOTES_PER_EDGE = 4  # prior notes plus the most recent learned/veto ones
 
 
-def fit(attrs: dict, state: State) -> float:
+@dataclass(frozen=True, slots=True)
+class Match:
+    """A state's values as strategy attributes name them; built once when many strategies are scored."""
+
+    family: str
+    status: str
+    backend: str
+    ctx: str  # the key of a strategy's per-context record: "family|backend"
+
+    @classmethod
+    def of(cls, state: "State | Match") -> "Match":
+        if isinstance(state, Match):
+            return state
+        fam, bk = state.family.value, state.backend.value
+        return cls(family=fam, status=state.status, backend=bk, ctx=f"{fam}|{bk}")
+
+
+def applies(attrs: dict, state: State | Match) -> bool:
+    """Whether a strategy is meant for this state: every list it gives (families, statuses,
+    backends) names the state's value; an empty list means any."""
+    m = Match.of(state)
+    fams, sts, bks = attrs["families"], attrs["states"], attrs["backends"]
+    return (not fams or m.family in fams) and (not sts or m.status in sts) and (not bks or m.backend in bks)
+
+
+def fit(attrs: dict, state: State | Match) -> float:
+    m = Match.of(state)
     f = 0.0
     fams = attrs["families"]
-    f += (0.6 if state.family.value in fams else -0.4) if fams else 0.2
+    f += (0.6 if m.family in fams else -0.4) if fams else 0.2
     sts = attrs["states"]
     if sts:
-        f += 0.4 if state.status in sts else -0.2
+        f += 0.4 if m.status in sts else -0.2
     bks = attrs["backends"]
-    if bks and state.backend.value not in bks:
+    if bks and m.backend not in bks:
         f -= 1.0
     return f
 
 
-def record(attrs: dict, state: State) -> float:
-    ctx = attrs["ctx"].get(f"{state.family.value}|{state.backend.value}")
+def record(attrs: dict, state: State | Match) -> float:
+    ctx = attrs["ctx"].get(Match.of(state).ctx)
     tries, succ, gain = attrs["tries"], attrs["successes"], attrs["gain_sum"]
     r = 0.5 * gain / (tries + 4) + 0.3 * ((succ + 1) / (tries + 2) - 0.5)
     if ctx:
@@ -42,10 +70,11 @@ def record(attrs: dict, state: State) -> float:
 
 def rank_strategies(htg: HTG, ids: list[str], state: State) -> list[StrategyView]:
     scored = []
+    m = Match.of(state)
     for i, sid in enumerate(ids):
         a = htg.strategy_attrs(sid)
-        fi = fit(a, state)
-        scored.append((-(fi + record(a, state)), i, sid, fi))
+        fi = fit(a, m)
+        scored.append((-(fi + record(a, m)), i, sid, fi))
     scored.sort()
     return [htg.view(sid, fit=fi, score=-neg) for neg, _, sid, fi in scored]
 

@@ -97,6 +97,9 @@ class HistoryEntry:
     direction: str
     reward: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # The step's candidate became the new best (the proposer builds on it from then on).
+    # False: the step was tried on the best before it and did not improve it.
+    improved: bool = True
 
 
 @dataclass(slots=True)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import ast
 import contextlib
 import itertools
-import os
 import sys
 import types
 from dataclasses import dataclass
@@ -325,7 +324,9 @@ def problem_id(path: Path, level: int | None) -> str:
 
 def kernelbench_root() -> Path | None:
     """The folder holding level1..levelN of the checkout named by HTAM_KERNELBENCH, if any."""
-    root = os.environ.get("HTAM_KERNELBENCH")
+    from htam_engine import settings
+
+    root = settings.value("kernelbench")
     if not root:
         return None
     base = Path(root).expanduser()

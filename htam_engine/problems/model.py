@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from htam_engine.errors import InputError
 from htam_engine.families import Family
 
 
-class ProblemError(Exception):
+class ProblemError(InputError):
     """A problem file that cannot be used; str() is one line naming file and fault."""
 
     def __init__(self, path: str, fault: str):

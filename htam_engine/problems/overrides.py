@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from htam_engine.cli.errors import UsageError
+from htam_engine.errors import UsageError
 
 # Name under which the override values sit in the module's globals while its top level runs.
 OVERRIDES_GLOBAL = "__htam_overrides__"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from htam_engine.cli.errors import UsageError
+from htam_engine.errors import UsageError
 from htam_engine.propose.base import Lesson, Proposal, ProposalRequest, Proposer, TokenSink, Usage
 from htam_engine.propose.config import Config, ModelSettings, has_endpoint, load_config
 

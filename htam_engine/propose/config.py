@@ -4,8 +4,7 @@ Layers, each overriding the one before:
 1. the user file: `$HTAM_CONFIG`, else `$XDG_CONFIG_HOME/htam/config.toml`, else `~/.config/htam/config.toml`
 2. the project file: `./htam.toml`
 3. the environment: `OPENAI_API_KEY` (or the variable `api_key_env` names), `OPENAI_BASE_URL`,
-   `HTAM_BASE_URL`, `HTAM_MODEL`, `HTAM_API_KEY_ENV`, `HTAM_TEMPERATURE`, `HTAM_MAX_TOKENS`,
-   `HTAM_TIMEOUT`, `HTAM_RETRIES`
+   and the `[model]` settings' variables listed in htam_engine/settings.py (`HTAM_MODEL`, ...)
 4. command-line flags: `add_model_arguments(parser)` adds them; pass the parsed namespace (or a
    dict of ModelSettings field names) to `load_config`; None = not given.
 
@@ -31,12 +30,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping
 
-from htam_engine.cli.errors import InputError
+from htam_engine import settings
+from htam_engine.errors import InputError
 from htam_engine.propose.pricing import Price, PriceTable, parse_prices
 from htam_engine.propose.redact import MASK, redact, register_secret
 
@@ -120,15 +119,10 @@ _TYPES: dict[str, type] = {
 }
 _FILE_ALIASES = {"name": "model"}
 
-_ENV: list[tuple[str, str]] = [
-    ("OPENAI_BASE_URL", "base_url"),
-    ("HTAM_BASE_URL", "base_url"),  # wins over OPENAI_BASE_URL: htam-specific
-    ("HTAM_MODEL", "model"),
-    ("HTAM_API_KEY_ENV", "api_key_env"),
-    ("HTAM_TEMPERATURE", "temperature"),
-    ("HTAM_MAX_TOKENS", "max_tokens"),
-    ("HTAM_TIMEOUT", "timeout_s"),
-    ("HTAM_RETRIES", "retries"),
+# Environment variable -> ModelSettings field, in the order they apply: the [model] settings of
+# htam_engine/settings.py (the one list), after OPENAI_BASE_URL (HTAM_BASE_URL wins: htam-specific).
+_ENV: list[tuple[str, str]] = [("OPENAI_BASE_URL", "base_url")] + [
+    (s.env, s.key) for s in settings.SETTINGS if s.table == "model"
 ]
 
 
@@ -152,18 +146,6 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
         group.add_argument(flag, dest=dest, type=typ, default=None, help=text)
 
 
-def user_config_path(env: Mapping[str, str] | None = None) -> Path:
-    env = os.environ if env is None else env
-    if env.get("HTAM_CONFIG"):
-        return Path(env["HTAM_CONFIG"]).expanduser()
-    base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME") or Path.home()) / ".config")
-    return Path(base) / "htam" / "config.toml"
-
-
-def project_config_path(cwd: str | Path | None = None) -> Path:
-    return Path(cwd or os.getcwd()) / "htam.toml"
-
-
 def load_config(
     overrides: Mapping[str, Any] | argparse.Namespace | None = None,
     *,
@@ -176,7 +158,8 @@ def load_config(
     env = os.environ if env is None else env
     cfg = Config()
     values: dict[str, Any] = {}
-    for path in (Path(user_file) if user_file else user_config_path(env), Path(project_file) if project_file else project_config_path(cwd)):
+    for path in (Path(user_file) if user_file else settings.user_config_path(env),
+                 Path(project_file) if project_file else settings.project_config_path(cwd)):
         if path.is_file():
             _apply_file(cfg, values, path)
             cfg.sources.append(str(path))
@@ -213,12 +196,7 @@ def _flag_of(name: str) -> str:
 
 
 def _apply_file(cfg: Config, values: dict[str, Any], path: Path) -> None:
-    try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:  # its message names line and column
-        raise InputError(f"{path}: bad TOML: {exc}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read: {exc}") from None
+    doc = settings.read_toml(path)
     model = doc.get("model", {})
     if not isinstance(model, dict):
         raise InputError(f"{path}: [model] must be a table")

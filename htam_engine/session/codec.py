@@ -4,7 +4,7 @@ Two encodings of a dataclass, decoded by the same function:
   * positional (`encode(obj)`): a list of field values in field order; the field names are
     written once per class in the file's schema (`schema_of`). Compact and fast: a 2,000-step
     session is hundreds of thousands of records.
-  * named (`encode(obj, named=True)`): a dict {field: value}; used for JSON output and events.
+  * named (`encode(obj, named=True)`): a dict {field: value}; used for JSON output.
 `decode(cls, data, schema)` accepts either. A positional record written with other field names
 (a record that gained or lost fields since) is matched by name; fields missing from the data
 take their defaults. Type hints drive decoding (enums, nested records, lists, optionals) and
@@ -14,13 +14,11 @@ primitive fields are type-checked, so data of the wrong shape raises CodecError.
 from __future__ import annotations
 
 import dataclasses
-import gc
 import types
 import typing
-from contextlib import contextmanager
 from enum import Enum
 from operator import attrgetter
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 _Conv = Callable[[Any], Any]
 
@@ -221,19 +219,6 @@ def _decode_dc(cls: type, data: Any) -> Any:
     raise CodecError(f"{cls.__name__}: expected a record, got {type(data).__name__}")
 
 
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector: building hundreds of thousands of records otherwise
-    triggers it over and over (measured: 3-5x slower save and load of a 2,000-step session)."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
-
-
 def decode(cls: type, data: Any, schema: dict[str, list[str]] | None = None) -> Any:
     """A record of type cls from positional or named plain data (schema: stored field names)."""
     _ctx.append((schema, {}))
@@ -267,19 +252,3 @@ def _record_types(tp: Any) -> list[type]:
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         return [tp]
     return [t for a in typing.get_args(tp) for t in _record_types(a)]
-
-
-def event_to_plain(event: Any) -> dict[str, Any]:
-    """An engine event (loop/events.py) as named plain data with its "kind"."""
-    d = to_plain(event)
-    d["kind"] = type(event).kind
-    return d
-
-
-def event_from_plain(d: dict[str, Any]) -> Any:
-    """The event event_to_plain() gave; CodecError for an unknown kind or bad fields."""
-    from htam_engine.loop.events import EVENT_TYPES  # the loop imports sessions; import late
-
-    if not isinstance(d, dict) or d.get("kind") not in EVENT_TYPES:
-        raise CodecError(f"unknown event kind {d.get('kind') if isinstance(d, dict) else d!r}")
-    return decode(EVENT_TYPES[d["kind"]], {k: v for k, v in d.items() if k != "kind"})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from htam_engine.evaluate.result import EvalResult
@@ -10,12 +11,47 @@ from htam_engine.memory.types import Retrieval, Selection, State
 from htam_engine.propose.base import Usage
 
 
+class Action(StrEnum):
+    """What was decided about a candidate."""
+
+    APPROVE = "approve"  # evaluate the code as proposed
+    VETO = "veto"  # do not evaluate; the reason goes into memory and the next prompts
+    EDIT = "edit"  # evaluate the person's edited code instead
+    SKIP = "skip"  # do not evaluate; nothing is learned from it
+
+
+class Policy(StrEnum):
+    """Who approves candidates when no person does."""
+
+    ASK = "ask"
+    AUTO = "auto"
+    AUTO_STATIC = "auto-static"
+    ASK_ON_CHANGE = "ask-on-change"
+
+
+class Decider(StrEnum):
+    """Who made a decision: a person, the stop command (pending candidates are skipped), or a
+    policy by its name."""
+
+    PERSON = "person"
+    STOP = "stop"
+    ASK = Policy.ASK.value
+    AUTO = Policy.AUTO.value
+    AUTO_STATIC = Policy.AUTO_STATIC.value
+    ASK_ON_CHANGE = Policy.ASK_ON_CHANGE.value
+
+
 @dataclass(slots=True)
 class Decision:
-    action: str  # approve | veto | edit | skip
-    by: str  # "person" or the policy's name
+    action: Action
+    by: Decider
     reason: str = ""
     edited_code: str | None = None
+
+    def __post_init__(self) -> None:
+        # plain strings (older callers, decoded files) become the enums; a bad one raises ValueError
+        self.action = Action(self.action)
+        self.by = Decider(self.by)
 
 
 @dataclass(slots=True)
@@ -67,7 +103,7 @@ class SessionConfig:
     proposer: str = "offline"
     model: str = ""
     base_url: str = ""
-    policy: str = "auto"
+    policy: Policy = Policy.AUTO
     steps: int = 6
     samples: int = 1
     seed: int = 0
@@ -76,6 +112,9 @@ class SessionConfig:
     cost_budget: float | None = None
     target_speedup: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.policy = Policy(self.policy)
 
 
 @dataclass(slots=True)

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from htam_engine.cli.errors import UsageError
+from htam_engine.errors import UsageError
 from htam_engine.evaluate.result import EvalResult
 from htam_engine.memory.graph import HTG
 from htam_engine.memory.learn import apply_delta
@@ -18,7 +18,7 @@ from htam_engine.problems.model import Problem
 from htam_engine.propose.base import Usage
 from htam_engine.propose.redact import redact
 from htam_engine.session import codec
-from htam_engine.session.model import Candidate, ProblemRef, Session, SessionConfig, StepRecord
+from htam_engine.session.model import Action, Candidate, Decider, Decision, ProblemRef, Session, SessionConfig, StepRecord
 from htam_engine.session.paths import SESSION_SUFFIX, sessions_dir
 from htam_engine.session.store import SessionFileError, best_speedup, load_session, read_meta, save_session
 
@@ -34,10 +34,6 @@ class StepRangeError(SessionError, UsageError):
 def new_session_id(problem_id: str) -> str:
     stem = "".join(ch if ch.isalnum() else "-" for ch in problem_id.split("/")[-1].split(":")[-1]).strip("-")
     return f"{stem[:40] or 'session'}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
-
-
-def default_session_path(session: Session) -> Path:
-    return sessions_dir() / f"{session.id}{SESSION_SUFFIX}"
 
 
 def new_session(problem: Problem, config: SessionConfig, memory: HTG, path: str | os.PathLike | None = None) -> Session:
@@ -85,8 +81,16 @@ def record_step(session: Session, rec: StepRecord, path: str | os.PathLike | Non
 
 
 def history_of(session: Session) -> list[HistoryEntry]:
-    """The selector's history: each step's state and direction, oldest first."""
-    return [HistoryEntry(state=r.state, direction=r.selection.direction, reward=r.reward) for r in session.steps]
+    """The selector's history: each step that chose a direction, its state and whether it
+    improved the session's best, oldest first."""
+    out, best = [], None
+    for r in session.steps:
+        improved = r.best_speedup is not None and (best is None or r.best_speedup > best)
+        best = r.best_speedup if improved else best
+        if r.selection.direction:
+            out.append(HistoryEntry(state=r.state, direction=r.selection.direction, reward=r.reward,
+                                    improved=improved))
+    return out
 
 
 def memory_at(session: Session, step: int) -> HTG:
@@ -98,12 +102,6 @@ def memory_at(session: Session, step: int) -> HTG:
         if rec.memory_delta:
             apply_delta(h, rec.memory_delta)
     return h
-
-
-def resume_session(path: str | os.PathLike) -> tuple[Session, HTG]:
-    """Load a session and the memory as after its last step, ready to append steps."""
-    s = load_session(path)
-    return s, memory_at(s, len(s.steps))
 
 
 def _free_path(p: Path) -> Path:
@@ -145,16 +143,53 @@ def export_best(session: Session, to: str | os.PathLike | None = None) -> Path:
     head = (f"# htam solution for {session.problem.id}, session {session.id}, step {session.best_step}: "
             f"{r.status.value}, speedup vs eager {r.speedup_eager if r.speedup_eager is None else round(r.speedup_eager, 4)}"
             f" on {r.device} ({r.backend or session.config.backend})\n")
-    from htam_engine.session.fileio import atomic_write
+    from htam_engine.storage import atomic_write
 
     code = session.best_code if session.best_code.endswith("\n") else session.best_code + "\n"
     atomic_write(dest, (head + code).encode())
     return dest
 
 
+# A step's outcome when no candidate was evaluated (`step_status`); evaluated steps take the
+# result's status (ok, incorrect, compile_error, ...).
+VETOED, SKIPPED, STOPPED, NO_CANDIDATE, STEP_ERROR = "vetoed", "skipped", "stopped", "no_candidate", "error"
+
+
+def step_decision(rec: StepRecord) -> Decision | None:
+    """The decision that shaped the step: its outcome's, else (nothing evaluated) the skip."""
+    out = rec.outcome
+    if out is not None:
+        return out.decision
+    return next((c.decision for c in rec.candidates if c.decision is not None), None)
+
+
+def step_status(rec: StepRecord) -> str:
+    """What became of a step, in one word (`htam sessions show`, the app, the batch rows)."""
+    out = rec.outcome
+    if out is not None:
+        if out.result is not None:
+            return out.result.status.value
+        if out.decision is not None and out.decision.action is Action.VETO:
+            return VETOED
+        return NO_CANDIDATE
+    if not rec.candidates:
+        return STEP_ERROR  # the step itself failed (see its selection's reason)
+    decision = step_decision(rec)
+    if decision is not None and decision.action is Action.SKIP:
+        return STOPPED if decision.by is Decider.STOP else SKIPPED
+    return NO_CANDIDATE
+
+
+def step_speedup(rec: StepRecord) -> float | None:
+    """The fastest correct candidate of a step (None when none was correct)."""
+    r = rec.outcome.result if rec.outcome is not None else None
+    return float(r.speedup_eager) if r is not None and r.ok and r.speedup_eager is not None else None
+
+
 def _step_summary(rec: StepRecord) -> dict[str, Any]:
     out = rec.outcome
     r = out.result if out else None
+    decision = step_decision(rec)
     return {
         "step": rec.step,
         "state": codec.to_plain(rec.state),
@@ -164,13 +199,14 @@ def _step_summary(rec: StepRecord) -> dict[str, Any]:
         "strategies": [v.id for v in rec.retrieval.strategies],
         "samples": len(rec.candidates),
         "chosen": rec.chosen,
-        "status": r.status.value if r else (out.decision.action if out and out.decision else "failed"),
+        "status": step_status(rec),
         "correct": bool(r and r.correct),
         "speedup_eager": r.speedup_eager if r else None,
         "speedup_compile": r.speedup_compile if r else None,
         "runtime_ms": r.runtime_ms if r else None,
-        "decision": out.decision.action if out and out.decision else None,
-        "decided_by": out.decision.by if out and out.decision else None,
+        "decision": decision.action.value if decision else None,
+        "decided_by": decision.by.value if decision else None,
+        "decision_reason": decision.reason if decision else "",
         "failure": out.failure if out else "",
         "reward": rec.reward,
         "best_speedup": rec.best_speedup,

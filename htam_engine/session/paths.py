@@ -1,12 +1,13 @@
-"""Where session files live: HTAM_SESSIONS_DIR, else ./sessions."""
+"""Where session files live: the `sessions_dir` setting (HTAM_SESSIONS_DIR), else ./sessions."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
+
+from htam_engine import settings
 
 SESSION_SUFFIX = ".htam"
 
 
 def sessions_dir() -> Path:
-    return Path(os.environ.get("HTAM_SESSIONS_DIR") or "sessions")
+    return settings.path_value("sessions_dir")

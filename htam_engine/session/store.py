@@ -1,4 +1,4 @@
-"""Session files: msgpack in a checksummed envelope (session/fileio.py), saved atomically.
+"""Session files: msgpack in a checksummed envelope (htam_engine/storage.py), saved atomically.
 
 Format version 2 (current) body:
     {"schema": {record class: [field names]}, "session": <Session, positional (session/codec.py)>}
@@ -18,9 +18,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from htam_engine.cli.errors import InputError
+from htam_engine.errors import InputError
 from htam_engine.session import codec
-from htam_engine.session.fileio import open_envelope, read_raw, write_envelope
+from htam_engine.storage import gc_paused, open_envelope, read_raw, write_envelope
 from htam_engine.session.model import Session
 from htam_engine.session.packing import pack_session
 
@@ -56,7 +56,7 @@ def session_meta(session: Session) -> dict[str, Any]:
 def save_session(session: Session, path: str | os.PathLike) -> None:
     """Atomic write (temp file in the same folder, flush, fsync, rename, fsync folder)."""
     session.updated_at = time.time()
-    with codec.gc_paused():
+    with gc_paused():
         body = pack_session(session, _schema())
         write_envelope(path, SESSION_KIND, FORMAT_VERSION, body, meta=session_meta(session))
 
@@ -69,7 +69,7 @@ def _open(path: Path, meta_only: bool = False) -> tuple[int, Any]:
 def load_session(path: str | os.PathLike) -> Session:
     """Read a session; any fault raises SessionFileError naming the file (exit 2), file untouched."""
     p = Path(path)
-    with codec.gc_paused():
+    with gc_paused():
         return _load(p)
 
 

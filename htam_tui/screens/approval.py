@@ -1,6 +1,6 @@
-"""The approval prompt: the candidate (or its diff), its measured result when the policy
-evaluated first, and the keys that decide. The engine waits on a future that the app
-resolves with `engine.decide` when this screen returns a choice."""
+"""The decision screen (opened with `o`): the candidate (or its diff against the engine's
+best), the direction and strategies that produced it, its result when it was evaluated
+first, and the keys that decide. The app carries the returned choice out on the request."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from textual.screen import Screen
 from textual.widgets import Static, TextArea
 
 from htam_engine.evaluate.result import EvalResult
-from htam_engine.loop.events import ApprovalRequested
+from htam_engine.loop.approval import DecisionRequest
 from htam_tui import render
 from htam_tui.actions import APPROVAL_ACTIONS, KeyBar, bindings
 from htam_tui.screens.prompts import TextPrompt
@@ -43,7 +43,7 @@ def result_line(result: EvalResult | None) -> Text:
 class ApprovalScreen(Screen[Choice | None]):
     BINDINGS = bindings(APPROVAL_ACTIONS)
 
-    def __init__(self, request: ApprovalRequested, pending: int) -> None:
+    def __init__(self, request: DecisionRequest, pending: int) -> None:
         super().__init__()
         self.request = request
         self.pending = pending
@@ -51,16 +51,13 @@ class ApprovalScreen(Screen[Choice | None]):
 
     def compose(self) -> ComposeResult:
         r = self.request
-        head = Text()
-        head.append(f" Decision needed: step {r.step}, sample {r.sample}", style="bold reverse yellow")
-        head.append(f"  {self.pending} pending" if self.pending > 1 else "")
-        yield Static(head, id="approval-head")
+        yield Static(render.decision_view(r, self.pending).split("\n")[0], id="approval-head")
         yield Static(result_line(r.result), id="approval-result")
         area = TextArea(r.code, language="python", read_only=True, show_line_numbers=True, id="approval-code")
         area.cursor_blink = False
         yield area
         with VerticalScroll(id="approval-diff"):
-            yield Static(Syntax(render.unified_diff(r.previous_code, r.code), "diff", theme="ansi_dark"))
+            yield Static(Syntax(render.unified_diff(r.best_code, r.code), "diff", theme="ansi_dark"))
         yield KeyBar(APPROVAL_ACTIONS, classes="keybar")
 
     def on_mount(self) -> None:

@@ -34,7 +34,10 @@ class HelpScreen(ModalScreen[None]):
             yield Static(help_table(dict(getattr(self.app, "keymap", {}))))
 
     def on_mount(self) -> None:
-        self.query_one("#help").focus()
+        box = self.query_one("#help")
+        box.border_title = "keys"
+        box.border_subtitle = "esc or ? closes · ↑↓ PgUp PgDn scroll"
+        box.focus()
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -15,7 +15,7 @@ from textual import events
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Static, Tree
+from textual.widgets import DataTable, Input, Static, Tree
 from textual.widgets.tree import TreeNode
 
 from htam_tui.actions import MEMORY_ACTIONS, KeyBar, bindings
@@ -117,8 +117,9 @@ class MemoryScreen(Screen[None]):
         tree = self.query_one(Tree)
         tree.show_root = False
         table = self.query_one(DataTable)
-        # The other end first and the numbers next: at 80x24 the table is ~48 columns wide.
-        table.add_columns("transition", "count", "mean reward", "ok", "prior", "notes")
+        # The other end first and the numbers next, short headers (n: moves, reward: their mean):
+        # at 80x24 the table is ~48 columns wide.
+        table.add_columns("transition", "n", "reward", "ok", "prior", "notes")
         if self.htg is None:
             self.query_one("#memory-detail", Static).update(Text("no memory loaded", style="dim"))
             return
@@ -219,7 +220,9 @@ class MemoryScreen(Screen[None]):
         event.stop()
         event.prevent_default()
         box = self.query_one(Input)
-        box.focus()
+        # Focus now, not after this event: the keys typed next (already queued when a person
+        # types fast) must reach the filter as text, not the tree's bindings (t, w).
+        self.set_focus(box)
         box.insert_text_at_cursor(event.character)
 
     def action_filter(self) -> None:

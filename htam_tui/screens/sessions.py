@@ -11,14 +11,26 @@ from typing import Any
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from htam_tui.actions import SESSIONS_ACTIONS, KeyBar, bindings
 from htam_tui.render import fmt_speedup
 
 
+FILE_WIDTH = 34  # the file column at 80x24; longer names lose their middle, not their end
+
+
 def when(ts: float | None) -> str:
-    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(ts)) if ts else "-"
+    return time.strftime("%m-%d %H:%M", time.gmtime(ts)) if ts else "-"
+
+
+def short_name(name: str, width: int = FILE_WIDTH) -> str:
+    """A file name that fits `width`, keeping its start and its end (where a branch's
+    ".branchK" and the suffix are), so a branch and its original tell apart."""
+    if len(name) <= width:
+        return name
+    tail = width * 2 // 3
+    return name[: width - tail - 1] + "…" + name[-tail:]
 
 
 def step_result(record: Any) -> str:
@@ -52,7 +64,7 @@ class SessionsScreen(Screen[None]):
     def on_mount(self) -> None:
         self.query_one("#steps").display = False
         table = self.query_one("#sessions", DataTable)
-        table.add_columns("problem", "steps", "best", "last change", "file")
+        table.add_columns("file", "steps", "best", "changed UTC", "problem")
         self.query_one("#steps", DataTable).add_columns("step", "direction", "result", "best so far", "reward")
         self.load()
         table.focus()
@@ -70,11 +82,12 @@ class SessionsScreen(Screen[None]):
             return
         self.rows = sorted(listed, key=lambda r: r.get("updated_at") or 0, reverse=True)
         for r in self.rows:
+            name = short_name(Path(str(r.get("path", ""))).name)
             if r.get("error"):
-                table.add_row("unreadable", "-", "-", "-", f"{Path(str(r.get('path', ''))).name}: {r['error']}")
+                table.add_row(name, "-", "-", "-", f"unreadable: {r['error']}")
                 continue
-            table.add_row(str(r.get("problem", "?")), str(r.get("steps", "?")), fmt_speedup(r.get("best_speedup")),
-                          when(r.get("updated_at")), Path(str(r.get("path", ""))).name)
+            table.add_row(name, str(r.get("steps", "?")), fmt_speedup(r.get("best_speedup")),
+                          when(r.get("updated_at")), str(r.get("problem", "?")))
         self.head(f"{len(self.rows)} session(s) in {folder}   enter: steps  R resume  E export  esc back")
 
     def head(self, text: str, error: bool = False) -> None:

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Every GPU figure htam reports, in one call on a CUDA machine (from the repository root):
 #   bash tests/bench/gpu_all.sh [tests] [harness] [offline] [batch]     (default: all)
+#   bash tests/bench/gpu_all.sh ablation     the memory-value experiment alone (8 minutes; needs
+#                                            HTAM_KERNELBENCH; its table.jsonl comes back in gpu.tgz)
 # Per part: <PART>_ARGS passes arguments, <PART>_S caps its seconds (TESTS_ARGS, OFFLINE_S, ...).
 # Wheels for packages the machine lacks travel in .whl/ (see README, "GPU runs").
 # Logs go to $OUT (or ./gpu-out); everything the parts write (JSON, batch sessions, reports) is
@@ -18,6 +20,7 @@ for part in $parts; do
     harness) timeout ${HARNESS_S:-300} python3 tests/bench/gpu_harness.py ${HARNESS_ARGS:-} > "$OUT/gpu_harness.txt" 2>&1; tail -25 "$OUT/gpu_harness.txt" ;;
     offline) timeout ${OFFLINE_S:-300} python3 tests/bench/gpu_offline.py ${OFFLINE_ARGS:-} > "$OUT/gpu_offline.txt" 2>&1; tail -25 "$OUT/gpu_offline.txt" ;;
     batch)   timeout ${BATCH_S:-420} python3 tests/bench/gpu_batch.py ${BATCH_ARGS:-} > "$OUT/gpu_batch.txt" 2>&1; tail -30 "$OUT/gpu_batch.txt" ;;
+    ablation) timeout ${ABLATION_S:-570} python3 tests/bench/gpu_ablation.py ${ABLATION_ARGS:---deadline 480} > "$OUT/gpu_ablation.txt" 2>&1; tail -60 "$OUT/gpu_ablation.txt" ;;
     *) echo "unknown part $part" ;;
   esac
   echo "== $part took $(( $(date +%s) - start )) s"

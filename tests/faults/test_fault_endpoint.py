@@ -86,7 +86,7 @@ def test_endpoint_fault_fails_steps_clearly_and_the_session_ends_at_its_budget(f
             assert len(failures) >= STEPS, err[-3000:]
             assert all(len(line) < 600 for line in failures)
             for s in doc["steps"]:
-                assert s["status"] == "failed" and s["failure"] and "\n" not in s["failure"], s
+                assert s["status"] == "no_candidate" and s["failure"] and "\n" not in s["failure"], s
         attempts = len(server.chat_requests())
         bound = STEPS * (1 + RETRIES)
         assert attempts <= bound, f"{attempts} requests for {STEPS} steps (bound {bound})"

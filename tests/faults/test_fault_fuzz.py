@@ -16,6 +16,7 @@ import hashlib
 import io
 import os
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -26,12 +27,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from htam_engine.cli import main
-from htam_engine.session.fileio import pack, unpack
+from htam_engine.storage import pack, unpack
 from tests.support.loopback_server import LoopbackServer, Reply
 
 CASES = 1000
 FUZZ = settings(max_examples=CASES, deadline=None, database=None, derandomize=True, print_blob=True,
                 suppress_health_check=list(HealthCheck))
+
+# "htam: ..." or, for a command's arguments, "htam run: ..." (the command named once)
+ONE_LINE_ERROR = re.compile(r"htam( [a-z]+)*: ")
 
 
 # ---------------------------------------------------------------------------- mutations
@@ -136,7 +140,7 @@ def cli(argv: list[str], inputs: list[Path] = (), report_on_stdout: bool = False
     assert code in (0, 1, 2), (argv, code, e)
     if code != 0 and not (report_on_stdout and ("error" in o or "BROKEN" in o)):
         lines = e.strip().splitlines()
-        assert lines and lines[-1].startswith("htam: ") and len(lines[-1]) < 2000, (argv, e)
+        assert lines and ONE_LINE_ERROR.match(lines[-1]) and len(lines[-1]) < 2000, (argv, e)
     assert _digest(list(inputs)) == before, f"{argv}: an input file changed"
     return code, o, e
 
@@ -374,7 +378,7 @@ def config_texts(draw):
 
 
 def test_fuzz_config_files(workdir, figures):
-    from htam_engine.cli.errors import InputError
+    from htam_engine.errors import InputError
     from htam_engine.propose.config import load_config
 
     tally = Tally(figures, "fuzz: config files")
@@ -471,6 +475,6 @@ def test_some_bad_inputs_in_real_processes(workdir, sample_files, figures):
         if argv[0] == "problems":  # a broken problem file is a row of the listing
             assert "BROKEN" in proc.stdout and len(proc.stdout.strip().splitlines()) == 1, (argv, proc.stdout)
         else:
-            assert lines and lines[-1].startswith("htam: "), (argv, proc.stderr)
+            assert lines and ONE_LINE_ERROR.match(lines[-1]), (argv, proc.stderr)
         ok += 1
     figures.add("fuzz: command lines", tried=len(cases), survived=ok, note=f"{len(cases)} as real htam processes")

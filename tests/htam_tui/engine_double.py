@@ -1,7 +1,7 @@
 """ScriptedEngine: a test double of htam_engine.loop.Engine for screen tests.
 
 It speaks the real engine's surface (events() over the real EventBus, decisions
-through the real Approvals futures, the same commands) but its steps are scripted:
+through the real DecisionRequest handles, the same commands) but its steps are scripted:
 a fixed selection, retrieval, candidate code and evaluation result per step.
 
 Kept only where the real engine cannot do the thing: snapshot pictures (real timings,
@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from htam_engine.evaluate.result import CompilerMessage, Diagnostics, EvalResult, Status
 from htam_engine.families import Backend, Bottleneck, Family
 from htam_engine.loop import events as ev
-from htam_engine.loop.approval import Approvals
+from htam_engine.loop.approval import DecisionRequest, Pending
 from htam_engine.loop.bus import EventBus
 from htam_engine.memory.types import (
     DirectionScore, Retrieval, Selection, State, StrategyView, TransitionNote, TransitionTerm,
 )
-from htam_engine.session.model import Decision, SessionConfig
+from htam_engine.session.model import Action, Decider, Decision, SessionConfig
 from htam_engine.propose.base import Usage
 
 DIRECTIONS = ["memory_access", "vectorization", "fusion", "launch_overhead", "reduction"]
@@ -119,21 +119,17 @@ class ScriptedEngine:
         self.policy = policy
         self.steps_planned = steps
         self.bus = EventBus()
-        self.approvals = Approvals()
+        self.pending = Pending()
         self._running = asyncio.Event()
         self._running.set()
         self.stopped = False
         self.forced: str | None = None
-        self.decisions: list[tuple[str, Decision]] = []
         self.evaluated: list[str] = []
         self.steps_done = 0
         self.hold = hold  # when set, step 1 waits on it (keeps a run "in flight" for a test)
         self.best_code: str | None = None
+        self.best_speedup: float | None = None
         self.usage = Usage()
-
-    @property
-    def session(self):  # the fields of Session the app reads
-        return self
 
     def events(self):
         return self.bus.subscribe()
@@ -141,45 +137,48 @@ class ScriptedEngine:
     def _emit(self, e: ev.Event) -> None:
         self.bus.publish(e)
 
-    def decide(self, request_id: str, decision: Decision) -> None:
-        self.decisions.append((request_id, decision))
-        self.approvals.decide(request_id, decision)
+    def _state(self, state: ev.RunState) -> None:
+        self._emit(ev.EngineStateChanged(self.steps_done + 1, state=state))
+
+    def approve_all(self) -> None:
+        self.pending.resolve_all(Decision(Action.APPROVE, Decider.PERSON))
+        self.policy = "auto"
+        self._emit(ev.PlanChanged(self.steps_done + 1, steps_planned=self.steps_planned, policy=self.policy))
 
     def pause(self) -> None:
         self._running.clear()
-        self._emit(ev.EngineStateChanged(self.steps_done + 1, state="paused"))
+        self._state(ev.RunState.PAUSED)
 
     def resume(self) -> None:
         self._running.set()
-        self._emit(ev.EngineStateChanged(self.steps_done + 1, state="running"))
+        self._state(ev.RunState.RUNNING)
 
     def stop(self) -> None:
         self.stopped = True
-        self.approvals.decide_all(Decision("skip", by="stop"))
+        self.pending.resolve_all(Decision(Action.SKIP, Decider.STOP))
         self._running.set()
-        self._emit(ev.EngineStateChanged(self.steps_done, state="stopping"))
+        self._state(ev.RunState.STOPPING)
 
-    def set_steps(self, n: int) -> None:
+    def set_budget(self, n: int) -> None:
         self.steps_planned = n
-        self.config.steps = n
+        self._emit(ev.PlanChanged(self.steps_done + 1, steps_planned=n, policy=self.policy))
 
-    def force_direction(self, name: str) -> None:
+    def choose_direction(self, name: str) -> None:
         if name not in DIRECTIONS:
             raise ValueError(f"unknown direction {name!r}")
         self.forced = name
 
-    def set_policy(self, name: str) -> None:
-        self.policy = name
-        if name == "auto":
-            self.approvals.decide_all(Decision("approve", by="auto"))
-
-    async def evaluate_now(self, code: str) -> EvalResult:
-        self.evaluated.append(code)
-        return ok_result(1.5)
+    async def reevaluate(self) -> EvalResult:
+        self.evaluated.append(self.best_code or "")
+        result = ok_result(1.5)
+        self._emit(ev.EvaluationFinished(self.steps_done, sample=-1, result=result))
+        return result
 
     async def run(self):
         self.bus.bind_loop()
-        self._emit(ev.SessionStarted(0, problem_id=self.problem.id, steps_planned=self.steps_planned))
+        self._emit(ev.SessionStarted(0, problem_id=self.problem.id, backend="cpp", device="cpu", policy=self.policy,
+                                     proposer="scripted", steps_planned=self.steps_planned))
+        self._state(ev.RunState.RUNNING)
         try:
             step = 0
             while not self.stopped and step < self.steps_planned:
@@ -188,7 +187,9 @@ class ScriptedEngine:
                     break
                 step += 1
                 await self._step(step)
-            self._emit(ev.SessionFinished(step, reason="stopped" if self.stopped else "steps"))
+            reason = "stopped" if self.stopped else "steps"
+            self._emit(ev.EngineStateChanged(step, state=ev.RunState.FINISHED, detail=reason))
+            self._emit(ev.SessionFinished(step, reason=reason))
         finally:
             self.bus.close()
         return self
@@ -210,17 +211,18 @@ class ScriptedEngine:
         self._emit(ev.CandidateProposed(step, code=script.code))
         code = script.code
         if self.policy == "auto":
-            decision = Decision("approve", by="auto")
+            decision = Decision(Action.APPROVE, Decider.AUTO)
         else:
-            rid = f"{step}-0"
-            fut = self.approvals.open(rid)
-            self._emit(ev.ApprovalRequested(step, request_id=rid, code=code, previous_code=self.best_code,
-                                            pending=len(self.approvals.pending_ids())))
-            decision = await fut
-            self.approvals.close(rid)
-        self._emit(ev.DecisionMade(step, request_id=f"{step}-0", action=decision.action, reason=decision.reason, by=decision.by))
+            request = DecisionRequest(step, 0, code, best_code=self.best_code, direction=selection.direction,
+                                      strategies=[s.title for s in _retrieval(selection.direction).strategies],
+                                      why="policy ask")
+            self.pending.add(request)
+            self._emit(ev.ApprovalRequested(step, request=request, pending=self.pending.open()))
+            decision = await request.wait()
+            self.pending.remove(request)
+        self._emit(ev.DecisionMade(step, decision=decision, pending=self.pending.open()))
         improved = False
-        if decision.action in ("approve", "edit"):
+        if decision.action in (Action.APPROVE, Action.EDIT):
             code = decision.edited_code or code
             self._emit(ev.EvaluationProgress(step, stage="timing", timings=script.result.timings[:2]))
             self._emit(ev.EvaluationFinished(step, result=script.result))
@@ -228,4 +230,8 @@ class ScriptedEngine:
                 improved = True
                 self.best_code = code
         self.steps_done = step
-        self._emit(ev.StepFinished(step, best_speedup=script.result.speedup_eager if improved else None, improved=improved))
+        speedup = script.result.speedup_eager if improved else None
+        self.best_speedup = speedup if improved else self.best_speedup
+        self._emit(ev.StepFinished(step, status=script.result.status.value, step_speedup=speedup,
+                                   best_speedup=self.best_speedup, improved=improved, best_code=self.best_code,
+                                   usage=self.usage))

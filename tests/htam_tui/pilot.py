@@ -20,3 +20,15 @@ async def wait_for(pilot, cond, timeout: float = 5.0) -> None:
 
 async def wait_text(pilot, text: str, timeout: float = 5.0) -> None:
     await wait_for(pilot, lambda: text in screen_text(pilot.app), timeout)
+
+
+def deciding(app, step: int | None = None):
+    """A decision waits (for `step`, when given): the decision bar offers it."""
+    def cond() -> bool:
+        request = app.view.decision
+        return request is not None and (step is None or request.step == step)
+    return cond
+
+
+def finished(app):
+    return lambda: app.view.engine_state == "finished"

@@ -11,7 +11,7 @@ import pytest
 from loopback_support import MODEL, NO_KERNEL, PROBLEM_PATH, fast_eval, reply
 
 from htam_engine.loop.engine import Engine
-from htam_engine.loop.setup import RunSpec, open_engine
+from htam_engine.loop.setup import RunSpec, open_engine, resume_spec
 from htam_engine.propose.config import load_config
 from htam_engine.propose.model import ModelProposer
 from htam_tui.app import HtamApp, UiSettings
@@ -42,20 +42,24 @@ def spec(folder: Path, **kw) -> RunSpec:
     return RunSpec(**{**base, **kw})
 
 
-def engine(server, folder: Path, **kw) -> Engine:
-    e = open_engine(spec(folder, **kw), interactive=True, proposer=proposer(server, folder))
+def engine(server, folder: Path, *, hold_open: bool = True, **kw) -> Engine:
+    """As `htam` builds it for the app: interactive, and held open when its budget is spent."""
+    e = open_engine(spec(folder, **kw), interactive=True, proposer=proposer(server, folder), hold_open=hold_open)
     e.eval_config = fast_eval()
     return e
 
 
-def resumer(server, folder: Path, steps: int):
+def resumed(server, folder: Path, path: Path, steps: int | None = None) -> Engine:
+    """`htam --resume path` on the loopback server."""
+    e = open_engine(resume_spec(path, RunSpec(bank="", workers=1), steps), interactive=True,
+                    proposer=proposer(server, folder), hold_open=True)
+    e.eval_config = fast_eval()
+    return e
+
+
+def resumer(server, folder: Path, steps: int | None = None):
     """The app's engine factory for a resumed session: `steps` more steps on the same server."""
-    def factory(path: Path) -> Engine:
-        e = open_engine(RunSpec(resume=str(path), steps=steps, bank="", workers=1), interactive=True,
-                        proposer=proposer(server, folder))
-        e.eval_config = fast_eval()
-        return e
-    return factory
+    return lambda path: resumed(server, folder, Path(path), steps)
 
 
 def app_on(engine_, folder: Path, **kw) -> HtamApp:

@@ -4,11 +4,10 @@ TRITON_INTERPRET=1, then a module with no kernel), or the offline proposer on th
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 from loopback_support import MODEL, NO_KERNEL, PROBLEM_PATH, TRITON_CODE, fast_eval, reply
-from pilot import SMALL, wait_for, wait_text
+from pilot import SMALL, deciding, finished, wait_for, wait_text
 from screen_text import screen_text
 from textual.widgets import TextArea
 
@@ -19,7 +18,6 @@ from htam_engine.propose.model import ModelProposer
 from htam_engine.session import load_session
 from htam_engine.session.model import SessionConfig
 from htam_tui.app import HtamApp, UiSettings
-from htam_tui.screens.approval import ApprovalScreen
 from htam_tui.screens.memory import MemoryScreen
 from htam_tui.screens.sessions import SessionsScreen
 from tests.support.loopback_server import LoopbackServer
@@ -45,12 +43,12 @@ async def test_approve_veto_browse_branch_export_on_the_real_engine(server, tmp_
                     session_path=tmp_path / "demo.htam", interactive=True, eval_config=fast_eval())
     app = HtamApp(engine, sessions_dir=tmp_path, settings=UiSettings(bell=False, refresh_hz=50))
     async with app.run_test(size=SMALL) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen), timeout=30)
+        await wait_for(pilot, deciding(app, 1), timeout=30)
         await pilot.press("a")
-        await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen.request.step == 2, timeout=120)
+        await wait_for(pilot, deciding(app, 2), timeout=120)
         assert app.view.best_speedup is not None  # step 1 was evaluated: correct, with a speedup
         await pilot.press("v", *"no kernel in it", "enter")
-        await wait_for(pilot, lambda: app.view.engine_state == "finished", timeout=30)
+        await wait_for(pilot, finished(app), timeout=30)
         session = load_session(tmp_path / "demo.htam")
         assert [s.candidates[0].decision.action for s in session.steps] == ["approve", "veto"]
         assert session.steps[1].candidates[0].decision.reason == "no kernel in it"
@@ -90,10 +88,12 @@ async def test_offline_proposer_candidate_is_shown_and_vetoed(tmp_path, monkeypa
                     session_path=tmp_path / "offline.htam", interactive=True)
     app = HtamApp(engine, sessions_dir=tmp_path, settings=UiSettings(bell=False, refresh_hz=50))
     async with app.run_test(size=SMALL) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen), timeout=60)
-        assert "class ModelNew" in app.screen.request.code
+        await wait_for(pilot, deciding(app, 1), timeout=60)
+        assert "class ModelNew" in app.view.decision.code
+        await wait_text(pilot, "DECIDE step 1")  # the bar names the direction that produced it
+        assert app.view.decision.direction in screen_text(app)
         await pilot.press("v", *"not now", "enter")
-        await wait_for(pilot, lambda: app.view.engine_state == "finished", timeout=30)
+        await wait_for(pilot, finished(app), timeout=30)
         session = load_session(tmp_path / "offline.htam")
         assert session.steps[0].candidates[0].decision.reason == "not now"
         await pilot.press("k")
@@ -118,12 +118,9 @@ async def test_steering_commands_reach_the_real_engine(tmp_path, monkeypatch):
                     session_path=tmp_path / "steer.htam", interactive=True)
     app = HtamApp(engine, sessions_dir=tmp_path, settings=UiSettings(bell=False, refresh_hz=50))
 
-    def approval(step):
-        return lambda: isinstance(app.screen, ApprovalScreen) and app.screen.request.step == step
-
     async with app.run_test(size=SMALL) as pilot:
-        await wait_for(pilot, approval(1), timeout=60)
-        await pilot.press("escape", "n", "4", "enter")
+        await wait_for(pilot, deciding(app, 1), timeout=60)
+        await pilot.press("n", "4", "enter")
         await wait_text(pilot, "step 1/4 ")
         assert engine.steps_planned == 4
         await pilot.press("g")
@@ -131,16 +128,17 @@ async def test_steering_commands_reach_the_real_engine(tmp_path, monkeypatch):
         await pilot.press("end", "enter")
         await wait_for(pilot, lambda: engine._forced is not None)
         forced = engine._forced
-        await pilot.press("o", "s")  # skip step 1's candidate
-        await wait_for(pilot, approval(2), timeout=60)
-        await pilot.press("escape", "p")  # pause: takes effect after this step
-        await pilot.press("o", "v", *"no", "enter")
+        await pilot.press("o", "s")  # skip step 1's candidate on the decision screen
+        await wait_for(pilot, deciding(app, 2), timeout=60)
+        await pilot.press("p")  # pause: takes effect after this step
+        await wait_text(pilot, "[pausing]")
+        await pilot.press("v", *"no", "enter")
         await wait_text(pilot, "[paused]", timeout=30)
         assert len(engine.session.steps) == 2
         await pilot.press("p")
-        await wait_for(pilot, approval(3), timeout=60)
-        await pilot.press("escape", "x")  # stop: the pending candidate becomes a skip
-        await wait_for(pilot, lambda: app.view.engine_state == "finished", timeout=30)
+        await wait_for(pilot, deciding(app, 3), timeout=60)
+        await pilot.press("x")  # stop: the pending candidate becomes a skip
+        await wait_for(pilot, finished(app), timeout=30)
         session = load_session(tmp_path / "steer.htam")
         assert session.steps[1].selection.direction == forced and session.steps[1].selection.mode == "forced"
         assert [s.candidates[0].decision.action for s in session.steps] == ["skip", "veto", "skip"]

@@ -9,14 +9,13 @@ import stat
 
 import pytest
 from loopback_support import TRITON_CODE, reply
-from pilot import SMALL, wait_for, wait_text
+from pilot import SMALL, deciding, finished, wait_for, wait_text
 from real_engine import app_on, engine, resumer, server  # noqa: F401 - the server fixture
 from screen_text import screen_text
 from textual.widgets import TextArea
 
 from htam_engine.session import load_session
 from htam_tui.app import UiSettings
-from htam_tui.screens.approval import ApprovalScreen
 from htam_tui.screens.sessions import SessionsScreen
 
 # A Triton candidate that fails at import (module line 5): the harness's compile error names the line.
@@ -26,14 +25,6 @@ BAD_IMPORT = TRITON_CODE.replace("import triton.language as tl\n", "import trito
 @pytest.fixture(autouse=True)
 def sessions_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("HTAM_SESSIONS_DIR", str(tmp_path))
-
-
-def approval_for(app, step):
-    return lambda: isinstance(app.screen, ApprovalScreen) and app.screen.request.step == step
-
-
-def finished(app):
-    return lambda: app.view.engine_state == "finished"
 
 
 def decisions(session):
@@ -50,7 +41,7 @@ async def test_edit_in_editor_evaluates_the_edited_code(server, tmp_path, monkey
     e = engine(server, tmp_path)
     app = app_on(e, tmp_path)
     async with app.run_test(size=SMALL) as pilot:
-        await wait_for(pilot, approval_for(app, 1), timeout=30)
+        await wait_for(pilot, deciding(app, 1), timeout=30)
         await pilot.press("e")
         await wait_for(pilot, finished(app), timeout=120)
         cand = e.session.steps[0].candidates[0]
@@ -66,14 +57,13 @@ async def test_approve_all_switches_the_engines_policy(server, tmp_path):
     e = engine(server, tmp_path, steps=3)
     app = app_on(e, tmp_path)
     async with app.run_test(size=SMALL) as pilot:
-        await wait_for(pilot, approval_for(app, 1), timeout=30)
+        await wait_for(pilot, deciding(app, 1), timeout=30)
         await pilot.press("A")
         await wait_for(pilot, finished(app), timeout=60)
         assert e.policy == "auto" and e.session.config.policy == "auto"
         assert decisions(e.session) == [("approve", "person"), ("approve", "auto"), ("approve", "auto")]
         assert all(s.candidates[0].result is not None for s in e.session.steps)  # all were evaluated
         await wait_text(pilot, "policy auto")
-        assert not isinstance(app.screen, ApprovalScreen)
 
 
 async def test_bell_and_queue_of_pending_decisions(server, tmp_path):
@@ -84,12 +74,12 @@ async def test_bell_and_queue_of_pending_decisions(server, tmp_path):
     app.bell = lambda: bells.append(1)
     async with app.run_test(size=SMALL) as pilot:
         await wait_for(pilot, lambda: len(app.view.pending) == 2, timeout=30)
-        await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen))
-        await pilot.press("escape")  # decide later: both stay queued
-        await wait_text(pilot, "PENDING (2)")
-        assert bells and sorted(e.approvals.pending_ids()) == ["1-0", "1-1"]
-        await pilot.press("o", "a")
-        await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen) and len(app.view.pending) == 1)
+        await wait_text(pilot, "PENDING 2")
+        assert bells and sorted(r.sample for r in e.pending.open()) == [0, 1]
+        await pilot.press("o", "escape")  # the decision screen, then decide later: both stay queued
+        assert len(e.pending.open()) == 2
+        await pilot.press("a")
+        await wait_for(pilot, lambda: len(app.view.pending) == 1)
         await pilot.press("v", *"one is enough", "enter")
         await wait_for(pilot, finished(app), timeout=60)
         assert sorted(a for a, _ in decisions(e.session)) == ["approve", "veto"]
@@ -101,16 +91,21 @@ async def test_diff_reevaluate_best_and_error_jump(server, tmp_path):
     e = engine(server, tmp_path, steps=2)
     app = app_on(e, tmp_path)
     async with app.run_test(size=SMALL) as pilot:
-        await wait_for(pilot, approval_for(app, 1), timeout=30)
+        await wait_for(pilot, deciding(app, 1), timeout=30)
         await pilot.press("a")
-        await wait_for(pilot, approval_for(app, 2), timeout=120)
-        await pilot.press("d")  # the candidate against the engine's best (step 1's)
+        await wait_for(pilot, deciding(app, 2), timeout=120)
+        await wait_text(pilot, "ok ")  # step 1's result in the timings pane: times in ms, stage seconds
+        shown = screen_text(app)
+        result = e.session.steps[0].candidates[0].result
+        assert f"ok {result.runtime_ms:.4g} · eager {result.ref_runtime_ms:.4g} ms" in shown
+        assert f"check {result.stages.check_s:.1f}s" in shown
+        await pilot.press("o", "d")  # the candidate against the engine's best (step 1's)
         await wait_text(pilot, "+++ candidate")
         assert '+WIDTH = int("wide")' in screen_text(app)
         await pilot.press("escape", "r")  # re-time the best while step 2 waits
         await wait_for(pilot, lambda: app.view.stage == "ok" and len(app.view.trial_timings) == 3, timeout=60)
         assert len(e.session.steps) == 1  # a re-evaluation is not a step
-        await pilot.press("o", "a")
+        await pilot.press("a")
         await wait_for(pilot, finished(app), timeout=60)
         assert e.session.steps[1].candidates[0].result.status.value == "compile_error"
         await wait_text(pilot, "ValueError")
@@ -128,9 +123,8 @@ async def test_quit_skips_the_pending_candidate_and_saves(server, tmp_path):
     e = engine(server, tmp_path, steps=3)
     app = app_on(e, tmp_path)
     async with app.run_test(size=SMALL) as pilot:
-        await wait_for(pilot, approval_for(app, 1), timeout=30)
-        await pilot.press("escape")
-        await app.command("force_direction", "no_such_direction")  # a failing command is reported
+        await wait_for(pilot, deciding(app, 1), timeout=30)
+        await app.command(e.choose_direction, "no_such_direction")  # a failing command is reported
         assert any("unknown direction" in m for m in app.view.messages)
         await pilot.press("q")
         await wait_for(pilot, lambda: not app.is_running, timeout=30)

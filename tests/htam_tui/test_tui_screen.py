@@ -69,8 +69,12 @@ async def test_help_lists_every_binding_id_and_remapped_keys(server, tmp_path):
         await pilot.press("question_mark")
         await wait_text(pilot, "remap in config [keys] by id")
         text = screen_text(app)
-        assert "app.pause" in text and "approval.veto" in text and "memory.filter" in text
-        await pilot.press("escape")
+        assert "app.pause" in text and "approval.veto" in text
+        assert "esc or ? closes" in text  # how to leave is on the screen
+        await pilot.press("end")
+        await wait_text(pilot, "memory.filter")
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: len(app.screen_stack) == 1)
 
 
 async def test_remapped_key_drives_the_engine(server, tmp_path):
@@ -78,14 +82,12 @@ async def test_remapped_key_drives_the_engine(server, tmp_path):
     app = app_on(e, tmp_path, keymap={"app.pause": "P", "app.nope": "z"})
     async with app.run_test(size=SMALL) as pilot:
         await wait_for(pilot, waiting(app), timeout=30)
-        await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen))
-        await pilot.press("escape")
         assert any("unknown binding id(s) app.nope" in m for m in app.view.messages)
         await pilot.press("p")  # the default key no longer pauses
         await pilot.pause(0.1)
         assert e._running.is_set()
         await pilot.press("P")
-        await wait_text(pilot, "[paused]")
+        await wait_text(pilot, "[pausing]")
         assert not e._running.is_set()
         await pilot.press("x")
         await wait_for(pilot, lambda: app.view.engine_state == "finished", timeout=30)
@@ -97,12 +99,11 @@ async def test_command_palette_runs_actions(server, tmp_path):
     app = app_on(e, tmp_path)
     async with app.run_test(size=SMALL) as pilot:
         await wait_for(pilot, waiting(app), timeout=30)
-        await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen))
-        await pilot.press("escape", "ctrl+p")
+        await pilot.press("ctrl+p")
         await pilot.press(*"pause or resume")
         await wait_text(pilot, "key p")
         await pilot.press("enter")
-        await wait_text(pilot, "[paused]")
+        await wait_text(pilot, "[pausing]")
         assert not e._running.is_set()
         await pilot.press("x")
         await wait_for(pilot, lambda: app.view.engine_state == "finished", timeout=30)
@@ -136,3 +137,51 @@ async def test_pump_batches_a_burst_into_few_messages():
     assert "".join(e.text for e in events if isinstance(e, ev.TokensStreamed)) == "x" * 2000
     assert isinstance(events[-1], ev.StepFinished)
     assert len(sink.batches) <= 5  # ~0.2 s of events at 10 Hz: a handful of repaints, not 2001
+
+
+async def test_the_palette_lists_quit_once_and_the_decision_screen_waits_for_o():
+    app = HtamApp(None, settings=UiSettings(bell=False, refresh_hz=50))
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.press("ctrl+p", *"quit")
+        await wait_text(pilot, "key q")
+        quits = [line for line in screen_text(app).splitlines() if "Quit" in line]
+        assert len(quits) == 1, quits
+        await pilot.press("escape")
+
+    engine_ = ScriptedEngine(steps=1, policy="ask")
+    app = HtamApp(engine_, settings=UiSettings(bell=False, refresh_hz=50))
+    async with app.run_test(size=SMALL) as pilot:
+        await wait_for(pilot, lambda: app.view.decision is not None)
+        await wait_text(pilot, "DECIDE step 1")
+        assert not isinstance(app.screen, ApprovalScreen)  # the panes stay in view
+        text = screen_text(app)
+        assert "memory_access · memory_access: float4 loads (+1)" in text  # what produced the candidate
+        await pilot.press("o")
+        await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await pilot.press("a")
+        await wait_for(pilot, lambda: app.view.engine_state == "finished")
+
+
+async def test_80x24_keeps_names_and_values_apart(tmp_path):
+    """What the issue found cut or run together at 80x24: the k=1 term's value, the problem
+    name in the header, tree labels against the detail column, a branch's file name."""
+    from session_files import write_session
+
+    from htam_engine.memory import HTG
+    from htam_engine.session import branch_session
+
+    write_session(tmp_path / "double_relu-20260101-000000.htam", [1.25, 1.5])
+    branch_session(tmp_path / "double_relu-20260101-000000.htam", 1)
+    app = HtamApp(ScriptedEngine(steps=2, policy="auto"), htg=HTG.seed(), sessions_dir=tmp_path,
+                  settings=UiSettings(bell=False, refresh_hz=50))
+    async with app.run_test(size=SMALL) as pilot:
+        await wait_for(pilot, lambda: app.view.engine_state == "finished")
+        await wait_text(pilot, "k=1 +0.160")
+        assert screen_text(app).splitlines()[0].rstrip().endswith("demo_scale")
+        await pilot.press("m")
+        await wait_text(pilot, "memory_access (")
+        rows = screen_text(app).splitlines()[1:8]
+        assert all(row[31] == "│" for row in rows), rows  # the tree's labels stop at its rule
+        await pilot.press("escape", "b")
+        await wait_text(pilot, "branch1.htam")
+        assert "double_relu-20260101-000000.htam" in screen_text(app)

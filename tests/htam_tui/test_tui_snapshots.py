@@ -4,7 +4,6 @@ memory, session files saved with a frozen clock)."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -45,6 +44,8 @@ def test_approval(snap_compare, size):
     app = HtamApp(engine, settings=settings())
 
     async def run_before(pilot):
+        await wait_for(pilot, lambda: app.view.decision is not None)
+        await pilot.press("o")
         await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen))
         await pilot.pause()
 

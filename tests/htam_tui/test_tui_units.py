@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from engine_double import CODE_V1, _selection, compile_error, ok_result
 from pilot import SMALL, wait_for, wait_text
-from screen_text import screen_text
 from textual.widgets import TextArea
 
-from htam_engine.cli.errors import InputError
+from htam_engine.errors import InputError
 from htam_engine.loop import events as ev
+from htam_engine.loop.approval import DecisionRequest
+from htam_engine.session.model import Decision
 from htam_tui import render
 from htam_tui.app import HtamApp, UiSettings
 from htam_tui.bridge import EngineEvents
@@ -17,29 +20,37 @@ from htam_tui.screens.approval import result_line
 from htam_tui.view import ViewState
 
 
-def test_view_folds_a_step():
+async def test_view_folds_a_step():
     v = ViewState()
+    request = DecisionRequest(1, 0, CODE_V1, direction="fusion")
     v.apply_all([
         ev.SessionStarted(0, problem_id="p", steps_planned=4),
         ev.StepStarted(1),
         ev.DirectionSelected(1, selection=_selection(1)),
         ev.CandidateProposed(1, code=CODE_V1),
-        ev.ApprovalRequested(1, request_id="1-0", code=CODE_V1),
+        ev.ApprovalRequested(1, request=request, pending=(request,)),
     ])
-    assert (v.problem, v.steps_planned, v.step, v.pending_count) == ("p", 4, 1, 1)
-    dirty = v.apply_all([ev.DecisionMade(1, request_id="1-0", action="approve", by="person"),
-                         ev.EvaluationFinished(1, result=ok_result(2.0)), ev.StepFinished(1, best_speedup=2.0, improved=True)])
+    assert (v.problem, v.steps_planned, v.step, v.decision) == ("p", 4, 1, request)
+    request.approve()
+    dirty = v.apply_all([ev.DecisionMade(1, decision=Decision("approve", "person")),
+                         ev.EvaluationFinished(1, result=ok_result(2.0)),
+                         ev.StepFinished(1, step_speedup=2.0, best_speedup=2.0, improved=True, best_code=CODE_V1)])
     assert {"status", "timings"} <= dirty
-    assert v.pending_count == 0 and v.best_speedup == 2.0 and v.best_code == CODE_V1
+    assert v.decision is None and v.best_speedup == 2.0 and v.best_code == CODE_V1
     assert v.step_speedups == [2.0] and v.compile_baseline == pytest.approx(1.25)
-    v.apply_all([ev.StepStarted(2), ev.EvaluationFinished(2, result=compile_error()), ev.StepFinished(2)])
-    assert v.step_speedups == [2.0, None]
+    v.apply_all([ev.StepStarted(2), ev.EvaluationFinished(2, result=compile_error()),
+                 ev.StepFinished(2, best_speedup=2.0, best_code=CODE_V1)])
+    assert v.step_speedups == [2.0, None] and v.best_speedup == 2.0
     assert v.errors[0].line == 7 and v.errors[0].file == "main.cpp"
 
 
 def test_chart_marks_baselines_and_failures():
     chart = render.speedup_chart([1.5, None, 2.0], eager=1.0, compiled=1.25, width=10, height=4).plain
     assert "eager 1.00x" in chart and "compile 1.25x" in chart and "✗" in chart
+    rows = render.speedup_chart([1.5], eager=1.0, compiled=1.02, width=10, height=3).plain.splitlines()
+    eager, = (i for i, r in enumerate(rows) if "eager" in r)
+    compiled, = (i for i, r in enumerate(rows) if "compile" in r)
+    assert eager != compiled and compiled < eager  # two baselines close together keep a row each
 
 
 def test_kernel_sources_and_diff():
@@ -86,25 +97,31 @@ async def test_source_grows_live_while_the_model_streams():
         await wait_for(pilot, lambda: area.text == "Here is\nthe kernel")
         app.post_message(EngineEvents([ev.CandidateProposed(1, code=CODE_V1)]))
         await wait_for(pilot, lambda: area.text == CODE_V1 and area.language == "python")
-        app.post_message(EngineEvents([ev.EvaluationProgress(1, stage="timing", timings=[1.0, 1.2, 0.9])]))
-        await wait_text(pilot, "3 trials")
+        app.post_message(EngineEvents([ev.EvaluationProgress(1, stage="time", stage_started=time.time() - 42,
+                                                             timings=[1.0, 1.2, 0.9])]))
+        await wait_text(pilot, "time 42 s")
+        await wait_text(pilot, "time 43 s", timeout=3)  # the elapsed time moves on between events
+        await wait_text(pilot, "3 trials")  # and the stage's elapsed seconds
 
 
-def test_step_speedup_is_the_best_sample_and_ignores_re_evaluations():
-    v = ViewState()
-    v.apply_all([ev.StepStarted(1), ev.EvaluationFinished(1, sample=0, result=ok_result(1.5)),
-                 ev.EvaluationFinished(1, sample=1, result=ok_result(1.2)),
-                 ev.EvaluationFinished(1, sample=-1, result=ok_result(9.0)), ev.StepFinished(1)])
-    assert v.step_speedups == [1.5]
-
-
-def test_status_line_keeps_every_fact_at_80_columns():
+async def test_status_line_keeps_every_fact_at_80_columns():
     v = ViewState(problem="builtin:affine_gelu_scale", backend="cpp", device="cpu", policy="ask",
                   steps_planned=6, step=1, tokens=12345, cost_usd=0.12)
-    v.pending["1-0"] = ev.ApprovalRequested(1, request_id="1-0", code=CODE_V1)
+    v.pending = (DecisionRequest(1, 0, CODE_V1),)
     wide = render.status_line(v, 200).plain
     assert "DECISION PENDING (1)" in wide and "builtin:affine_gelu_scale" in wide
     narrow = render.status_line(v, 80).plain
-    for fact in ("PENDING (1)", "[starting]", "step 1/6", "best -", "policy ask", "tok 12345 $0.12", "cpp/cpu"):
-        assert fact in narrow[:80]
-    assert narrow.index("affine") < 80  # the problem name, last, is what the ellipsis may cut
+    assert len(narrow) <= 80
+    for fact in ("PENDING 1", "[starting]", "step 1/6", "best -", "ask", "tok 12k $0.12", "cpp/cpu",
+                 "affine_gelu_scale"):
+        assert fact in narrow  # the whole problem name too
+
+
+def test_the_best_is_the_engines_not_the_last_candidate_shown():
+    """Two samples: the source pane followed sample 1, but sample 0 became the best; the diff
+    view compares against what the engine says the best is."""
+    other = CODE_V1.replace("scalar loop", "sample 1")
+    v = ViewState()
+    v.apply_all([ev.StepStarted(1), ev.CandidateProposed(1, sample=1, code=other),
+                 ev.StepFinished(1, step_speedup=2.0, best_speedup=2.0, improved=True, best_code=CODE_V1)])
+    assert v.code == other and v.best_code == CODE_V1

@@ -45,7 +45,7 @@ def test_plain_output_names_the_best_candidate(server, tmp_path, monkeypatch, ca
     assert main(["run", str(PROBLEM), "--proposer", "model", "--backend", "triton", "--steps", "1",
                  "--no-bank", *QUICK]) == 0
     out, err = capsys.readouterr()
-    assert "no correct candidate in 1 steps" in out and "step 1/1" in err
+    assert "no correct candidate in 1 step (" in out and "step 1/1" in err
     assert list((tmp_path / "sessions").glob("*.htam"))
     assert not (tmp_path / "bank.htgbank").exists()
 

@@ -115,3 +115,64 @@ def test_tuple_outputs_compare_each_element_and_their_structure():
 def test_a_number_where_a_tensor_is_expected_is_a_mismatch():
     m = cmp(1.0, torch.tensor(1.0))
     assert m is not None and "expected a Tensor" in m.note
+
+
+class _ConvGroupNormMean(torch.nn.Module):
+    """KernelBench's level2/23_Conv3d_GroupNorm_Mean: the mean of group-normalised values is 0
+    but for rounding, so the float32 reference is ~1e-8 of noise around a float64 ~1e-17."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv3d(3, 24, 3)
+        self.group_norm = torch.nn.GroupNorm(8, 24)
+
+    def forward(self, x):
+        return self.group_norm(self.conv(x)).mean(dim=[1, 2, 3, 4])
+
+
+def _with_yardstick(model, x):
+    """Reference output and the noise callback a judge gives: its distance to a float64 run."""
+    import copy
+
+    from htam_engine.evaluate.checks.compare import noise_norm
+
+    with torch.no_grad():
+        ref = model(x)
+        exact = copy.deepcopy(model).double()(x.double())
+    return ref, (lambda path: noise_norm(ref, exact))
+
+
+def test_near_zero_reference_lets_the_per_element_tolerances_govern():
+    torch.manual_seed(0)
+    model, x = _ConvGroupNormMean(), torch.rand(16, 3, 8, 10, 10)
+    ref, noise = _with_yardstick(model, x)
+    assert float(ref.abs().max()) < 1e-7 and noise("") > 0.5 * float(torch.linalg.vector_norm(ref))
+    with torch.no_grad():  # an honest kernel: group norm by hand, the mean as sum / n
+        y = model.conv(x).reshape(16, 8, -1)
+        mu = y.mean(-1, keepdim=True)
+        z = (y - mu) / torch.sqrt(((y - mu) ** 2).mean(-1, keepdim=True) + 1e-5)
+        honest = z.reshape(16, -1).sum(1) / z[0].numel()
+    assert cmp(honest, ref, noise) is None
+    # Reduced in another order at full size, an honest kernel's error is ~1e-6: 10^4 times
+    # under atol, yet 100 times the reference's own noise; the relative bound has no meaning here.
+    noisier = ref + 1e-6 * torch.randn(ref.shape, generator=torch.Generator().manual_seed(1))
+    assert cmp(noisier, ref, noise) is None
+    assert cmp(torch.zeros_like(ref), ref, noise) is None  # ~0 is the true output
+    # Without the float64 yardstick nothing says the reference is noise: the bound stays.
+    assert "whole-output" in cmp(noisier, ref).note
+    # and the per-element tolerances still hold
+    assert "outside atol" in cmp(ref + 0.05, ref, noise).note
+
+
+@pytest.mark.parametrize("make", [
+    pytest.param(lambda x: torch.softmax(x, dim=1), id="softmax over a long row"),
+    pytest.param(lambda x: torch.nn.functional.normalize(x, dim=1), id="L2 norm over a long row"),
+])
+def test_all_zeros_fail_with_the_yardstick_where_the_true_output_is_not_near_zero(make):
+    from htam_engine.evaluate.checks.compare import noise_norm
+
+    x = torch.randn(2, 1 << 18, generator=torch.Generator().manual_seed(2))
+    ref, exact = make(x), make(x.double())
+    assert float(ref.abs().max()) < 1e-2  # all-zeros passes every element's tolerance
+    m = cmp(torch.zeros_like(ref), ref, lambda path: noise_norm(ref, exact))
+    assert m is not None and "whole-output relative error 1" in m.note

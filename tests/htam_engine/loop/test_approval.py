@@ -4,10 +4,10 @@ import asyncio
 
 import pytest
 
-from htam_engine.cli.errors import UsageError
+from htam_engine.errors import UsageError
 from htam_engine.evaluate.result import Finding
-from htam_engine.loop.approval import Approvals, check_policy, policy_verdict
-from htam_engine.session.model import Decision
+from htam_engine.loop.approval import DecisionClosed, DecisionRequest, Pending, check_policy, policy_verdict
+from htam_engine.session.model import Action, Decider, Decision
 
 
 def test_auto_approves_and_ask_asks():
@@ -36,18 +36,28 @@ def test_ask_on_change_asks_when_the_direction_changes():
 def test_unknown_policy_and_bad_decisions_are_usage_errors():
     with pytest.raises(UsageError):
         check_policy("yolo")
-    with pytest.raises(UsageError):
-        Approvals().decide("1-0", Decision("maybe", by="person"))
-    with pytest.raises(UsageError):
-        Approvals().decide("1-0", Decision("edit", by="person", edited_code=""))
+    with pytest.raises(ValueError):
+        Decision("maybe", by="person")
 
 
-async def test_decide_resolves_the_waiting_future_once():
-    approvals = Approvals()
-    fut = approvals.open("2-1")
-    assert approvals.pending_ids() == ["2-1"]
-    approvals.decide("2-1", Decision("veto", by="person", reason="uses atomics"))
-    assert (await asyncio.wait_for(fut, 1)).reason == "uses atomics"
+async def test_a_request_is_decided_once_and_by_the_person():
+    request = DecisionRequest(2, 1, "code")
     with pytest.raises(UsageError):
-        approvals.decide("2-1", Decision("approve", by="person"))
-    assert approvals.pending_ids() == []
+        request.edit("  ")
+    request.veto("uses atomics ")
+    decision = await asyncio.wait_for(request.wait(), 1)
+    assert (decision.action, decision.by, decision.reason) == (Action.VETO, Decider.PERSON, "uses atomics")
+    assert not request.open
+    with pytest.raises(DecisionClosed):
+        request.approve()
+
+
+async def test_pending_resolves_only_the_open_requests():
+    pending = Pending()
+    first, second = DecisionRequest(1, 0, "a"), DecisionRequest(1, 1, "b")
+    pending.add(first)
+    pending.add(second)
+    first.skip()
+    assert pending.open() == (second,)
+    assert pending.resolve_all(Decision(Action.APPROVE, Decider.AUTO)) == 1
+    assert (await second.wait()).by is Decider.AUTO and pending.open() == ()

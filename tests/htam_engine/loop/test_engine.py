@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from loop_support import NO_KERNEL, TRITON_CODE, fast_eval, reply
 
+from htam_engine.errors import UsageError
 from htam_engine.loop import events as ev
 from htam_engine.loop.engine import Engine
 from htam_engine.session import load_session
@@ -89,8 +91,8 @@ async def test_approve_veto_edit_skip_each_change_the_session(problem, model_pro
     async def person():
         async for e in sub:
             if isinstance(e, ev.ApprovalRequested):
-                assert e.request_id == f"{e.step}-0" and e.pending == 1
-                engine.decide(e.request_id, plan[e.step])
+                assert e.request.step == e.step and e.pending == (e.request,)
+                e.request.resolve(plan[e.step])
 
     front = asyncio.create_task(person())
     session = await engine.run()
@@ -135,7 +137,7 @@ async def test_interrupted_mid_step_then_resumed_ends_with_every_step(problem, m
             if e.step == 3:
                 task.cancel()  # the process dies while step 3 waits
                 break
-            engine.decide(e.request_id, Decision("approve", by="person"))
+            e.request.approve()
     try:
         await task
     except asyncio.CancelledError:
@@ -193,16 +195,16 @@ async def test_pause_holds_the_next_step_until_resume(problem, model_proposer, p
     assert len(session.steps) == 2
 
 
-async def test_forced_direction_policy_switch_and_evaluate_now(problem, model_proposer, pool, tmp_path):
+async def test_chosen_direction_policy_switch_and_reevaluate(problem, model_proposer, pool, tmp_path):
     engine = make_engine(problem, model_proposer, pool, tmp_path, steps=1)
     target = engine.htg.directions()[-1]
-    engine.force_direction(target)
+    engine.choose_direction(target)
     engine.set_policy("auto-static")
     session = await engine.run()
     assert session.steps[0].selection.direction == target and session.steps[0].selection.mode == "forced"
     assert engine.policy == "auto-static"
-    result = await engine.evaluate_now(NO_KERNEL)
-    assert result.status.value == "rejected" and len(session.steps) == 1
+    with pytest.raises(UsageError, match="no best candidate"):  # the only candidate was rejected
+        await engine.reevaluate()
 
 
 async def test_a_harness_fault_fails_the_sample_and_the_session_goes_on(problem, model_proposer, tmp_path, server):
@@ -215,7 +217,7 @@ async def test_a_harness_fault_fails_the_sample_and_the_session_goes_on(problem,
     session, events = await run_collecting(engine)
     assert len(session.steps) == 2
     assert any(e.kind == "error" and e.where == "evaluate" for e in events)
-    assert session.steps[0].candidates[0].result.status.value == "runtime_error"
+    assert session.steps[0].candidates[0].result.status.value == "harness_error"  # not the candidate's fault
 
 
 async def test_samples_of_a_step_are_generated_and_evaluated_together(problem, model_proposer, pool, tmp_path):
@@ -254,7 +256,7 @@ async def test_a_consumer_that_never_reads_does_not_hold_the_engine(problem, mod
     stuck = engine.events(maxsize=2)  # never read
     session = await asyncio.wait_for(engine.run(), 60)
     assert len(session.steps) == 3
-    kinds = [e.kind for e in stuck.drain()]
+    kinds = [e.kind async for e in stuck]  # the run is over: what it holds, then the end
     assert kinds.count("step_finished") == 3 and kinds.count("session_saved") >= 3  # none dropped
 
 
@@ -315,7 +317,7 @@ async def test_a_proposer_that_raises_fails_only_its_sample(problem, pool, tmp_p
 
 async def test_a_saved_session_replays_the_step_events_the_live_stream_showed(
         problem, model_proposer, pool, server, tmp_path):
-    from htam_engine.loop.replay import replayable, session_events
+    from htam_engine.loop.replay import REPLAYED, session_events
 
     server.add(reply(NO_KERNEL), reply(TRITON_CODE), reply(NO_KERNEL))
     engine = make_engine(problem, model_proposer, pool, tmp_path, steps=3, policy="ask", interactive=True)
@@ -325,9 +327,44 @@ async def test_a_saved_session_replays_the_step_events_the_live_stream_showed(
     async for e in sub:
         live.append(e)
         if isinstance(e, ev.ApprovalRequested):
-            action = {1: "veto", 2: "approve", 3: "skip"}[e.step]
-            engine.decide(e.request_id, Decision(action, by="person", reason="r" if action == "veto" else ""))
+            {1: lambda r: r.veto("r"), 2: lambda r: r.approve(), 3: lambda r: r.skip()}[e.step](e.request)
     await task
     replayed = session_events(load_session(tmp_path / "s.htam"))
-    assert [e.kind for e in replayed] == [e.kind for e in replayable(live)]
-    assert replayed == replayable(live)
+    shown = [e for e in live if isinstance(e, REPLAYED)]
+    assert [e.kind for e in replayed] == [e.kind for e in shown]
+    assert replayed == shown
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="needs a machine without a CUDA toolchain")
+async def test_an_environment_fault_never_counts_against_a_strategy(pool, tmp_path):
+    """CUDA kernels evaluated on a machine without CUDA (the engine built directly, past the
+    command line's refusal): the build fails for want of a toolchain, the judge calls that the
+    harness's error, and the memory learns nothing from it."""
+    from htam_engine.memory import HTG
+    from htam_engine.problems import load_problem
+    from htam_engine.propose.offline import OfflineProposer
+
+    problem = load_problem("relu", {"batch_size": 4, "dim": 1024})
+    engine = Engine(problem, SessionConfig(backend="cuda", device="cpu", steps=1, proposer="offline"),
+                    proposer=OfflineProposer(), pool=pool, htg=HTG.seed(), session_path=tmp_path / "e.htam")
+    session, events = await run_collecting(engine)
+    assert session.steps[0].candidates[0].result.status.value == "harness_error"
+    assert session.steps[0].memory_delta == {} and engine.htg == HTG.seed()
+    assert [e.where for e in events if e.kind == "error"] == ["environment"]
+
+
+async def test_approve_all_records_the_waiting_ones_as_the_persons_and_later_ones_as_auto(
+        problem, model_proposer, pool, tmp_path):
+    engine = make_engine(problem, model_proposer, pool, tmp_path, steps=2, samples=2, policy="ask", interactive=True)
+    sub = engine.events()
+
+    async def person():
+        async for e in sub:
+            if isinstance(e, ev.ApprovalRequested) and len(e.pending) == 2:
+                engine.approve_all()  # as the app's A and the terminal prompt's A both do
+
+    front = asyncio.create_task(person())
+    session = await engine.run()
+    await front
+    by = [[c.decision.by.value for c in r.candidates] for r in session.steps]
+    assert by == [["person", "person"], ["auto", "auto"]] and engine.policy == "auto"

@@ -5,7 +5,7 @@ import random
 import pytest
 from htg_builders import grow
 
-from htam_engine.cli.errors import InputError
+from htam_engine.errors import InputError
 from htam_engine.memory import HTG, BankFileError, default_bank_path, load_bank, save_bank
 
 
@@ -35,7 +35,7 @@ def test_a_damaged_bank_gives_one_clear_error_and_stays_untouched(tmp_path, dama
     bad = {"truncate": raw[: len(raw) // 2], "flip": raw[:-100] + bytes([raw[-100] ^ 0x10]) + raw[-99:],
            "empty": b"", "text": b"hello world\n", "session": None}[damage]
     if bad is None:
-        from htam_engine.session.fileio import write_envelope
+        from htam_engine.storage import write_envelope
 
         write_envelope(p, "htam-session", 2, {"x": 1})
         bad = p.read_bytes()
@@ -63,7 +63,7 @@ WRONG = {
 
 @pytest.mark.parametrize("case", list(WRONG))
 def test_wrong_types_inside_a_bank_are_caught_at_load(tmp_path, case):
-    from htam_engine.session.fileio import write_envelope
+    from htam_engine.storage import write_envelope
 
     h = grow(HTG.seed(), random.Random(2), 5, 30)
     h.ensure_edge("data_reuse", "vectorization")["notes"].append({"why": "x"})

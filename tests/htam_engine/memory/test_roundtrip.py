@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from htg_builders import grow
 
 from htam_engine.memory import HTG, load_bank, save_bank
-from htam_engine.session.fileio import pack, unpack
+from htam_engine.storage import pack, unpack
 
 texts = st.text(max_size=40)
 

@@ -49,7 +49,7 @@ def problems_cli():
     """
     from htam_engine.cli import _Parser
     from htam_engine.cli import problems_cmd
-    from htam_engine.cli.errors import exit_code_for
+    from htam_engine.errors import exit_code_for
 
     def run(argv: list[str]) -> int:
         parser = _Parser(prog="htam")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from htam_engine.cli.errors import UsageError
+from htam_engine.errors import UsageError
 from problems_support import write_problem  # noqa: F401 - fixture
 
 from htam_engine.problems import ProblemError, instantiate, load_problem, parse_overrides

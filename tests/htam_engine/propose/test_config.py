@@ -10,8 +10,9 @@ import pickle
 
 import pytest
 
-from htam_engine.cli.errors import InputError
-from htam_engine.propose.config import add_model_arguments, has_endpoint, load_config, user_config_path
+from htam_engine.errors import InputError
+from htam_engine.propose.config import add_model_arguments, has_endpoint, load_config
+from htam_engine.settings import user_config_path
 
 KEY = "sk-config-test-abcdefghijklmnop"
 

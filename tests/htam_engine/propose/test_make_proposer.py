@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from htam_engine.cli.errors import UsageError
+from htam_engine.errors import UsageError
 from htam_engine.propose import default_kind, load_config, make_proposer
 from htam_engine.propose.model import ModelProposer
 

@@ -5,7 +5,7 @@ import dataclasses
 from session_builders import add_steps, build_session
 
 from htam_engine.session import codec, load_session, save_session
-from htam_engine.session.fileio import pack
+from htam_engine.storage import pack
 from htam_engine.session.model import Decision, Session
 from htam_engine.session.packing import _kept, pack_session
 

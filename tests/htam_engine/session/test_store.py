@@ -10,11 +10,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from session_builders import add_steps, build_session, grow, problem
 
-from htam_engine.cli.errors import InputError
+from htam_engine.errors import InputError
 from htam_engine.memory import HTG
 from htam_engine.session import FORMAT_VERSION, SessionConfig, SessionFileError, load_session, new_session, save_session
 from htam_engine.session import codec
-from htam_engine.session.fileio import pack, unpack
+from htam_engine.storage import pack, unpack
 from htam_engine.session.model import Session
 
 

@@ -1,0 +1,256 @@
+"""Peak memory of one htam evaluation for the largest KernelBench level-1 problems at their
+official sizes, against the bytes of one input set plus its output (issue 13: target <= 6x).
+
+Run on a CUDA machine (one H200 is enough; ~4-6 min for the default six problems):
+
+    HTAM_KERNELBENCH=/path/to/KernelBench python3 tests/bench/gpu_memory.py [--top 6] [--backend triton]
+
+and here, on the CPU, at small sizes (the same problems shrunk to --budget-mb of inputs):
+
+    HTAM_KERNELBENCH=/work/kb python3 tests/bench/gpu_memory.py --top 3
+
+The problems are the largest of `htam problems KernelBench/level1 --json` by input bytes, down
+to the --top-th that the offline proposer covers; the candidate for each is the proposer's first
+(its default template); the larger ones it does not cover are listed with the reason. Memory is sampled from outside the evaluation while
+it runs: on CUDA the device's used memory (torch.cuda.mem_get_info, every millisecond or so, all
+processes: the judge, its sandboxes, their CUDA contexts) and, where nvidia-smi exists, each
+process's own figure; on the CPU the resident size of the evaluation's process tree (psutil).
+The peak is over what was in use just before the evaluation started (its worker already up).
+Prints one row per problem and writes $OUT/gpu_memory.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from kb_problems import gib, listed, output_bytes, problem_input_bytes, shrunk_copy  # noqa: E402
+
+TARGET = 6.0  # issue 13: peak within 6x one input set plus its output
+
+
+class Sampler:
+    """Peak of `read()` over a background loop, above the value when it started."""
+
+    def __init__(self, read: Callable[[], int], every_s: float):
+        self.read, self.every_s = read, every_s
+        self.base = self.peak = read()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, self.read())
+            time.sleep(self.every_s)
+
+    def __enter__(self) -> "Sampler":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, self.read())
+
+    @property
+    def extra(self) -> int:
+        return self.peak - self.base
+
+
+def device_used(device: str) -> Callable[[], int]:
+    import torch
+
+    index = torch.device(device).index or 0
+
+    def read() -> int:
+        free, total = torch.cuda.mem_get_info(index)
+        return total - free
+
+    return read
+
+
+def tree_rss() -> int:
+    """Resident bytes of this process's descendants (the evaluation's worker and sandboxes)."""
+    import psutil
+
+    total = 0
+    for child in psutil.Process().children(recursive=True):
+        try:
+            total += child.memory_info().rss
+        except psutil.Error:
+            pass
+    return total
+
+
+class PerProcess:
+    """Each process's peak GPU memory from nvidia-smi (coarse: every 0.2 s), where it exists."""
+
+    def __init__(self):
+        self.peaks: dict[int, int] = {}
+        self.ok = shutil.which("nvidia-smi") is not None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                out = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
+                                     capture_output=True, text=True, timeout=5).stdout
+            except (OSError, subprocess.TimeoutExpired):
+                return
+            for line in out.splitlines():
+                pid, _, mib = line.partition(",")
+                if pid.strip().isdigit() and mib.strip().isdigit():
+                    self.peaks[int(pid)] = max(self.peaks.get(int(pid), 0), int(mib) * 2**20)
+            time.sleep(0.2)
+
+    def __enter__(self) -> "PerProcess":
+        if self.ok:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        if self.ok:
+            self._thread.join()
+
+    def described(self) -> str:
+        import psutil
+
+        parts = []
+        for pid, peak in sorted(self.peaks.items(), key=lambda kv: -kv[1]):
+            try:
+                name = " ".join(psutil.Process(pid).cmdline()[1:3])[-40:]
+            except psutil.Error:
+                name = "gone"
+            parts.append(f"{pid} ({name}) {gib(peak)}")
+        return "; ".join(parts)
+
+
+def problems_to_run(root: Path, top: int, backend: str, budget: int | None, work: Path) -> list[dict[str, Any]]:
+    """The largest level-1 problems by input bytes down to the `top`-th one the offline proposer
+    covers; the larger ones it does not cover come back with the reason."""
+    from htam_engine.problems import load_problem
+    from htam_engine.propose.offline import Unsupported, generate
+
+    docs = sorted((d for d in listed(root / "level1") if d.get("input_bytes")), key=lambda d: -d["input_bytes"])
+    chosen, covered = [], 0
+    for d in docs:
+        if covered == top:
+            break
+        try:
+            generate(load_problem(d["path"]), backend)
+        except Unsupported as exc:
+            chosen.append({**d, "skip": f"the offline proposer does not cover it on {backend}: {exc}"})
+            continue
+        covered += 1
+        if budget is not None:
+            small = shrunk_copy(Path(d["path"]), budget, work / "problems")
+            if small is None:
+                chosen.append({**d, "skip": f"no size of it fits {budget} bytes"})
+                continue
+            d = {**d, "official_input_bytes": d["input_bytes"], "path": str(small)}
+        chosen.append(d)
+    return chosen
+
+
+def measure(doc: dict[str, Any], device: str, backend: str, trials: int, evaluator: Any) -> dict[str, Any]:
+    from htam_engine.evaluate import EvalConfig
+    from htam_engine.problems import load_problem
+    from htam_engine.propose.offline import Unsupported, generate
+
+    problem = load_problem(doc["path"])
+    row: dict[str, Any] = {"problem": doc["id"], "input_bytes": problem_input_bytes(problem),
+                           "output_bytes": output_bytes(problem)}
+    try:
+        candidate = generate(problem, backend)
+    except Unsupported as exc:
+        return {**row, "skip": f"the offline proposer does not cover it on {backend}: {exc}"}
+    config = EvalConfig(device=device, backend=backend, trials=trials)
+    evaluator.warm(config)
+    time.sleep(0.5)  # the worker's start settles before the baseline is read
+    gpu = device.startswith("cuda")
+    with Sampler(device_used(device) if gpu else tree_rss, 0.001 if gpu else 0.01) as s, PerProcess() as per:
+        result = evaluator.evaluate(problem, candidate.code, config)
+    row.update(template=candidate.template, status=result.status.value, message=result.diagnostics.message[:160],
+               peak_bytes=s.extra, baseline_bytes=s.base, per_process=per.described() if gpu else "")
+    total = row["input_bytes"] + (row["output_bytes"] or 0)
+    row["ratio"] = s.extra / total if total and row["output_bytes"] is not None else None
+    return row
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--kernelbench", default=os.environ.get("HTAM_KERNELBENCH"), help="checkout (or its KernelBench folder)")
+    ap.add_argument("--top", type=int, default=6,
+                    help="measure the largest level-1 problems down to the N-th the offline proposer covers")
+    ap.add_argument("--device", default=None, help="default: cuda when visible, else cpu")
+    ap.add_argument("--backend", default="triton", choices=["triton", "cuda", "cpp"])
+    ap.add_argument("--trials", type=int, default=None, help="timed trials (default: htam's on CUDA, 3 on the CPU)")
+    ap.add_argument("--budget-mb", type=float, default=None,
+                    help="shrink each problem's inputs to this many MiB (default: official sizes on CUDA, 4 on the CPU)")
+    args = ap.parse_args()
+    import torch
+
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if not args.kernelbench:
+        sys.exit("set HTAM_KERNELBENCH (or --kernelbench) to a KernelBench checkout")
+    root = Path(args.kernelbench)
+    root = root / "KernelBench" if (root / "KernelBench").is_dir() else root
+    budget_mb = args.budget_mb if args.budget_mb is not None else (None if device.startswith("cuda") else 4)
+    budget = None if budget_mb is None else int(budget_mb * 2**20)
+    trials = args.trials or (30 if device.startswith("cuda") else 3)
+
+    from htam_engine.evaluate.evaluator import Evaluator
+
+    work = Path(tempfile.mkdtemp(prefix="htam-gpu-memory-"))
+    docs = problems_to_run(root, args.top, args.backend, budget, work)
+    print(f"device {device}, backend {args.backend}, {trials} timed trials, sizes: "
+          + ("official" if budget is None else f"shrunk to {budget_mb:g} MiB of inputs"), flush=True)
+    print("problems (largest inputs first): " + ", ".join(d["id"] for d in docs), flush=True)
+    rows = []
+    evaluator = Evaluator(device)
+    try:
+        for d in docs:
+            t0 = time.monotonic()
+            row = {"problem": d["id"], "skip": d["skip"]} if "skip" in d else measure(d, device, args.backend, trials,
+                                                                                    evaluator)
+            row["wall_s"] = round(time.monotonic() - t0, 1)
+            rows.append(row)
+            print_row(row)
+    finally:
+        evaluator.close()
+    ratios = [r["ratio"] for r in rows if r.get("ratio") is not None]
+    print(f"\nworst peak / (input + output): {max(ratios):.2f} (target <= {TARGET:g}); "
+          f"{sum(r <= TARGET for r in ratios)} of {len(ratios)} within" if ratios else "\nno figure measured")
+    out = Path(os.environ.get("OUT") or ".") / "gpu_memory.json"
+    out.write_text(json.dumps({"device": device, "backend": args.backend, "trials": trials, "budget_bytes": budget,
+                               "target": TARGET, "rows": rows}, indent=2))
+    print(f"written: {out}")
+    return 0
+
+
+def print_row(r: dict[str, Any]) -> None:
+    if "skip" in r:
+        print(f"{r['problem']:55} skipped: {r['skip']}", flush=True)
+        return
+    ratio = "-" if r.get("ratio") is None else f"{r['ratio']:.2f}"
+    print(f"{r['problem']:55} in {gib(r['input_bytes'])}  out {gib(r['output_bytes'])}  peak {gib(r['peak_bytes'])}"
+          f"  peak/(in+out) {ratio}  {r['status']} ({r['wall_s']} s){'  ' + r['message'] if r['message'] else ''}",
+          flush=True)
+    if r.get("per_process"):
+        print(f"    per process (nvidia-smi): {r['per_process']}", flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

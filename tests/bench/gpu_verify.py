@@ -1,0 +1,233 @@
+"""Agreement with KernelBench over a batch: 30 KernelBench level 1-2 problems at official sizes,
+the offline proposer (Triton, few steps) through `htam batch --jobs 4`, every best exported and
+re-run through KernelBench's own eval_kernel_against_ref beside htam's evaluation (htam verify),
+first with the GPU otherwise idle, then again while another `htam batch --jobs 4` loads it.
+
+Run on one H200, in two calls that fit a 10-minute command limit (the second reuses the first's
+batch from --work, which stays while the machine does; --deadline stops a part early, saying so):
+
+    HTAM_KERNELBENCH=/path/to/KernelBench python3 tests/bench/gpu_verify.py --parts alone   # ~7 min
+    HTAM_KERNELBENCH=/path/to/KernelBench python3 tests/bench/gpu_verify.py --parts load    # ~3 min
+
+and here, on the CPU, at small sizes (problems shrunk to --budget-mb of inputs, KernelBench's
+trials cut, and the test double of a checkout in tests/htam_engine/verify/fake_kernelbench in
+place of KernelBench, whose evaluation needs CUDA):
+
+    HTAM_KERNELBENCH=/work/kb python3 tests/bench/gpu_verify.py --limit 3 --load-problems 2
+
+Prints the problem list, then per part a table (problem; the speedup the batch reported, timed
+under its own --jobs load; htam's and KernelBench's verdict and speedup in the verification; the
+gap (htam - KernelBench) / KernelBench) and how many are within 3 %. Writes $OUT/gpu_verify.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from kb_problems import ROOT, shrunk_copy  # noqa: E402
+
+FAKE_CHECKOUT = ROOT / "tests" / "htam_engine" / "verify" / "fake_kernelbench"
+
+# Level 1: the issue's three worst gaps and two smaller ones; level 2: the smallest official
+# inputs the offline proposer covers (a KernelBench run draws its inputs on the CPU: the 8 GiB
+# level-1 sets cost it ~2 s a draw, seven draws a run).
+PROBLEMS = [
+    "level1/88_MinGPTNewGelu", "level1/47_Sum_reduction_over_a_dimension", "level1/94_MSELoss",
+    "level1/12_Matmul_with_diagonal_matrices_", "level1/40_LayerNorm",
+    "level2/68_Matmul_Min_Subtract", "level2/15_ConvTranspose3d_BatchNorm_Subtract",
+    "level2/55_Matmul_MaxPool_Sum_Scale", "level2/56_Matmul_Sigmoid_Sum", "level2/59_Matmul_Swish_Scaling",
+    "level2/74_ConvTranspose3d_LeakyReLU_Multiply_LeakyReLU_Max", "level2/6_Conv3d_Softmax_MaxPool_MaxPool",
+    "level2/50_ConvTranspose3d_Scaling_AvgPool_BiasAdd_Scaling",
+    "level2/58_ConvTranspose3d_LogSumExp_HardSwish_Subtract_Clamp",
+    "level2/60_ConvTranspose3d_Swish_GroupNorm_HardSwish", "level2/79_Conv3d_Multiply_InstanceNorm_Clamp_Multiply_Max",
+    "level2/89_ConvTranspose3d_MaxPool_Softmax_Subtract_Swish_Max",
+    "level2/96_ConvTranspose3d_Multiply_Max_GlobalAvgPool_Clamp", "level2/9_Matmul_Subtract_Multiply_ReLU",
+    "level2/12_Gemm_Multiply_LeakyReLU", "level2/14_Gemm_Divide_Sum_Scaling",
+    "level2/20_ConvTranspose3d_Sum_ResidualAdd_Multiply_ResidualAdd", "level2/22_Matmul_Scale_ResidualAdd_Clamp_LogSumExp_Mish",
+    "level2/29_Matmul_Mish_Mish", "level2/30_Gemm_GroupNorm_Hardtanh", "level2/33_Gemm_Scale_BatchNorm",
+    "level2/49_ConvTranspose3d_Softmax_Sigmoid", "level2/62_Matmul_GroupNorm_LeakyReLU_Sum", "level2/63_Gemm_ReLU_Divide",
+    "level2/23_Conv3d_GroupNorm_Mean",
+]
+
+
+def problem_files(root: Path, names: list[str], budget: int | None, work: Path) -> list[Path]:
+    files = []
+    for name in names:
+        path = root / f"{name}.py"
+        if budget is not None:
+            small = shrunk_copy(path, budget, work / "problems" / name.split("/")[0])
+            if small is None:
+                print(f"  {name}: no size fits {budget} bytes, left out", flush=True)
+                continue
+            path = small
+        files.append(path)
+    return files
+
+
+def htam_batch(files: list[Path], out: Path, args: argparse.Namespace, device: str, env: dict[str, str],
+               log: Path) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "htam_engine", "batch", *map(str, files), "--out", str(out), "--device", device,
+           "--backend", "triton", "--proposer", "offline", "--steps", str(args.steps), "--jobs", str(args.jobs),
+           "--no-compile-baseline"]
+    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=open(log, "w"),
+                            start_new_session=True)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def finished(out: Path, ids: list[str]) -> bool:
+    """A batch in `out` that finished every one of these problems (a later part reuses it)."""
+    try:
+        doc = json.loads((out / "results.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return not doc.get("unfinished") and {r["problem"] for r in doc.get("rows", [])} >= set(ids)
+
+
+def batch_speedups(out: Path) -> dict[str, float | None]:
+    try:
+        rows = json.loads((out / "results.json").read_text())["rows"]
+    except (OSError, ValueError, KeyError):
+        return {}
+    return {r["problem"]: r.get("speedup_eager") for r in rows}
+
+
+def verify_all(pairs: list[tuple[Any, Path]], checkout: Any, device: str, settings: Any, deadline: float,
+               batch_x: dict[str, float | None], label: str) -> list[dict[str, Any]]:
+    from htam_engine.loop.report import times
+    from htam_engine.problems import load_problem
+    from htam_engine.verify import report
+    from htam_engine.verify.settings import AGREEMENT
+    from htam_engine.verify.side_by_side import verify_solution
+
+    rows = []
+    print(f"\n== {label}", flush=True)
+    print(" | ".join(["problem", "batch x", *report.HEADERS[1:]]), flush=True)
+    for i, (problem, solution) in enumerate(pairs):
+        if time.monotonic() > deadline:
+            print(f"  stopped at the deadline after {i} of {len(pairs)}", flush=True)
+            break
+        t0 = time.monotonic()
+        v = verify_solution(str(solution), solution.read_text(), load_problem(problem.path), checkout, device, settings)
+        cells = report.row(v)
+        bx = batch_x.get(problem.id)
+        print(" | ".join([cells[0], times(bx), *cells[1:]]) + f"  ({time.monotonic() - t0:.0f} s)", flush=True)
+        if v.kernelbench.error:
+            print(f"    KernelBench: {v.kernelbench.error}", flush=True)
+        doc = v.to_dict()
+        doc["htam"].pop("result")
+        doc["batch_speedup"] = bx
+        doc["batch_gap"] = (bx - v.kernelbench.speedup) / v.kernelbench.speedup if bx and v.kernelbench.speedup else None
+        rows.append(doc)
+    gaps = [r["speedup_gap"] for r in rows if r["speedup_gap"] is not None]
+    bgaps = [r["batch_gap"] for r in rows if r["batch_gap"] is not None]
+    within = lambda gs: sum(abs(g) <= AGREEMENT for g in gs)  # noqa: E731
+    print(f"same verdict: {sum(r['verdicts_agree'] for r in rows)} of {len(rows)}; htam verify within "
+          f"{100 * AGREEMENT:g} % of KernelBench: {within(gaps)} of {len(gaps)}; the batch's own speedup "
+          f"within {100 * AGREEMENT:g} %: {within(bgaps)} of {len(bgaps)}", flush=True)
+    return rows
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--kernelbench", default=os.environ.get("HTAM_KERNELBENCH"), help="checkout (or its KernelBench folder)")
+    ap.add_argument("--parts", default="alone,load")
+    ap.add_argument("--jobs", type=int, default=4)
+    ap.add_argument("--steps", type=int, default=1)
+    ap.add_argument("--limit", type=int, default=None, help="first N problems of the list (default all 30)")
+    ap.add_argument("--load-problems", type=int, default=8, help="how many exports to verify again under load")
+    ap.add_argument("--deadline", type=float, default=480, help="seconds for the whole run; parts stop early after it")
+    ap.add_argument("--budget-mb", type=float, default=None, help="shrink inputs (default: official on CUDA, 1 on the CPU)")
+    ap.add_argument("--work", default=None, help="batch folders and logs; a finished batch there is reused "
+                                                 "(default /tmp/htam-gpu-verify)")
+    args = ap.parse_args()
+    import torch
+
+    t_start = time.monotonic()
+    deadline = t_start + args.deadline
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    if not args.kernelbench:
+        sys.exit("set HTAM_KERNELBENCH (or --kernelbench) to a KernelBench checkout")
+    given = Path(args.kernelbench)
+    kb_root = given.parent if given.name == "KernelBench" else given
+    from htam_engine.verify.checkout import find_checkout
+    from htam_engine.verify.exports import export_bests
+    from htam_engine.verify.settings import KernelBenchSettings
+
+    gpu = device.startswith("cuda")
+    checkout = find_checkout(kb_root if gpu else FAKE_CHECKOUT)
+    settings = KernelBenchSettings() if gpu else KernelBenchSettings(correct_trials=2, perf_trials=5)
+    budget_mb = args.budget_mb if args.budget_mb is not None else (None if gpu else 1)
+    budget = None if budget_mb is None else int(budget_mb * 2**20)
+    work = Path(args.work or Path(tempfile.gettempdir()) / "htam-gpu-verify")
+    work.mkdir(parents=True, exist_ok=True)
+    report_path = Path(os.environ.get("OUT") or ".") / "gpu_verify.json"
+    names = PROBLEMS[: args.limit]
+    print(f"device {device}; KernelBench: {checkout.root}{'' if gpu else ' (test double: KernelBench needs CUDA)'}; "
+          f"settings {settings.to_dict()}; sizes {'official' if budget is None else f'shrunk to {budget_mb:g} MiB'}")
+    print(f"problems ({len(names)}): {', '.join(names)}", flush=True)
+    files = problem_files(kb_root / "KernelBench", names, budget, work)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    doc: dict[str, Any] = {"device": device, "problems": names, "settings": settings.to_dict()}
+
+    from htam_engine.loop.batch import Batch, BatchSpec
+    from htam_engine.problems import load_problem
+
+    t0 = time.monotonic()
+    out = work / "batch"
+    problems = [load_problem(str(f)) for f in files]
+    if finished(out, [p.id for p in problems]):
+        print(f"\nbatch: reusing the finished one in {out}", flush=True)
+    else:
+        proc = htam_batch(files, out, args, device, env, work / "batch.log")
+        proc.wait()
+        print(f"\nbatch ({args.jobs} jobs, {args.steps} step(s)): exit {proc.returncode} in {time.monotonic() - t0:.0f} s;"
+              f" log {work / 'batch.log'}", flush=True)
+    pairs, skipped = export_bests(Batch(BatchSpec(suites=[], out=str(out))), problems)
+    for pid, why in skipped.items():
+        print(f"  not verified: {pid}: {why}", flush=True)
+    batch_x = batch_speedups(out)
+    doc["skipped"] = skipped
+    if "alone" in args.parts:
+        doc["alone"] = verify_all(pairs, checkout, device, settings, deadline, batch_x,
+                                  "verified with the GPU otherwise idle")
+    if "load" in args.parts:
+        for old in ("load-batch", "load-cache"):  # a fresh batch with nothing cached: it compiles too
+            shutil.rmtree(work / old, ignore_errors=True)
+        load_env = {**env, "HTAM_CACHE_DIR": str(work / "load-cache")}
+        load = htam_batch(files, work / "load-batch", args, device, load_env, work / "load-batch.log")
+        try:
+            time.sleep(5 if gpu else 2)  # its workers start and its first compiles begin
+            doc["load"] = verify_all(pairs[: args.load_problems], checkout, device, settings, deadline, batch_x,
+                                     f"verified again while `htam batch --jobs {args.jobs}` runs beside it")
+        finally:
+            still = load.poll() is None
+            stop(load)
+        print(f"(the load batch was {'still running' if still else 'already done'} when the part ended)")
+    doc["wall_s"] = round(time.monotonic() - t_start, 1)
+    report_path.write_text(json.dumps(doc, indent=2, default=str))
+    print(f"\nwall {doc['wall_s']} s; written: {report_path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
