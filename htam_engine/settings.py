@@ -39,7 +39,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("sessions_dir", "paths", "HTAM_SESSIONS_DIR", str, "sessions", "where session files live"),
     Setting("bank", "paths", "HTAM_BANK", str, "", "the memory bank file (empty: memory.htgbank in the sessions folder)"),
     Setting("cache_dir", "paths", "HTAM_CACHE_DIR", str, "~/.cache/htam",
-            "compiled extensions, baselines and locks, shared by htam processes"),
+            "compiled extensions, candidate files and locks, shared by htam processes"),
     Setting("kernelbench", "paths", "HTAM_KERNELBENCH", str, "", "a KernelBench checkout (for `kernelbench:level1/...`)"),
     Setting("pch", "evaluate", "HTAM_PCH", bool, True, "build and use a shared precompiled torch/extension.h"),
     Setting("pch_after", "evaluate", "HTAM_PCH_AFTER", int, 2,
@@ -47,9 +47,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("gpu_check_slots", "evaluate", "HTAM_GPU_CHECK_SLOTS", int, 0,
             "workers that may check candidates on one GPU at once (0: one per 32 GB, at most 4)"),
     Setting("worker_wrapper", "evaluate", "HTAM_WORKER_WRAPPER", str, "",
-            "a command prefix for candidate workers, e.g. a sandbox"),
+            "a command prefix for the sandboxes candidates run in, e.g. bwrap (it wraps their zygote)"),
     Setting("worker_cpu_s", "evaluate", "HTAM_WORKER_CPU_S", int, 6 * 3600,
-            "CPU seconds any one worker process may use (a backstop, not the timeout)"),
+            "CPU seconds any one sandbox process may use (a backstop, not the timeout)"),
     Setting("debug", "cli", "HTAM_DEBUG", bool, False, "print tracebacks instead of one-line errors"),
     Setting("model", "model", "HTAM_MODEL", str, "gpt-4o-mini", "model name at the endpoint"),
     Setting("base_url", "model", "HTAM_BASE_URL", str, "", "OpenAI-compatible endpoint (also OPENAI_BASE_URL)"),
@@ -64,7 +64,7 @@ SETTINGS: tuple[Setting, ...] = (
 BY_KEY: dict[str, Setting] = {s.key: s for s in SETTINGS}
 # Variables htam sets for its own worker processes (not settings a person gives).
 INTERNAL_ENV = ("HTAM_WORKER_FDS", "HTAM_WORKER_DEVICE", "HTAM_WORKER_LOCK", "HTAM_WORKER_CPU_THREADS",
-                "HTAM_WORKER_AS_MB")
+                "HTAM_WORKER_AS_MB", "HTAM_ZYGOTE_FD")
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off", "")
 
 

@@ -22,6 +22,7 @@ _STATUS_STYLE = {
     Status.RUNTIME_ERROR: "bold red",
     Status.TIMEOUT: "bold red",
     Status.REJECTED: "bold magenta",
+    Status.HARNESS_ERROR: "bold blue",  # the machine's fault, not the candidate's
 }
 
 

@@ -1,6 +1,6 @@
-"""The on-disk cache: compiled extensions per source hash, candidate files, baselines, locks.
+"""The on-disk cache: compiled extensions per source hash, candidate files, locks.
 
-Everything lives under `HTAM_CACHE_DIR` (default `~/.cache/htam`), so separate htam
+Everything lives under the `cache_dir` setting (`HTAM_CACHE_DIR`, default `~/.cache/htam`), so separate htam
 processes (a batch run and the app) share builds and serialize timing on a device.
 """
 
@@ -10,15 +10,15 @@ import contextlib
 import fcntl
 import hashlib
 import json
-import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Iterator
 
+from htam_engine import settings
+
 
 def cache_dir() -> Path:
-    root = Path(os.environ.get("HTAM_CACHE_DIR") or Path.home() / ".cache" / "htam")
+    root = settings.cache_dir()
     root.mkdir(parents=True, exist_ok=True)
     return root
 
@@ -46,19 +46,6 @@ def build_dir(key: str) -> Path:
 def built_marker(key: str) -> Path:
     """Written after a candidate imported successfully: its next import is a cache hit."""
     return build_dir(key) / ".htam-built"
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def _lock_path(name: str) -> Path:

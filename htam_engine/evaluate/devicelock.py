@@ -19,12 +19,13 @@ released by the kernel when its holder dies.
 from __future__ import annotations
 
 import contextlib
-import os
 from typing import Callable, Iterator
 
+from htam_engine import settings
 from htam_engine.evaluate.cache import any_file_lock, file_lock
 
-SLOTS_ENV = "HTAM_GPU_CHECK_SLOTS"
+SLOTS_ENV = settings.BY_KEY["gpu_check_slots"].env
+
 # GPU memory set aside per concurrent check: a check at GPU sizes holds a few input sets,
 # the outputs and a float64 reference (a few GB for the built-in suite's largest problems).
 GIB_PER_SLOT = 32
@@ -34,13 +35,13 @@ MAX_SLOTS = 4
 def check_slots(device: str) -> int:
     """How many workers may hold live state on `device` at once; 0 means no limit (the CPU).
 
-    `HTAM_GPU_CHECK_SLOTS` overrides; otherwise one slot per GIB_PER_SLOT of GPU memory,
-    between 1 (the old one-at-a-time behaviour) and MAX_SLOTS."""
+    The `gpu_check_slots` setting (`HTAM_GPU_CHECK_SLOTS`) overrides; otherwise one slot per
+    GIB_PER_SLOT of GPU memory, between 1 (the old one-at-a-time behaviour) and MAX_SLOTS."""
     if not device.startswith("cuda"):
         return 0
-    with contextlib.suppress(ValueError):
-        if os.environ.get(SLOTS_ENV):
-            return max(1, int(os.environ[SLOTS_ENV]))
+    chosen = settings.gpu_check_slots()
+    if chosen is not None:
+        return chosen
     try:
         import torch
 

@@ -1,17 +1,18 @@
-"""Evaluating a candidate from the engine's side: static checks, then a worker does the rest.
+"""Evaluating a candidate from the engine's side: static checks, then a judge does the rest.
 
-`Evaluator` owns one worker slot: it starts a worker on first use, reuses it while the
-worker reports itself healthy, and replaces it after a crash, a timeout, runaway memory
-or a candidate that may have left the process in a doubtful state. `evaluate()` is the
-synchronous convenience over a process-wide Evaluator.
+`Evaluator` owns one worker slot: it starts a judge process on first use and reuses it while it
+reports itself healthy (a judge never runs candidate code, so a candidate's crash, hang or
+cheat costs its sandbox, not the judge). `evaluate()` is the synchronous convenience over a
+process-wide Evaluator.
 
-Progress: `on_progress(stage, timings)` is called with the stages, in order, "static",
-"compile" (within it "pch" while the shared precompiled
-torch header for the candidate's flags is built once, then "compile" again), "check", "wait_lock" (waiting for the device's lock), "baseline"
-(timing the references, unless cached), "time" (repeated, with the per-trial times so
-far) and finally "done"; a failed evaluation jumps to "done". On a CUDA device a worker also
-waits for one of the GPU's check slots (a few workers check at once, see devicelock.py), so
-"wait_lock" comes right after "compile" as well as before "baseline".
+Progress: `on_progress(stage, timings)` is called with `Stage` values (a str enum), in order:
+static, compile (within it pch while the shared precompiled torch header for the candidate's
+flags is built once, then compile again), check, baseline (the reference sandbox builds,
+compiles and warms up), wait_lock (waiting for the device's timing lock), time (repeated, with
+the per-trial times so far), check again (the work check after timing) and finally done; a
+failed evaluation jumps to done. On a CUDA device the judge also waits for one of the GPU's
+check slots (a few judges check at once, see devicelock.py), so wait_lock also comes right
+after compile.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from htam_engine.evaluate.backend import resolve_backend
 from htam_engine.evaluate.cache import candidate_key
 from htam_engine.evaluate.config import EvalConfig
 from htam_engine.evaluate.process import (
+    BACKSTOP_S,
     WorkerCrash,
     WorkerMemory,
     WorkerProcess,
@@ -35,8 +37,12 @@ from htam_engine.evaluate.process import (
 )
 from htam_engine.evaluate.protocol import ProtocolError
 from htam_engine.evaluate.result import EvalResult, Finding, Status
+from htam_engine.evaluate.stages import Stage, parse_stage
 
-Progress = Callable[[str, list[float]], None]
+Progress = Callable[[Stage, list[float]], None]
+# The engine's backstop on a judge's tree: twice the candidate's limits plus room for the judge's
+# own work (the judge applies the candidate's limits to its sandbox itself).
+BACKSTOP_MEMORY_MB = 2048.0
 
 
 def _torch_version() -> str:
@@ -75,14 +81,13 @@ class Evaluator:
     def worker_pid(self) -> int | None:
         return self._worker.pid if self._worker and self._worker.alive() else None
 
-    def _ensure_worker(self, device: str, as_limit_mb: int | None, cpu_threads: int | None) -> WorkerProcess:
+    def _ensure_worker(self, device: str) -> WorkerProcess:
         w = self._worker
-        settings = (device, as_limit_mb, cpu_threads)
-        if w is not None and (not w.alive() or (w.device, w.as_limit_mb, w.cpu_threads) != settings):
+        if w is not None and (not w.alive() or w.device != device):
             w.kill()
             w = self._worker = None
         if w is None:
-            w = WorkerProcess(device, as_limit_mb=as_limit_mb, cpu_threads=cpu_threads)
+            w = WorkerProcess(device)
             self._worker = w
             self.workers_started += 1
             try:
@@ -99,16 +104,9 @@ class Evaluator:
         device = self.device or config.device
         with self._lock:
             try:
-                self._ensure_worker(device, *self._worker_settings(device, config))
+                self._ensure_worker(device)
             except WorkerStartError:
                 pass
-
-    @staticmethod
-    def _worker_settings(device: str, config: EvalConfig) -> tuple[int | None, int | None]:
-        """(address-space limit, CPU threads) a worker for `config` is started with."""
-        if device.startswith("cuda"):
-            return None, None
-        return config.memory_limit_mb or None, config.cpu_threads
 
     def discard_worker(self) -> None:
         """Kill the current worker (a cancelled evaluation, or close)."""
@@ -132,12 +130,12 @@ class Evaluator:
         problem = _as_problem(problem, config)
         backend = resolve_backend(code, config.backend, device)
 
-        def progress(stage: str, timings: list[float] | None = None) -> None:
+        def progress(stage: Stage, timings: list[float] | None = None) -> None:
             if on_progress:
                 on_progress(stage, list(timings or []))
 
         # ---- static checks, here in the engine: nothing of the candidate runs yet
-        progress("static")
+        progress(Stage.STATIC)
         from htam_engine.evaluate.checks import static_findings
 
         try:
@@ -147,8 +145,8 @@ class Evaluator:
         static_s = time.perf_counter() - started
         rejects = [f for f in static if f.severity == "reject"]
         if rejects:
-            result = EvalResult.failure(Status.REJECTED, rejects[0].message, integrity=static,
-                                        device=device, backend=backend)
+            status = Status.COMPILE_ERROR if rejects[0].rule == "no_model_new" else Status.REJECTED
+            result = EvalResult.failure(status, rejects[0].message, integrity=static, device=device, backend=backend)
             return self._finish(result, started, static_s, progress)
 
         memory_cap = float(config.memory_limit_mb or default_memory_limit_mb())
@@ -157,33 +155,32 @@ class Evaluator:
 
         def on_message(msg: dict[str, Any]) -> None:
             kind = msg.get("t")
-            if kind == "stage" and isinstance(msg.get("stage"), str):
-                progress(msg["stage"], timings)
+            stage = parse_stage(msg.get("stage"))
+            if kind == "stage" and stage is not None:
+                progress(stage, timings)
             elif kind == "trials" and isinstance(msg.get("ms"), list):
                 timings.extend(float(x) for x in msg["ms"] if isinstance(x, (int, float)))
-                progress("time", timings)
+                progress(Stage.TIME, timings)
 
-        request = {"op": "eval", "problem": problem, "code": code, "config": config, "backend": backend, "key": key}
+        request = {"op": "eval", "problem": problem, "code": code, "config": config, "backend": backend, "key": key,
+                   "memory_mb": memory_cap}
         worker: WorkerProcess | None = None
         try:
-            worker = self._ensure_worker(device, *self._worker_settings(device, config))
-            exchange = worker.request(request, timeout_s=config.timeout_s, memory_limit_mb=memory_cap,
-                                      on_message=on_message)
+            worker = self._ensure_worker(device)
+            exchange = worker.request(request, timeout_s=2 * float(config.timeout_s) + BACKSTOP_S,
+                                      memory_limit_mb=2 * memory_cap + BACKSTOP_MEMORY_MB, on_message=on_message)
             result = EvalResult.from_dict(exchange.reply["result"])
             healthy = exchange.reply.get("healthy") is True
         except WorkerStartError as exc:
-            result = EvalResult.failure(Status.RUNTIME_ERROR, str(exc), device=device, backend=backend)
+            result = EvalResult.failure(Status.HARNESS_ERROR, str(exc), device=device, backend=backend)
             result.diagnostics.log = exc.log
             healthy = False
-        except WorkerTimeout as exc:
-            result = EvalResult.failure(Status.TIMEOUT, f"candidate {exc}", device=device, backend=backend)
-            healthy = False
-        except (WorkerCrash, WorkerMemory) as exc:
-            result = EvalResult.failure(Status.RUNTIME_ERROR, str(exc), device=device, backend=backend)
+        except (WorkerTimeout, WorkerCrash, WorkerMemory) as exc:
+            # The judge times the candidate out and limits its memory itself: these are the judge's.
+            result = EvalResult.failure(Status.HARNESS_ERROR, str(exc), device=device, backend=backend)
             healthy = False
         except (ProtocolError, KeyError, TypeError, ValueError) as exc:
-            # A reply that is not a well-formed result: the candidate tampered with the channel.
-            result = EvalResult.failure(Status.RUNTIME_ERROR, f"worker sent a malformed result ({exc})",
+            result = EvalResult.failure(Status.HARNESS_ERROR, f"the judge sent a malformed result ({exc})",
                                         device=device, backend=backend)
             healthy = False
         if worker is not None:
@@ -200,7 +197,7 @@ class Evaluator:
     def _finish(result: EvalResult, started: float, static_s: float, progress: Callable[..., None]) -> EvalResult:
         result.stages.static_s = static_s
         result.stages.total_s = time.perf_counter() - started
-        progress("done", result.timings)
+        progress(Stage.DONE, result.timings)
         return result
 
 

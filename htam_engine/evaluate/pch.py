@@ -9,7 +9,7 @@ goes first on the candidate's include path: `-I` folders are searched before tor
 `-isystem` ones, so `#include <torch/extension.h>` finds the link, and gcc takes the .gch
 next to it when the flags match (it silently reads the plain header when they do not).
 
-The .gch is built once a flag set has proved to recur (see DEFAULT_AFTER), by the build
+The .gch is built once a flag set has proved to recur (see build_after), by the build
 that proves it, in a stage the engine does not count against that candidate's timeout.
 The folder is handed out even before and when the .gch could not be built, so a candidate's build
 command (and so ninja's view of it) is the same whether or not the header is precompiled.
@@ -32,9 +32,11 @@ import time
 from pathlib import Path
 from typing import Callable, Sequence
 
-from htam_engine.evaluate.cache import atomic_write_text, cache_dir, file_lock, sha256_text
+from htam_engine import settings
+from htam_engine.evaluate.cache import cache_dir, file_lock, sha256_text
+from htam_engine.storage import atomic_write_text
 
-ENV_SWITCH = "HTAM_PCH"
+ENV_SWITCH = settings.BY_KEY["pch"].env
 _HEADER = Path("torch") / "extension.h"
 _GCH = Path("torch") / "extension.h.gch"
 _FAILED = "failed.txt"
@@ -44,24 +46,21 @@ _BUILD_TIMEOUT_S = 900.0
 MAX_FLAG_SETS = 8
 
 
-AFTER_ENV = "HTAM_PCH_AFTER"
+AFTER_ENV = settings.BY_KEY["pch_after"].env
 # Measured on 2 busy cores (gcc 12, torch 2.13 CPU, -O3): building the .gch costs ~55 s CPU;
 # it cuts a host unit from ~35 s to ~16 s CPU, so it pays off after about three builds.
 # It is built when the flag set's second distinct extension arrives (a flag set used once
-# never pays for it); from its fourth extension on, the flag set is ahead.
-DEFAULT_AFTER = 2
+# never pays for it); from its fourth extension on, the flag set is ahead: the setting's
+# default (settings.py) is 2.
 
 
 def enabled() -> bool:
-    return os.environ.get(ENV_SWITCH, "1").strip().lower() not in {"0", "false", "no", "off"}
+    return settings.pch_enabled()
 
 
 def build_after() -> int:
     """How many distinct extensions with one flag set come before its .gch is built (>= 1)."""
-    try:
-        return max(1, int(os.environ.get(AFTER_ENV, DEFAULT_AFTER)))
-    except ValueError:
-        return DEFAULT_AFTER
+    return settings.pch_after()
 
 
 @functools.lru_cache(maxsize=None)
@@ -133,7 +132,7 @@ def include_dir(extra_cflags: object, with_cuda: bool, build_name: str,
     """The folder to put first on a build's include path, its .gch built on first need.
 
     `build_name` names the extension being built (its distinct builds are counted per
-    flag set, see DEFAULT_AFTER). `on_build` is called first when this call will build the header or wait for another
+    flag set, see build_after). `on_build` is called first when this call will build the header or wait for another
     process building it (the engine does not count that time against the candidate).
     None when precompiled headers are off or cannot apply (not gcc, odd flags); never raises.
     """

@@ -1,10 +1,10 @@
-"""The engine's side of one worker process: start it, talk to it, watch it, kill it.
+"""The engine's side of one worker process (a judge): start it, talk to it, watch it, kill it.
 
-A worker starts in its own session (so killing its process group takes compilers and
-anything it spawned along), with a scrubbed environment (no keys, tokens or secrets),
-and with its stdout and stderr drained into a bounded log. While a request runs the
-engine enforces the timeout (not counting the wait for the device's timing lock or the
-reference baseline, which are harness work) and a memory ceiling on the whole tree.
+A worker starts in its own session (so killing its process group takes its zygote and
+sandboxes along), with a scrubbed environment (no keys, tokens or secrets), and with its
+stdout and stderr (and so every sandbox's) drained into a bounded log. The judge enforces the
+candidate's timeout and memory ceiling on its sandboxes itself; the engine keeps a backstop
+on the whole tree (a judge that does not answer in time is a harness fault).
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shlex
 import signal
 import subprocess
 import sys
@@ -24,17 +23,24 @@ from typing import Any, Callable
 
 import psutil
 
+from htam_engine import settings
 from htam_engine.evaluate.cache import cache_dir
 from htam_engine.evaluate.diagnostics import BoundedLog
 from htam_engine.evaluate.protocol import ProtocolError, ReplyReader, send_request
+from htam_engine.evaluate.stages import Stage, parse_stage
 
+# Set per sandbox by its zygote from the request's limits, never inherited.
+SANDBOX_LIMIT_ENV = ("HTAM_WORKER_AS_MB", "HTAM_WORKER_CPU_THREADS")
 # Environment variables never handed to candidate code.
 _SECRET = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH", re.I)
 START_TIMEOUT_S = 180.0
 # Stages that are harness work, not the candidate's: they do not count against its timeout.
-PAUSED_STAGES = {"wait_lock": 3600.0, "baseline": 1800.0, "pch": 1800.0}
+PAUSED_STAGES: dict[Stage, float] = {s: s.pause_cap_s for s in Stage if s.pause_cap_s is not None}
 POLL_S = 0.2
 KILL_MARGIN_S = 5.0
+# The judge times the candidate out itself; the engine waits this much longer (plus the same
+# again as the timeout, for the judge's own work on the outputs) before it gives up on the judge.
+BACKSTOP_S = 60.0
 
 
 class WorkerStartError(Exception):
@@ -46,33 +52,36 @@ class WorkerStartError(Exception):
 
 
 class WorkerTimeout(Exception):
-    def __init__(self, stage: str, seconds: float):
-        super().__init__(f"timed out after {seconds:g} s during {stage}")
+    def __init__(self, stage: Stage, seconds: float):
+        super().__init__(f"the judge did not answer within {seconds:g} s (during {stage.value})")
         self.stage = stage
 
 
 class WorkerCrash(Exception):
-    def __init__(self, stage: str, detail: str):
-        super().__init__(f"worker died during {stage}: {detail}")
+    def __init__(self, stage: Stage, detail: str):
+        super().__init__(f"the judge died during {stage.value}: {detail}")
         self.stage = stage
 
 
 class WorkerGarbled(WorkerCrash):
-    """The worker wrote something that is not a reply (candidate code writing into the channel)."""
+    """The worker wrote something that is not a reply."""
 
-    def __init__(self, stage: str, detail: str):
-        Exception.__init__(self, f"worker sent a malformed reply during {stage}: {detail}")
+    def __init__(self, stage: Stage, detail: str):
+        Exception.__init__(self, f"the judge sent a malformed reply during {stage.value}: {detail}")
         self.stage = stage
 
 
 class WorkerMemory(Exception):
-    def __init__(self, stage: str, used_mb: float, limit_mb: float):
-        super().__init__(f"memory limit exceeded during {stage}: {used_mb:.0f} MB > {limit_mb:.0f} MB")
+    def __init__(self, stage: Stage, used_mb: float, limit_mb: float):
+        super().__init__(f"memory limit exceeded during {stage.value}: {used_mb:.0f} MB > {limit_mb:.0f} MB")
         self.stage = stage
 
 
-def worker_env(device: str, as_limit_mb: int | None, cpu_threads: int | None = None) -> dict[str, str]:
+def worker_env(device: str) -> dict[str, str]:
+    """A judge's environment (and so its sandboxes'): the engine's without secrets, pinned to
+    `device`. A candidate's own limits (address space, CPU threads) travel with each request."""
     env = {k: v for k, v in os.environ.items() if not _SECRET.search(k)}
+    env.update(settings.environment())  # a value from a config file reaches the judge and its sandboxes too
     root = str(Path(__file__).resolve().parents[2])  # the folder holding htam_engine/
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     env["PYTHONUNBUFFERED"] = "1"
@@ -87,28 +96,15 @@ def worker_env(device: str, as_limit_mb: int | None, cpu_threads: int | None = N
         # Never inherited on a GPU: interpreted kernels copy to the host and back synchronously,
         # so timings are meaningless and work left on a side stream could not be seen.
         env.pop("TRITON_INTERPRET", None)
-    env.pop("HTAM_WORKER_CPU_THREADS", None)
-    if cpu_threads:
-        env["HTAM_WORKER_CPU_THREADS"] = env["OMP_NUM_THREADS"] = str(int(cpu_threads))
-    if as_limit_mb:
-        env["HTAM_WORKER_AS_MB"] = str(int(as_limit_mb))
-    else:
-        env.pop("HTAM_WORKER_AS_MB", None)
+    for name in SANDBOX_LIMIT_ENV:
+        env.pop(name, None)
     return env
 
 
 def worker_command() -> list[str]:
-    """The worker's command line, behind `HTAM_WORKER_WRAPPER` when a site sets one.
-
-    The wrapper is a command prefix (split like a shell would) that must run the rest of
-    its arguments with the environment and open descriptors it was given: `env`,
-    `bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --unshare-net --`, `nice -n 5`...
-    """
-    try:
-        wrapper = shlex.split(os.environ.get("HTAM_WORKER_WRAPPER", ""))
-    except ValueError as exc:
-        raise WorkerStartError(f"HTAM_WORKER_WRAPPER is not a valid command line ({exc})") from None
-    return [*wrapper, sys.executable, "-m", "htam_engine.evaluate.worker"]
+    """The judge's command line. It never runs candidate code, so a site's HTAM_WORKER_WRAPPER
+    wraps the sandboxes (through their zygote), not the judge."""
+    return [sys.executable, "-m", "htam_engine.evaluate.worker"]
 
 
 def _pin_device(device: str) -> tuple[str, str, str]:
@@ -159,7 +155,46 @@ def default_memory_limit_mb() -> float:
     return psutil.virtual_memory().total * 0.8 / (1024 * 1024)
 
 
-def _signal_name(code: int | None) -> str:
+def tree_rss_mb(pid: int) -> float:
+    """Resident memory of a process and all its descendants, in MB (0 when it is gone)."""
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return 0.0
+    total = 0
+    for p in procs:
+        try:
+            total += p.memory_info().rss
+        except psutil.Error:
+            pass
+    return total / (1024 * 1024)
+
+
+def kill_tree(pid: int, group: bool = True) -> None:
+    """SIGKILL a process, its process group (it leads one) and every descendant it has now."""
+    try:
+        family = psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        family = []
+    try:
+        if group:
+            os.killpg(pid, signal.SIGKILL)
+        else:
+            os.kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    for child in family:
+        try:
+            child.kill()
+        except psutil.Error:
+            pass
+    psutil.wait_procs(family, timeout=2)
+
+
+def describe_exit(code: int | None) -> str:
+    """'killed by SIGABRT', 'exited with status 3', ..."""
     if code is None:
         return "still running"
     if code < 0:
@@ -179,15 +214,14 @@ class Exchange:
 
 
 class WorkerProcess:
-    def __init__(self, device: str, *, as_limit_mb: int | None = None, cpu_threads: int | None = None):
+    def __init__(self, device: str):
         self.device = device
-        self.as_limit_mb = as_limit_mb
-        self.cpu_threads = cpu_threads
         self.log = BoundedLog()
         self.proc: subprocess.Popen | None = None
         self._to_worker = -1
         self._reader: ReplyReader | None = None
         self._drain: threading.Thread | None = None
+        self.ready: dict[str, Any] = {}  # the judge's first message (its pid, device, dumpable flag)
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -203,7 +237,7 @@ class WorkerProcess:
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
         out_r, out_w = os.pipe()
-        env = worker_env(self.device, self.as_limit_mb, self.cpu_threads)
+        env = worker_env(self.device)
         env["HTAM_WORKER_FDS"] = f"{req_r},{rep_w}"
         try:
             self.proc = subprocess.Popen(
@@ -214,7 +248,7 @@ class WorkerProcess:
         except OSError as exc:  # the wrapper (or the interpreter) cannot be run
             for fd in (req_w, rep_r, out_r):
                 os.close(fd)
-            raise WorkerStartError(f"evaluation worker failed to start ({exc})") from None
+            raise WorkerStartError(f"evaluation judge failed to start ({exc})") from None
         finally:
             for fd in (req_r, rep_w, out_w):
                 os.close(fd)
@@ -226,11 +260,12 @@ class WorkerProcess:
             msg = self._reader.poll(timeout_s)
         except ProtocolError:
             msg = None
+        self.ready = msg or {}
         if not msg or msg.get("t") != "ready":
             self.kill()
             tail = self.log.text().strip().splitlines()
             why = tail[-1] if tail else "no output"
-            raise WorkerStartError(f"evaluation worker failed to start ({why})", self.log.text())
+            raise WorkerStartError(f"evaluation judge failed to start ({why})", self.log.text())
 
     def _drain_output(self, fd: int) -> None:
         try:
@@ -249,24 +284,9 @@ class WorkerProcess:
         proc = self.proc
         if proc is None:
             return
-        try:
-            family = psutil.Process(proc.pid).children(recursive=True)
-        except psutil.Error:
-            family = []
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        for child in family:
-            try:
-                child.kill()
-            except psutil.Error:
-                pass
-        try:
+        kill_tree(proc.pid)
+        with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
-        psutil.wait_procs(family, timeout=2)
         self._close_pipes()
 
     def _close_request_pipe(self) -> None:
@@ -294,37 +314,25 @@ class WorkerProcess:
         self.kill()
 
     # ------------------------------------------------------------------ one request
-    def _tree_rss_mb(self) -> float:
-        try:
-            root = psutil.Process(self.proc.pid)  # type: ignore[union-attr]
-            procs = [root, *root.children(recursive=True)]
-        except psutil.Error:
-            return 0.0
-        total = 0
-        for p in procs:
-            try:
-                total += p.memory_info().rss
-            except psutil.Error:
-                pass
-        return total / (1024 * 1024)
-
     def request(self, msg: dict[str, Any], *, timeout_s: float, memory_limit_mb: float,
                 on_message: Callable[[dict[str, Any]], None] | None = None) -> Exchange:
         """Send one request and wait for its final reply ("t": "result").
 
-        Intermediate replies (stages, live trial times) go to `on_message`. Raises
-        WorkerTimeout, WorkerCrash or WorkerMemory; the worker is dead after any of them.
+        Intermediate replies (stages, live trial times) go to `on_message`. timeout_s and
+        memory_limit_mb are the backstop on the whole tree (the judge applies the candidate's own
+        limits to its sandbox). Raises WorkerTimeout, WorkerCrash or WorkerMemory; the worker is
+        dead after any of them.
         """
         assert self._reader is not None and self.proc is not None
         self.log.clear()
-        stage = "start"
+        stage = Stage.START
         try:
             send_request(self._to_worker, msg)
         except OSError as exc:
             self.kill()
             raise WorkerCrash(stage, f"request pipe failed ({exc.strerror or exc})") from None
         budget = float(timeout_s)
-        paused: dict[str, float] = dict(PAUSED_STAGES)
+        paused: dict[Stage, float] = dict(PAUSED_STAGES)
         last = time.monotonic()
         while True:
             try:
@@ -335,11 +343,11 @@ class WorkerProcess:
                     raise WorkerGarbled(stage, str(exc)) from None
                 code = self._reap()
                 self.kill()
-                raise WorkerCrash(stage, _signal_name(code) if code is not None else str(exc)) from None
+                raise WorkerCrash(stage, describe_exit(code) if code is not None else str(exc)) from None
             except (OSError, ValueError) as exc:  # pipes closed under us by a kill (a cancelled evaluation)
                 code = self._reap()
                 self.kill()
-                detail = _signal_name(code) if code is not None else str(exc)
+                detail = describe_exit(code) if code is not None else str(exc)
                 raise WorkerCrash(stage, detail) from None
             now = time.monotonic()
             spent, last = now - last, now
@@ -351,8 +359,8 @@ class WorkerProcess:
                 kind = reply.get("t")
                 if kind == "result":
                     return Exchange(reply, stage)
-                if kind == "stage" and isinstance(reply.get("stage"), str):
-                    stage = reply["stage"]
+                if kind == "stage" and parse_stage(reply.get("stage")) is not None:
+                    stage = Stage(reply["stage"])
                 if on_message:
                     try:
                         on_message(reply)
@@ -362,7 +370,7 @@ class WorkerProcess:
             if budget <= 0:
                 self.kill()
                 raise WorkerTimeout(stage, timeout_s)
-            used = self._tree_rss_mb()
+            used = tree_rss_mb(self.proc.pid)
             if used > memory_limit_mb:
                 self.kill()
                 raise WorkerMemory(stage, used, memory_limit_mb)

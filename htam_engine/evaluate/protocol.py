@@ -1,9 +1,11 @@
-"""Framing between the engine and a worker: a 4-byte length, then the payload.
+"""Framing between the engine and a judge, and between a judge and its sandboxes: a 4-byte
+length, then the payload.
 
-Requests (engine -> worker) are pickled: they come from trusted code and carry
-Python values such as tuple-valued overrides. Replies (worker -> engine) are
-msgpack: the worker runs untrusted candidate code, so the engine only ever decodes
-plain data from it and never unpickles what a worker sends.
+Requests (engine -> judge, judge -> zygote or sandbox) are pickled: they come from trusted
+code and carry Python values such as tuple-valued overrides. Replies are msgpack: a sandbox
+runs untrusted candidate code, so the judge only ever decodes plain data from it (checked
+against wire.py's schema) and never unpickles what a sandbox sends. The judge's own replies to
+the engine use the same msgpack framing.
 """
 
 from __future__ import annotations
@@ -56,17 +58,27 @@ def recv_request(fd: int) -> dict[str, Any]:
     return pickle.loads(_read_exact(fd, size))
 
 
-def send_reply(fd: int, msg: dict[str, Any]) -> None:
+def frame_reply(msg: dict[str, Any]) -> bytes:
     payload = msgpack.packb(msg, use_bin_type=True, default=str)
-    _write_all(fd, _HEADER.pack(len(payload)) + payload)
+    return _HEADER.pack(len(payload)) + payload
+
+
+def send_reply(fd: int, msg: dict[str, Any]) -> None:
+    _write_all(fd, frame_reply(msg))
 
 
 class ReplyReader:
-    """Reads msgpack replies from a worker with a deadline, never blocking past it."""
+    """Reads msgpack replies from a worker (or a sandbox) with a deadline, never blocking past it.
 
-    def __init__(self, fd: int):
+    Bytes already received outside the reader (with a descriptor, see feed) come first."""
+
+    def __init__(self, fd: int, max_bytes: int = MAX_REPLY_BYTES):
         self.fd = fd
+        self.max_bytes = max_bytes
         self._buf = bytearray()
+
+    def feed(self, data: bytes) -> None:
+        self._buf += data
 
     def _fill(self, want: int, deadline: float) -> bool:
         while len(self._buf) < want:
@@ -78,7 +90,7 @@ class ReplyReader:
                 return False
             part = os.read(self.fd, max(65536, want - len(self._buf)))
             if not part:
-                raise ProtocolError("worker closed its reply pipe", closed=True)
+                raise ProtocolError("the reply channel closed", closed=True)
             self._buf += part
         return True
 
@@ -88,17 +100,17 @@ class ReplyReader:
         if not self._fill(_HEADER.size, deadline):
             return None
         (size,) = _HEADER.unpack(self._buf[: _HEADER.size])
-        if size > MAX_REPLY_BYTES:
-            raise ProtocolError(f"worker sent an oversized reply ({size} bytes)")
+        if size > self.max_bytes:
+            raise ProtocolError(f"an oversized message ({size} bytes)")
         # Once a header arrived, the body follows promptly from honest code; allow a short grace.
         if not self._fill(_HEADER.size + size, max(deadline, time.monotonic() + 5.0)):
-            raise ProtocolError("worker sent a truncated reply")
+            raise ProtocolError("a truncated message")
         body = bytes(self._buf[_HEADER.size: _HEADER.size + size])
         del self._buf[: _HEADER.size + size]
         try:
             msg = msgpack.unpackb(body, raw=False, strict_map_key=False)
         except Exception as exc:  # noqa: BLE001 - any decode fault is the worker's
-            raise ProtocolError(f"worker sent an undecodable reply: {exc}") from None
+            raise ProtocolError(f"an undecodable message: {exc}") from None
         if not isinstance(msg, dict):
-            raise ProtocolError("worker sent a reply that is not a map")
+            raise ProtocolError("a message that is not a map")
         return msg

@@ -1,7 +1,8 @@
 """The evaluation result: the one record every part of htam reads.
 
 `EvalResult.to_dict()` is the `htam eval --json` document and what sessions
-store; `from_dict` reads it back. Field names are part of the CLI contract.
+store; `from_dict` reads it back through the one validating decoder (session/codec.py),
+the same one session files use. Field names are part of the CLI contract.
 """
 
 from __future__ import annotations
@@ -18,6 +19,14 @@ class Status(str, Enum):
     INCORRECT = "incorrect"
     TIMEOUT = "timeout"
     REJECTED = "rejected"
+    # The harness could not evaluate (out of memory in the judge, no device, no toolchain,
+    # a sandbox that would not start): says nothing about the candidate.
+    HARNESS_ERROR = "harness_error"
+
+    @property
+    def blames_candidate(self) -> bool:
+        """True for a failure that is the candidate's own (what memory learning may count)."""
+        return self not in (Status.OK, Status.HARNESS_ERROR)
 
 
 @dataclass(slots=True)
@@ -73,6 +82,34 @@ class StageTimes:
     time_s: float = 0.0
     total_s: float = 0.0
     compile_cached: bool = False
+    baseline_s: float = 0.0  # preparing the reference sandbox (build, torch.compile, warm-up)
+    reference_reused: bool = False  # the reference sandbox of an earlier evaluation timed the baselines
+
+
+@dataclass(slots=True)
+class Spread:
+    """The distribution of one series of timed trials, in milliseconds."""
+
+    n: int = 0
+    min_ms: float = 0.0
+    q1_ms: float = 0.0
+    median_ms: float = 0.0
+    q3_ms: float = 0.0
+    max_ms: float = 0.0
+
+
+@dataclass(slots=True)
+class ClockCheck:
+    """The judge's wall clock against the sandbox's reported trial times (the clock rule).
+
+    overhead = judge's send-to-reply wall time minus the reported trial time, per trial; the
+    candidate's median overhead may exceed the clean reference sandbox's by at most margin_ms.
+    """
+
+    candidate_overhead_ms: float = 0.0
+    reference_overhead_ms: float = 0.0
+    margin_ms: float = 0.0
+    floor_ms: float = 0.0  # writing the outputs once at the device's measured copy bandwidth
 
 
 @dataclass(slots=True)
@@ -90,6 +127,10 @@ class EvalResult:
     backend: str = ""
     timings: list[float] = field(default_factory=list)  # per-trial candidate times, ms
     stages: StageTimes = field(default_factory=StageTimes)
+    runtime_spread: Spread | None = None
+    ref_spread: Spread | None = None
+    compile_ref_spread: Spread | None = None
+    clock: ClockCheck | None = None
 
     @property
     def ok(self) -> bool:
@@ -102,29 +143,10 @@ class EvalResult:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "EvalResult":
-        diag = dict(d.get("diagnostics") or {})
-        mm = diag.get("mismatch")
-        diagnostics = Diagnostics(
-            compiler=[CompilerMessage(**m) for m in diag.get("compiler", [])],
-            mismatch=Mismatch(**mm) if mm else None,
-            message=diag.get("message", ""),
-            log=diag.get("log", ""),
-        )
-        return cls(
-            status=Status(d["status"]),
-            correct=bool(d.get("correct", False)),
-            runtime_ms=d.get("runtime_ms"),
-            ref_runtime_ms=d.get("ref_runtime_ms"),
-            compile_ref_runtime_ms=d.get("compile_ref_runtime_ms"),
-            speedup_eager=d.get("speedup_eager"),
-            speedup_compile=d.get("speedup_compile"),
-            diagnostics=diagnostics,
-            integrity=[Finding(**f) for f in d.get("integrity", [])],
-            device=d.get("device", "cpu"),
-            backend=d.get("backend", ""),
-            timings=list(d.get("timings", [])),
-            stages=StageTimes(**(d.get("stages") or {})),
-        )
+        """The result a `to_dict()` gave; codec.CodecError (a ValueError) for data of the wrong shape."""
+        from htam_engine.session import codec  # sessions import this module: import late
+
+        return codec.decode(cls, d)
 
     @classmethod
     def failure(cls, status: Status, message: str, **kw: Any) -> "EvalResult":

@@ -12,11 +12,17 @@ from typing import Any, Iterator, Sequence
 
 
 def seed_all(seed: int) -> None:
-    """Seed every generator a problem or candidate may draw from (torch, CUDA, random, numpy)."""
+    """Seed every generator a problem or candidate may draw from (torch, CUDA, random, numpy).
+
+    The same generators torch.manual_seed seeds, without its deferred CUDA seeding in a process
+    that has not initialized CUDA (it records a traceback each time: milliseconds a call, and
+    the judge seeds every call); a process that uses CUDA has initialized it before it seeds."""
     import torch
 
     random.seed(seed)
-    torch.manual_seed(seed)  # also seeds every CUDA device
+    torch.default_generator.manual_seed(seed)
+    if torch.cuda.is_initialized():
+        torch.cuda.manual_seed_all(seed)
     try:
         import numpy as np
 

@@ -1,9 +1,9 @@
-"""The evaluation worker: a child process that imports, checks and times untrusted candidates.
+"""The judge process: evaluates requests from the engine, one at a time, without ever importing
+or running candidate code (that happens in sandboxes it forks through its zygote).
 
-Run as `python -m htam_engine.evaluate.worker`; the engine (process.py) starts it with
-two pipe descriptors in `HTAM_WORKER_FDS` ("read,write"). It evaluates one request at a
-time and stays alive for the next while it is healthy. Order matters here: the timing
-clock is bound and the guards are installed before any candidate code is imported.
+Run as `python -m htam_engine.evaluate.worker`; the engine (process.py) starts it with two pipe
+descriptors in `HTAM_WORKER_FDS` ("read,write"). It makes itself non-dumpable first, so a sandbox
+running as the same user cannot open its descriptors or memory through /proc, nor ptrace it.
 """
 
 from __future__ import annotations
@@ -11,43 +11,7 @@ from __future__ import annotations
 import os
 import sys
 
-# RLIMIT_CPU of every worker process unless HTAM_WORKER_CPU_S says otherwise (6 hours).
-DEFAULT_CPU_S = 6 * 3600
-
-
-def _apply_limits() -> None:
-    """Resource limits the engine asked for, applied before anything heavy is imported."""
-    import resource
-
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    want = 4096 if hard == resource.RLIM_INFINITY else min(hard, 4096)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
-    as_mb = os.environ.get("HTAM_WORKER_AS_MB")
-    if as_mb:
-        limit = int(as_mb) * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    # A backstop, not the timeout: CPU seconds any one process of the tree may burn, so a
-    # child that escaped every kill (its own session, re-parented) still ends one day.
-    cpu_s = int(os.environ.get("HTAM_WORKER_CPU_S") or DEFAULT_CPU_S)
-    soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
-    if hard == resource.RLIM_INFINITY or hard > cpu_s:
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s))
-
-
-def _adopt_orphans() -> None:
-    """Become a child subreaper (Linux): a candidate's grandchild whose parent exits is
-    re-parented to this worker instead of init, so killing the worker's tree still finds it
-    even after it left the process group with setsid()."""
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes
-
-    pr_set_child_subreaper = 36
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(pr_set_child_subreaper, 1, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass  # without it, an escaped grandchild still meets RLIMIT_CPU
+from htam_engine.evaluate import limits
 
 
 def _kill_descendants() -> None:
@@ -65,7 +29,7 @@ def _kill_descendants() -> None:
 
 
 def _watch_parent() -> None:
-    """Never outlive the engine: if the parent goes away, take the whole process group down."""
+    """Never outlive the engine: if the parent goes away, take the whole tree down."""
     import signal
     import threading
     import time
@@ -76,33 +40,34 @@ def _watch_parent() -> None:
         while True:
             time.sleep(1.0)
             if os.getppid() != parent:
-                _kill_descendants()  # those that left the group with setsid() too
+                _kill_descendants()  # the zygote and sandboxes, in sessions of their own
                 os.killpg(os.getpgrp(), signal.SIGKILL)
 
     threading.Thread(target=watch, name="htam-parent-watch", daemon=True).start()
 
 
 def main() -> int:
-    rfd, wfd = (int(x) for x in os.environ["HTAM_WORKER_FDS"].split(","))
-    _apply_limits()
-    _adopt_orphans()
+    rfd, wfd = (int(x) for x in os.environ.pop("HTAM_WORKER_FDS").split(","))
+    limits.make_non_dumpable()
+    limits.no_core_files()
+    limits.adopt_orphans()
     _watch_parent()
     import faulthandler
 
-    faulthandler.enable()  # a segfaulting kernel leaves a Python stack in the captured log
-    # Binds perf_counter_ns, CUDA events and synchronize before any candidate code exists.
-    from htam_engine.evaluate import timing  # noqa: F401
+    faulthandler.enable()
+    from htam_engine.evaluate.zygote_client import ZygoteProcess
+
+    zygote = ZygoteProcess(dict(os.environ))
+    try:
+        zygote.launch()  # its imports run beside this process's own (torch, the judge)
+    except Exception:  # noqa: BLE001 - the judge reports a zygote that cannot start, per evaluation
+        pass
+    from htam_engine.evaluate.judge import Judge
     from htam_engine.evaluate.protocol import ProtocolError, recv_request, send_reply
-    from htam_engine.evaluate.runner import Runner
 
     device = os.environ.get("HTAM_WORKER_DEVICE", "cpu")
-    threads = os.environ.get("HTAM_WORKER_CPU_THREADS")
-    if threads:
-        import torch
-
-        torch.set_num_threads(int(threads))  # before the guards snapshot torch's settings
-    runner = Runner(device, lambda msg: send_reply(wfd, msg))
-    send_reply(wfd, {"t": "ready", "pid": os.getpid(), "device": device})
+    judge = Judge(device, lambda msg: send_reply(wfd, msg), zygote=zygote)
+    send_reply(wfd, {"t": "ready", "pid": os.getpid(), "device": device, "dumpable": limits.dumpable()})
     try:
         while True:
             try:
@@ -111,12 +76,13 @@ def main() -> int:
                 return 0
             if req.get("op") != "eval":
                 return 0
-            result, healthy = runner.evaluate(req["problem"], req["code"], req["config"], req["backend"], req["key"])
+            result, healthy = judge.evaluate(req["problem"], req["code"], req["config"], req["backend"], req["key"],
+                                             float(req.get("memory_mb") or 0.0))
             send_reply(wfd, {"t": "result", "result": result.to_dict(), "healthy": healthy})
             if not healthy:
                 return 0
     finally:
-        # Children a candidate left running would be re-parented away once this process exits.
+        judge.close()
         _kill_descendants()
 
 

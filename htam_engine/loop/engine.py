@@ -535,7 +535,7 @@ class Engine:
             raise
         except Exception as exc:  # noqa: BLE001 - a harness fault is reported, not the candidate's fault
             self._emit(ev.EngineError(step, message=f"evaluation: {exc}", where="evaluate"))
-            result = EvalResult.failure(Status.RUNTIME_ERROR, f"{HARNESS_FAULT} {exc}",
+            result = EvalResult.failure(Status.HARNESS_ERROR, f"{HARNESS_FAULT} {exc}",
                                         device=self.config.device, backend=self.config.backend)
         self._emit(ev.EvaluationFinished(step, sample=sample, result=result))
         return result

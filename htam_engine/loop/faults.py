@@ -4,11 +4,10 @@ them count against a strategy in memory."""
 
 from __future__ import annotations
 
-from htam_engine.evaluate.result import EvalResult
+from htam_engine.evaluate.result import EvalResult, Status
 
 # The engine's message prefix for an evaluation the harness itself could not carry out.
 HARNESS_FAULT = "harness error:"
-HARNESS_STATUS = "harness_error"  # the harness's own status for such results (a str enum value)
 
 # What compilers, torch and drivers print when the machine, not the code, is at fault.
 _MARKERS = (
@@ -27,7 +26,7 @@ _MARKERS = (
 def environment_fault(result: EvalResult) -> str | None:
     """Why `result` is the environment's fault (one line), or None when it is the candidate's."""
     message = result.diagnostics.message or ""
-    if str(result.status.value) == HARNESS_STATUS:
+    if result.status is Status.HARNESS_ERROR:
         return f"environment fault: {message or 'the harness could not evaluate'}"
     text = f"{message}\n{result.diagnostics.log}".lower()
     for marker in _MARKERS:

@@ -146,8 +146,12 @@ def _forget_old_modules() -> None:
 
 
 def _execute(source: str, label: str, overrides: dict[str, Any] | None, *, keep: bool) -> types.ModuleType:
+    return _execute_tree(parse_source(source, label), label, overrides, keep=keep)
+
+
+def _execute_tree(tree: ast.Module, label: str, overrides: dict[str, Any] | None, *, keep: bool) -> types.ModuleType:
+    """Run a parsed problem file (the tree is not changed, so one parse serves several runs)."""
     overrides = dict(overrides or {})
-    tree = parse_source(source, label)
     tree, unknown = apply_overrides(tree, set(overrides))
     if unknown:
         known = sorted(n for n in top_level_assigned(tree) if not n.startswith("_"))
@@ -442,9 +446,13 @@ def _to_device(value: Any, device: str) -> Any:
 
 
 def instantiate(problem: Problem, device: str = "cpu") -> ProblemInstance:
-    """Execute problem.source as a fresh module under problem.overrides (used in the worker)."""
+    """Execute problem.source as a fresh module under problem.overrides."""
     label = _label(problem.path, problem.id)
     module = execute_source(problem.source, label, problem.overrides, keep=True)
+    return _instance(module, label, device)
+
+
+def _instance(module: types.ModuleType, label: str, device: str) -> ProblemInstance:
     model, get_inputs, get_init_inputs = _required(module, label)
 
     def inputs_on_device() -> list[Any]:
@@ -471,4 +479,102 @@ def instantiate(problem: Problem, device: str = "cpu") -> ProblemInstance:
         namespace=module.__dict__,
         module=module,
         device=device,
+    )
+
+
+# ---------------------------------------------------------------- the judge's loaded problem
+
+
+@dataclass(frozen=True)
+class LoadedProblem:
+    """A problem as the judge uses it, built once per evaluation request (and reused while the
+    same problem keeps coming): the file parsed once, its module executed once, and its
+    unseen-shape variant (sizes only get_inputs reads, bumped) found at load and executed once.
+
+    input_layouts / unseen_input_layouts: (shape, stride, dtype) of get_inputs' tensors as the
+    meta device draws them (None where get_inputs cannot run on meta), so the judge can size
+    shared buffers for both before the first real draw.
+    """
+
+    key: str
+    problem_id: str
+    label: str
+    source: str
+    overrides: types.MappingProxyType
+    device: str
+    main: ProblemInstance
+    unseen_overrides: types.MappingProxyType | None
+    unseen: ProblemInstance | None
+    unseen_note: str  # why there is no unseen-shape variant ("" when there is one)
+    input_layouts: tuple | None
+    unseen_input_layouts: tuple | None
+
+
+def _meta_layouts(get_inputs: Callable[[], Any]) -> tuple | None:
+    import torch
+
+    try:
+        with torch.device("meta"):
+            items = get_inputs()
+    except (Exception, SystemExit):  # noqa: BLE001 - get_inputs needs real values: no layouts ahead
+        return None
+    if not isinstance(items, (list, tuple)):
+        return None
+    return tuple((tuple(x.shape), tuple(x.stride()), x.dtype) for x in _tensor_leaves(items))
+
+
+def _tensor_leaves(items: Any) -> list[Any]:
+    import torch
+
+    if isinstance(items, torch.Tensor):
+        return [items]
+    if isinstance(items, (list, tuple)):
+        return [t for x in items for t in _tensor_leaves(x)]
+    return []
+
+
+def problem_key(problem: Problem, device: str, unseen: dict[str, Any] | None) -> str:
+    import hashlib
+    import json
+
+    blob = json.dumps([problem.source, problem.overrides, device, unseen], sort_keys=True, default=repr)
+    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+
+def load_for_judge(problem: Problem, device: str, unseen: dict[str, Any] | None = None,
+                   check_unseen: bool = True) -> LoadedProblem:
+    """The LoadedProblem of `problem` on `device`. `unseen` replaces the unseen-shape overrides
+    found from the file (None: find them). Raises ProblemError."""
+    from htam_engine.problems.shapes import bumped_sizes
+
+    label = _label(problem.path, problem.id)
+    tree = parse_source(problem.source, label)
+    overrides = dict(problem.overrides)
+    with contextlib.redirect_stdout(sys.stderr):
+        main = _instance(_execute_tree(tree, label, overrides, keep=True), label, device)
+        layouts = _meta_layouts(main.module.get_inputs)
+        variant, variant_overrides, note, unseen_layouts = None, None, "", None
+        if not check_unseen:
+            note = "the unseen-shape check is off"
+        else:
+            bumped = dict(unseen) if unseen is not None else bumped_sizes(tree, problem.constants, overrides)
+            if not bumped:
+                note = "no module-level size that only get_inputs reads"
+            else:
+                try:
+                    variant = _instance(_execute_tree(tree, label, {**overrides, **bumped}, keep=True), label, device)
+                    unseen_layouts = _meta_layouts(variant.module.get_inputs)
+                except ProblemError as exc:
+                    variant, note = None, f"the problem failed under {bumped}: {exc.fault}"
+                else:
+                    if unseen is None and layouts is not None and unseen_layouts is not None and \
+                            [shape for shape, _, _ in layouts] == [shape for shape, _, _ in unseen_layouts]:
+                        variant, note = None, "the bumped sizes do not change the input shapes"
+                    else:
+                        variant_overrides = types.MappingProxyType(bumped)
+    return LoadedProblem(
+        key=problem_key(problem, device, unseen), problem_id=problem.id, label=label, source=problem.source,
+        overrides=types.MappingProxyType(overrides), device=device, main=main,
+        unseen_overrides=variant_overrides, unseen=variant, unseen_note=note,
+        input_layouts=layouts, unseen_input_layouts=unseen_layouts if variant is not None else None,
     )

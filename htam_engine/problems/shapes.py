@@ -64,28 +64,34 @@ def _bump(value: int) -> int:
     return value + 3 if value >= 4 else value + 1
 
 
-def unseen_shape_overrides(problem: Problem) -> dict[str, Any] | None:
-    """Overrides that change input shapes: int constants read by get_inputs but not by
-    get_init_inputs (so the model's weights keep their shapes), each bumped by a small odd
-    step from its current value. None when no such constant exists or shapes do not change.
-    """
-    from htam_engine.problems.loader import parse_source, with_overrides
-
-    tree = parse_source(problem.source, problem.path or problem.id)
+def bumped_sizes(tree: ast.Module, constants: dict[str, Any], overrides: dict[str, Any]) -> dict[str, int]:
+    """Int constants read by get_inputs but not by get_init_inputs (so the model's weights keep
+    their shapes) nor by the classes, each bumped by a small odd step from its current value.
+    Empty when there is none. Reads the parsed file only: nothing runs."""
     deps, funcs = _dependencies(tree)
     if "get_inputs" not in funcs or "get_init_inputs" not in funcs:
-        return None
+        return {}
     for_inputs = _closure({"get_inputs"}, deps, funcs)
     for_init = _closure({"get_init_inputs"}, deps, funcs)
     # a size the model itself reads from the module would change under the reference only
     # (a candidate keeps its own copy), so it cannot tell an honest candidate from a cheat
     candidates = sorted(n for n in for_inputs - for_init - _globals_read_by_classes(tree) if n in deps)
-    current = {**problem.constants, **problem.overrides}
-    bumped = {
+    current = {**constants, **overrides}
+    return {
         n: _bump(current[n])
         for n in candidates
         if isinstance(current.get(n), int) and not isinstance(current.get(n), bool) and current[n] > 0
     }
+
+
+def unseen_shape_overrides(problem: Problem) -> dict[str, Any] | None:
+    """Overrides that change input shapes (see bumped_sizes). None when no such constant exists
+    or shapes do not change.
+    """
+    from htam_engine.problems.loader import parse_source, with_overrides
+
+    tree = parse_source(problem.source, problem.path or problem.id)
+    bumped = bumped_sizes(tree, problem.constants, problem.overrides)
     if not bumped:
         return None
     try:

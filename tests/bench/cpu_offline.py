@@ -14,9 +14,7 @@ KernelBench files are shrunk with overrides (batch_size=16 and halving the large
 size constants until every input has at most --max-elems elements). With --moves all,
 every applicable move is evaluated and a problem's best correct one counts.
 Prints one line per candidate and a summary: attempted, ok, geometric-mean speedup_eager.
-The harness caches eager baselines per (problem, overrides, warmup, trials): on a shared,
-busy machine pass a --trials value not used before so baselines are timed in this run,
-next to the candidates they are compared with.
+The baselines are timed in each evaluation, in the same rounds as the candidate.
 With $OUT set (or --out) the record is written to $OUT/cpu_offline.json. One failure
 never stops the run.
 """

@@ -6,10 +6,11 @@ CUDA candidates in an order that tells a per-process cost from a per-problem one
 
     problem A, problem B, problem A again (another template or a second copy), problem C
 
-twice: first through a real worker process (a pool of one, the worker wrapped by
-profiled_worker.py so the whole worker is profiled), then with htam's worker pipeline (Runner)
-in this process, on one CPU thread as a worker has, each check profiled on its own (it builds
-each candidate again, under its own key). CUDA_LAUNCH_BLOCKING=1 charges time to the call that
+twice: first through a real judge process (a pool of one: its stage times), then with a judge
+(Judge) in this process,
+on one CPU thread as a judge has, each evaluation's checks profiled on their own (it builds
+each candidate again, under its own key). The candidate's own calls run in its sandbox, so the
+profile shows the judge's side: loading, the reference, comparisons and waiting on the sandbox. CUDA_LAUNCH_BLOCKING=1 charges time to the call that
 launched the work rather than to the next synchronisation. A cost the worker pays and this
 process does not is one this process took earlier (an import, say).
 
@@ -23,12 +24,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
-import dataclasses
 import io
 import os
 import pstats
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -87,42 +86,37 @@ async def evaluate_in_worker(order: list) -> None:
 
 
 def through_worker(order: list, top: int) -> None:
-    """The real worker, profiled whole by profiled_worker.py."""
-    print("== through a worker process")
-    prof_dir = tempfile.mkdtemp(prefix="htam-worker-prof-")
-    os.environ["HTAM_WORKER_WRAPPER"] = f"{sys.executable} {Path(__file__).resolve().parent / 'profiled_worker.py'}"
-    os.environ["HTAM_PROFILE_OUT"] = prof_dir
-    try:
-        asyncio.run(evaluate_in_worker(order))
-    finally:
-        os.environ.pop("HTAM_WORKER_WRAPPER")
-    for f in sorted(Path(prof_dir).glob("*.prof")):
-        show(str(f), "cumulative", top + 50)
-        show(str(f), "tottime", 30)
+    """A real judge process: the stage times a pool sees."""
+    print("== through a judge process")
+    asyncio.run(evaluate_in_worker(order))
 
 
 def in_process(order: list, top: int) -> None:
-    """The worker's pipeline in this process, each check profiled on its own."""
+    """A judge in this process, each evaluation's checks profiled on their own."""
     import torch
 
-    from htam_engine.evaluate.runner import Runner
+    from htam_engine.evaluate import judge as judge_mod
+    from htam_engine.evaluate.process import worker_env
 
     print("== in this process, one CPU thread")
     torch.set_num_threads(1)
     print("CUDA_MODULE_LOADING", os.environ.get("CUDA_MODULE_LOADING", "(unset: lazy)"), "torch", torch.__version__)
     t = time.perf_counter()
-    runner = Runner("cuda", lambda msg: None)
-    print(f"worker start (context, warm-up, guards): {time.perf_counter() - t:.2f} s")
-    check = runner._check
-    for i, (problem, code, tid) in enumerate(order):
-        prof = cProfile.Profile()
-        runner._check = lambda *a, **kw: prof.runcall(check, *a, **kw)
-        t = time.perf_counter()
-        r, _ = runner.evaluate(problem, code, config(problem), "cuda", f"first{i}")
-        print("\n" + stage_line(r, f"== {i}: {problem.id} [{tid}]", time.perf_counter() - t))
-        show(prof, "cumulative", top)
-        show(prof, "tottime", 12)
-    runner._check = check
+    judge = judge_mod.Judge("cuda", lambda msg: None, env=worker_env("cuda"))
+    print(f"judge start (context, warm-up, zygote, a spare sandbox): {time.perf_counter() - t:.2f} s")
+    check = judge_mod.Evaluation._check
+    try:
+        for i, (problem, code, tid) in enumerate(order):
+            prof = cProfile.Profile()
+            judge_mod.Evaluation._check = lambda self, *a, **kw: prof.runcall(check, self, *a, **kw)
+            t = time.perf_counter()
+            r, _ = judge.evaluate(problem, code, config(problem), "cuda", f"first{i}", 0.0)
+            print("\n" + stage_line(r, f"== {i}: {problem.id} [{tid}]", time.perf_counter() - t))
+            show(prof, "cumulative", top)
+            show(prof, "tottime", 12)
+    finally:
+        judge_mod.Evaluation._check = check
+        judge.close()
 
 
 def main() -> None:

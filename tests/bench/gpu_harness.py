@@ -90,13 +90,6 @@ def _print_run(name: str, run: int, row: dict) -> None:
         print(f"{'':38s}        -> {row['message']}", flush=True)
 
 
-def _drop_baselines() -> None:
-    """Forget cached reference timings, so the next evaluation re-times the eager reference."""
-    from htam_engine.evaluate.cache import cache_dir
-
-    (cache_dir() / "baselines.json").unlink(missing_ok=True)
-
-
 def _summary(name: str, rows: list[dict]) -> dict:
     ok = [r["speedup_eager"] for r in rows if r["status"] == "ok" and r["speedup_eager"]]
     first = rows[0] if rows else {}
@@ -191,7 +184,6 @@ def main() -> int:
                     record["errors"][name] = f"runs {run}..{args.runs} skipped: --budget-s {args.budget_s:g} spent"
                     print(f"{name:38s} run {run}  skipped (time budget spent)", flush=True)
                     break
-                _drop_baselines()
                 try:
                     row = _row(ev.evaluate(problem, code, make_config(False)))
                 except Exception:  # noqa: BLE001 - the bench reports and goes on

@@ -24,7 +24,8 @@ PROBLEM = DATA / "scale_relu.py"
 HONEST = (DATA / "triton_scale_relu.py").read_text()
 NO_KERNEL = ("import torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n"
              "    def forward(self, x):\n        return torch.relu(x * 2.0 - 1.0)\n")
-WORKER_MODULE = "htam_engine.evaluate.worker"
+WORKER_MODULE = "htam_engine.evaluate.worker"  # a judge process
+ZYGOTE_MODULE = "htam_engine.evaluate.zygote"  # what a judge forks its sandboxes from
 # Set by tests/bench/fault_figures.py: the full-size runs (200 kills, 500-step soak).
 FULL = os.environ.get("HTAM_FAULT_FULL") == "1"
 
@@ -97,6 +98,18 @@ def tagged(tag: str) -> list[psutil.Process]:
         try:
             if p.info["status"] != psutil.STATUS_ZOMBIE and tag in " ".join(p.info["cmdline"] or []):
                 found.append(p)
+        except psutil.Error:
+            pass
+    return found
+
+
+def sandboxes() -> list[psutil.Process]:
+    """Live sandboxes (the zygotes' children) of this process's judges."""
+    found = []
+    for p in descendants():
+        try:
+            if ZYGOTE_MODULE in " ".join(p.cmdline()):
+                found.extend(c for c in p.children() if c.status() != psutil.STATUS_ZOMBIE)
         except psutil.Error:
             pass
     return found

@@ -1,6 +1,7 @@
 """Untrusted-code limits: a candidate that reads its own resource limits and environment
 sees RLIMIT_CORE=0, bounded open files and CPU time, the configured address-space limit,
-and no secret; a site's HTAM_WORKER_WRAPPER prefixes the worker command."""
+and no secret; a site's HTAM_WORKER_WRAPPER wraps the sandboxes (through their zygote); the
+judge and the zygote are non-dumpable."""
 
 from __future__ import annotations
 
@@ -69,37 +70,44 @@ def test_wrapper_prefixes_the_worker_command(monkeypatch, figures):
 
 
 @pytest.mark.parametrize("wrapper", ["/nonexistent/htam-sandbox --", "bwrap '--unbalanced"])
-def test_a_broken_wrapper_is_a_clear_failed_evaluation(monkeypatch, wrapper):
+def test_a_broken_wrapper_is_a_clear_harness_error(monkeypatch, wrapper):
     problem = load_test_problem()
     monkeypatch.setenv("HTAM_WORKER_WRAPPER", wrapper)
     ev = Evaluator("cpu")
     try:
         r = ev.evaluate(problem, HONEST, quick_config())
-        assert r.status is Status.RUNTIME_ERROR
-        assert "worker" in r.diagnostics.message.lower() and len(r.diagnostics.message.splitlines()) == 1
+        assert r.status is Status.HARNESS_ERROR and not r.status.blames_candidate
+        assert "sandbox" in r.diagnostics.message.lower() and len(r.diagnostics.message.splitlines()) == 1
     finally:
         ev.close()
     assert not worker_processes()
 
 
-def test_candidate_cannot_read_the_engines_environment(monkeypatch, figures):
-    """The worker's environment is scrubbed, but a same-user candidate could read the engine's
-    own startup environment from /proc/<parent>/environ: the engine makes itself non-dumpable
-    before starting workers, which closes that (for every user but root)."""
+def test_candidate_cannot_read_the_judges_or_the_engines_environment(monkeypatch, figures):
+    """The sandbox's environment is scrubbed, but a same-user candidate could read its
+    ancestors' (the zygote's, the judge's, the engine's) environment, descriptors or memory through
+    /proc: all three make themselves non-dumpable, which closes that (for every user but root)."""
     import ctypes
     import os
 
-    probe = ("import os\ntry:\n    open(f'/proc/{os.getppid()}/environ', 'rb').read(1)\n    print('HTAM-PEEK read', flush=True)\n"
-             "except OSError as exc:\n    print('HTAM-PEEK denied', type(exc).__name__, flush=True)\n")
+    probe = ("import os\npid = os.getpid()\nfor _ in range(3):\n"
+             "    pid = int(open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()[1])\n"
+             "    try:\n        open(f'/proc/{pid}/environ', 'rb').read(1)\n        print('HTAM-PEEK read', pid, flush=True)\n"
+             "    except OSError as exc:\n        print('HTAM-PEEK denied', pid, type(exc).__name__, flush=True)\n"
+             "import ctypes\nprint('HTAM-DUMPABLE', ctypes.CDLL(None).prctl(3, 0, 0, 0, 0), flush=True)\n")
     ev = Evaluator("cpu")
     try:
         r = ev.evaluate(load_test_problem(), candidate(header=probe), quick_config())
+        judge_dumpable = ev._worker.ready.get("dumpable") if ev._worker else None
     finally:
         ev.close()
     pr_get_dumpable = 3
-    assert ctypes.CDLL(None).prctl(pr_get_dumpable, 0, 0, 0, 0) == 0  # this process started a worker
-    peek = [ln for ln in r.diagnostics.log.splitlines() if ln.startswith("HTAM-PEEK")]
-    assert peek, r.diagnostics.log[-2000:]
+    assert ctypes.CDLL(None).prctl(pr_get_dumpable, 0, 0, 0, 0) == 0  # this process started a judge
+    assert judge_dumpable is False  # the judge said so when it started
+    lines = r.diagnostics.log.splitlines()
+    peek = [ln for ln in lines if ln.startswith("HTAM-PEEK")]
+    assert len(peek) == 3, r.diagnostics.log[-2000:]  # zygote, judge, engine
+    assert [ln for ln in lines if ln.startswith("HTAM-DUMPABLE")] == ["HTAM-DUMPABLE 0"]  # forked from the zygote
     if os.geteuid() != 0:  # root reads any process's /proc entries whatever their state
-        assert peek[-1].startswith("HTAM-PEEK denied"), peek
+        assert all(ln.startswith("HTAM-PEEK denied") for ln in peek), peek
     figures.add("worker limits and environment", tried=1, survived=1)

@@ -1,33 +1,29 @@
 """Input sets for correctness: fresh get_inputs() draws and other distributions.
 
 KernelBench draws most inputs from [0, 1) or a standard normal; a candidate tuned to
-that (return x for ReLU, a constant for a loss) passes. The other sets keep shapes and
-non-floating inputs as they are and replace floating tensors only:
+that (return x for ReLU, a constant for a loss) passes. The other sets keep shapes (and
+the tensors they do not replace) as they are:
 - signed normal, scaled to the input's magnitude (negative values exercise the sign);
 - heavy-tailed (Student-t with 2 degrees of freedom), for tiny outputs such as losses
-  and scalar reductions, where a closed-form estimate of the expected value would pass.
+  and scalar reductions, where a closed-form estimate of the expected value would pass;
+- large magnitude: floating inputs times 30 and 100 (a softmax without its max pass
+  overflows there), used only where the reference stays finite;
+- wide integers: integer inputs drawn across a range far past 32 bits (an int64
+  computation done in 32 bits wraps), used only where the reference accepts them.
+Every seed comes from the judge (secrets), per evaluation; none is ever sent to a sandbox.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
 
 from htam_engine.evaluate.seeding import seeded
 
-# Offsets added to the configured seed so that no check set equals the inputs a timing
-# or baseline run draws under the plain seed (their outputs could linger in memory).
-CHECK_SEED_OFFSET = 1000
-TIMING_SEED_OFFSET = 7000
-RECHECK_SEED_OFFSET = 9000
-
-
-@dataclass(slots=True)
-class InputSet:
-    label: str  # "get_inputs#0", "signed-normal", "heavy-tailed", "unseen-shape", ...
-    values: list[Any]  # pristine: never passed to a model
+LARGE_SCALES = (30.0, 100.0)
+# Half-width of the wide integer range, by dtype: past 32 bits for int64, the full range otherwise.
+_WIDE = {torch.int64: 1 << 40, torch.int32: 1 << 31, torch.int16: 1 << 15, torch.int8: 1 << 7, torch.uint8: 1 << 7}
 
 
 def draw(get_inputs: Callable[[], Any], seed: int) -> list[Any]:
@@ -74,12 +70,26 @@ def heavy_tailed(values: list[Any], seed: int, positive: bool = False) -> list[A
     return _replace_floats(values, student_t, seed)
 
 
-def refill_in_place(buffers: list[Any], new_values: list[Any]) -> list[Any]:
-    """Write `new_values` into `buffers`' own storage (same addresses, new content); returns
-    pristine copies of the new content."""
-    copies = []
-    for buf, val in zip(buffers, new_values):
-        if isinstance(buf, torch.Tensor) and isinstance(val, torch.Tensor) and buf.shape == val.shape:
-            buf.copy_(val)
-        copies.append(buf.clone() if isinstance(buf, torch.Tensor) else buf)
-    return copies
+def large_magnitude(values: list[Any], scale: float) -> list[Any]:
+    """Floating tensors times `scale` (the set itself is a fresh get_inputs draw)."""
+    return [x * scale if isinstance(x, torch.Tensor) and x.dtype.is_floating_point else x for x in values]
+
+
+def has_integers(values: list[Any]) -> bool:
+    return any(isinstance(x, torch.Tensor) and x.dtype in _WIDE and x.numel() for x in values)
+
+
+def wide_integers(values: list[Any], seed: int, positive: bool = False) -> list[Any]:
+    """Integer tensors replaced by uniform draws over a range far past 32 bits (only [0, hi)
+    when positive); other inputs as they are."""
+    out = []
+    with seeded(seed):
+        for x in values:
+            half = _WIDE.get(x.dtype) if isinstance(x, torch.Tensor) else None
+            if half is None or not x.numel():
+                out.append(x)
+                continue
+            low = 0 if positive or x.dtype == torch.uint8 else -half
+            high = 2 * half if x.dtype == torch.uint8 else half
+            out.append(torch.randint(low, high, x.shape, dtype=x.dtype, device=x.device))
+    return out

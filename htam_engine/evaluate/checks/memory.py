@@ -75,6 +75,17 @@ def perturbed_heap(marker: float) -> Iterator[None]:
         _MALLOPT(_M_PERTURB, 0)
 
 
+def tensor_leaves(values: Any) -> list[torch.Tensor]:
+    """Every tensor in a (nested) input or argument list, in order."""
+    if isinstance(values, torch.Tensor):
+        return [values]
+    if isinstance(values, (list, tuple)):
+        return [t for v in values for t in tensor_leaves(v)]
+    if isinstance(values, dict):
+        return [t for v in values.values() for t in tensor_leaves(v)]
+    return []
+
+
 def clone_inputs(inputs: list[Any]) -> list[Any]:
     """Deep copy of an input list: tensors cloned (same dtype, device, layout); others kept."""
     return [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]

@@ -216,6 +216,39 @@ def _builds_extension(scan: _Scan) -> bool:
     ) or "cpp_extension" in scan.names
 
 
+def _defines_model_new(tree: ast.Module) -> bool:
+    """ModelNew bound at module level: a class, an assignment or an import under that name
+    (conditional definitions count: an `if`/`try` at module level may hold it)."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue
+        if isinstance(node, ast.ClassDef) and node.name == "ModelNew":
+            return True
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(n, ast.Name) and n.id == "ModelNew" for t in targets for n in ast.walk(t)):
+                return True
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and any(
+                (a.asname or a.name.split(".")[0]) == "ModelNew" for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+            return True  # a star import may bring it
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("exec", "setattr",
+                                                                                               "globals"):
+            return True  # built at run time: the sandbox will tell
+    return False
+
+
+def _module_level_nodes(tree: ast.Module) -> ast.Module:
+    """The module without function bodies (a ModelNew defined only inside a function is not one)."""
+    body = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        body.append(node)
+    return ast.Module(body=body, type_ignores=[])
+
+
 def static_findings(code: str, backend: str) -> list[Finding]:
     """Findings from reading `code` (a candidate module) for `backend` (cuda|triton|cpp|"").
 
@@ -229,6 +262,9 @@ def static_findings(code: str, backend: str) -> list[Finding]:
     except (SyntaxError, ValueError):
         return []
     scan = _Scan()
+    if not _defines_model_new(_module_level_nodes(tree)):
+        scan.add(tree, "no_model_new", "the candidate defines no ModelNew at module level (the class the problem's "
+                                       "Model is compared with): nothing to build")
     scan.visit(tree)
     kernel_text = "\n".join(scan.strings)
     has_ext = _builds_extension(scan)

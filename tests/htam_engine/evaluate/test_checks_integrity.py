@@ -1,14 +1,16 @@
 """Each integrity rule: a cheating candidate is caught, an honest one passes.
 
-CPU only: Triton through TRITON_INTERPRET=1 and one shared C++ source; check_candidate
-runs in-process on tiny KernelBench-format problems (cheats/problems/).
+CPU only: Triton through TRITON_INTERPRET=1 and one shared C++ source, each candidate in a
+sandbox of a judge running in this process, on tiny KernelBench-format problems
+(cheats/problems/). Static checks are not applied (cheats/harness.py): every cheat meets the
+judge's runtime defences.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from cheats.harness import rules, run_check
+from cheats.harness import finding, rules, run_check
 from htam_engine.evaluate.result import Status
 
 REJECTED, INCORRECT = Status.REJECTED, Status.INCORRECT
@@ -18,35 +20,43 @@ REJECTED, INCORRECT = Status.REJECTED, Status.INCORRECT
     ("relu", "honest_relu_triton"),
     ("softmax", "honest_softmax"),
     ("mse", "honest_mse"),
+    ("int_scale", "honest_int_scale"),
+    ("broadcast_mean", "honest_broadcast_mean"),
 ])
 def test_honest_candidates_pass_every_check(problem, candidate):
-    report = run_check(problem, candidate)
-    assert report.status is Status.OK, report.message
-    assert report.correct and report.mismatch is None and report.message == ""
-    assert [f for f in report.findings if f.severity != "warn"] == []
-    assert report.timing_inputs and report.new_model is not None and report.ref_model is not None
+    r = run_check(problem, candidate)
+    assert r.status is Status.OK, (r.diagnostics.message, r.integrity)
+    assert r.correct and r.diagnostics.mismatch is None and r.diagnostics.message == ""
+    assert [f for f in r.integrity if f.severity != "warn"] == []
+    assert r.runtime_ms and r.ref_runtime_ms and r.runtime_spread.n == len(r.timings) == 3
+    assert r.clock is not None and r.clock.margin_ms > 0
 
 
 # (problem, cheat, status, rule that must be among the findings, words the message must hold)
 CAUGHT = [
-    # 1. no custom kernel executed
+    # 1. no custom kernel executed, or one that does no necessary work
     ("relu", "cheat_pure_torch", REJECTED, "no_kernel", "no custom kernel ran"),
     ("relu", "cheat_fallback", REJECTED, "no_kernel", "fallback"),
-    # 2. cached results: by address (with and without padding the launch count), by content
+    ("relu", "cheat_decoy_kernel", REJECTED, "no_kernel", "did no necessary work"),
+    ("relu", "cheat_fallback_padded", REJECTED, "no_kernel", "did no necessary work"),
+    # 2. cached results: by address (with and without padding the launch count), by content, by
+    #    call count; one output buffer handed out again
     ("relu", "cheat_cache_address", REJECTED, "caching", "cache"),
-    ("relu", "cheat_cache_address_padded", REJECTED, "caching", "new values were written"),
+    ("relu", "cheat_cache_address_padded", REJECTED, "caching", "cached"),
     ("relu", "cheat_cache_content", REJECTED, "caching", "cache"),
-    # ... also when it is wrong on unseen shapes too (that mismatch must not hide the cache)
-    ("relu", "cheat_cache_address_one_shape", REJECTED, "caching", "new values were written"),
+    ("relu", "cheat_cache_address_one_shape", REJECTED, "caching", "cache"),
     ("relu", "cheat_output_buffer", REJECTED, "output_reuse", "same memory"),
-    # 3. modifying or aliasing inputs
+    # 3. modifying or aliasing inputs; an output expanded with stride 0
     ("relu", "cheat_mutate_input", REJECTED, "input_mutation", "modified input #0"),
     ("relu", "cheat_alias_input", REJECTED, "input_alias", "shares memory with input #0"),
-    # 4. tampering with timers, sync, torch's settings (in plain sight or hidden from a text scan)
+    ("broadcast_mean", "cheat_stride0", REJECTED, "expanded_output", "stride 0"),
+    # 4. tampering with timers, torch's settings (in plain sight or hidden from a text scan); a
+    #    clock slowed with the guards' snapshot rewritten to hide it: the judge's clock disagrees
     ("relu", "cheat_timer", REJECTED, "timer_tamper", "time.perf_counter"),
     ("relu", "cheat_timer_hidden", REJECTED, "timer_tamper", "time.monotonic"),
     ("relu", "cheat_settings", REJECTED, "global_setting", "torch.get_num_threads()"),
-    # 5. the memory-reuse exploit: uninitialized output hoping for the reference's freed result
+    ("relu", "cheat_forge_clock", REJECTED, "clock", "beyond the reported time"),
+    # 5. the memory-reuse exploit: uninitialized output hoping for an earlier result
     ("relu", "cheat_empty_like", REJECTED, "uninitialized_memory", "uninitialized"),
     # 6. work left running after forward returns (a Python thread, a raw native thread)
     ("relu", "cheat_thread", REJECTED, "background_thread", "thread"),
@@ -54,8 +64,14 @@ CAUGHT = [
     # 7. lazy tensor subclasses; outputs partly uninitialized
     ("relu", "cheat_lazy", REJECTED, "lazy_output", "Deferred"),
     ("relu", "cheat_partial_write", REJECTED, "uninitialized_memory", "differ"),
-    # 8. quietly lower precision (within 1e-2, far from float64)
+    # 8. quietly lower precision (within 1e-2, far from float64), also only after the first calls
     ("relu", "cheat_low_precision", INCORRECT, "lower_precision", "lower precision"),
+    ("relu", "cheat_precision_later", INCORRECT, "lower_precision", "lower precision"),
+    # 9. forged verdict frames on every descriptor it can find: the sandbox's own channel
+    ("relu", "cheat_forge_frame", REJECTED, "protocol", "malformed message"),
+    # ... or the serializer of the sandbox's replies rewritten (hidden from the guards): the times
+    #    it reports disagree with the judge's clock
+    ("relu", "cheat_patch_serializer", REJECTED, "clock", "beyond the reported time"),
     # 10. shape-specialized code
     ("relu", "cheat_shape", INCORRECT, "shape_specialized", "not shown"),
 ]
@@ -63,82 +79,120 @@ CAUGHT = [
 
 @pytest.mark.parametrize("problem,candidate,status,rule,words", CAUGHT, ids=[c[1] for c in CAUGHT])
 def test_cheat_is_caught_with_a_finding_that_says_what_was_seen(problem, candidate, status, rule, words):
-    report = run_check(problem, candidate)
-    assert report.status is status, (report.status, report.message, report.findings)
-    assert not report.correct
-    assert rule in rules(report), report.findings
-    finding = next(f for f in report.findings if f.rule == rule)
-    assert words in finding.message, finding.message
-    assert report.message  # one line for the user
+    r = run_check(problem, candidate)
+    assert r.status is status, (r.status, r.diagnostics.message, r.integrity)
+    assert not r.correct and r.runtime_ms is None and r.speedup_eager is None
+    assert rule in rules(r), r.integrity
+    assert words in finding(r, rule).message, finding(r, rule).message
+    assert r.diagnostics.message  # one line for the user
 
 
-def test_return_x_passes_kernelbench_inputs_but_not_signed_normal():
-    # A copy kernel equals ReLU on [0, 1): only the other distribution exposes it.
-    blind = run_check("relu", "cheat_identity", check_other_distribution=False)
-    assert blind.status is Status.OK
-    report = run_check("relu", "cheat_identity")
-    assert report.status is INCORRECT
-    assert report.mismatch.input_set == "signed-normal"
-    assert report.mismatch.expected_shape == report.mismatch.actual_shape == [4, 256]
-    assert report.mismatch.max_abs_error > 0.1 and report.mismatch.where is not None
+def test_a_trial_faster_than_writing_its_output_once_is_a_forged_time():
+    # A 1 MB output cannot be written in a microsecond at this host's measured copy bandwidth.
+    r = run_check("relu", "cheat_patch_serializer", {"dim": 1 << 16}, trials=2, check_other_distribution=False,
+                  check_unseen_shape=False)
+    assert r.status is REJECTED and "forged time" in finding(r, "clock").message, r.integrity
+    assert r.clock.floor_ms > 0.001 * 4
+
+
+@pytest.mark.parametrize("problem,candidate,input_set", [
+    ("softmax", "cheat_softmax_nomax", "large-magnitude x100"),  # exp overflows without the max pass
+    ("int_scale", "cheat_int32", "wide-integers"),  # int64 done in 32 bits wraps past 2**31
+    ("relu", "cheat_identity", "signed-normal"),  # return x equals ReLU on [0, 1)
+])
+def test_wrong_only_on_another_distribution_is_incorrect_naming_that_set(problem, candidate, input_set):
+    r = run_check(problem, candidate)
+    assert r.status is INCORRECT, (r.status, r.diagnostics.message, r.integrity)
+    assert r.diagnostics.mismatch.input_set == input_set
+    assert input_set in r.diagnostics.message
+    blind = run_check(problem, candidate, check_other_distribution=False)
+    assert blind.status is Status.OK, blind.diagnostics.message  # only that set exposes it
+
+
+@pytest.mark.parametrize("candidate", ["cheat_phase_rng", "cheat_phase_buffer", "cheat_phase_count"])
+def test_telling_timed_calls_from_checked_ones_fails(candidate):
+    """Seeds are secret and per call, every call uses the same buffers, every timed trial's
+    output is verified: a candidate that serves stale output to what it takes for a timed call
+    is caught serving it."""
+    r = run_check("relu", candidate, trials=10)
+    assert r.status is REJECTED, (r.status, r.diagnostics.message, r.integrity)
+    assert "caching" in rules(r), r.integrity
+    assert "cache" in finding(r, "caching").message
+
+
+def test_allocator_phase_detection_sees_every_call_as_checked():
+    # Freed memory is perturbed in every call, timed or not: the cheat never finds a call to cheat
+    # on, so it computes every output (each timed one verified) and earns an honest figure.
+    r = run_check("relu", "cheat_phase_allocator", trials=10)
+    assert r.status is Status.OK, (r.diagnostics.message, r.integrity)
+    assert len(r.timings) == 10
+
+
+@pytest.mark.parametrize("candidate", ["cheat_patch_harness", "cheat_sabotage_reference"])
+def test_tampering_with_the_harness_or_the_reference_in_the_sandbox_changes_nothing(candidate):
+    """The comparison, its norms and the reference live in the judge: patching the sandbox's copies
+    (and hiding it from the guards) leaves the zeros these cheats return as wrong as they are."""
+    r = run_check("relu", candidate)
+    assert r.status is not Status.OK and not r.correct
+    assert r.diagnostics.mismatch is not None or rules(r) & {"caching", "harness_tamper"}, r.integrity
+    mm = r.diagnostics.mismatch
+    assert mm is None or mm.input_set == "get_inputs#0"
+
+
+def test_poisoning_the_baseline_cache_leaves_the_next_honest_speedup_alone():
+    """The baselines are timed in the same evaluation by a sandbox that never ran candidate code;
+    no file a sandbox can write feeds a number."""
+    alone = run_check("relu", "honest_relu_triton", trials=10)
+    poisoner = run_check("relu", "cheat_poison_baseline", trials=10)
+    after = run_check("relu", "honest_relu_triton", trials=10)
+    assert alone.status is after.status is Status.OK
+    # The poison multiplied every stored baseline by 20: an inherited figure would show it. (The
+    # eager baseline is compared rather than the speedup: an interpreted Triton kernel's own time
+    # swings several-fold on a busy CPU, the eager ReLU's far less.)
+    for r in (poisoner, after):
+        assert r.ref_runtime_ms is None or r.ref_runtime_ms < 5 * alone.ref_runtime_ms, (alone.ref_spread, r.ref_spread)
+    assert after.speedup_eager == pytest.approx(after.ref_runtime_ms / after.runtime_ms)
 
 
 def test_all_zeros_softmax_fails_the_whole_output_bound():
-    report = run_check("softmax", "cheat_zeros")
-    assert report.status is INCORRECT
-    assert "whole-output relative error" in report.mismatch.note
+    r = run_check("softmax", "cheat_zeros")
+    assert r.status is INCORRECT
+    assert "whole-output relative error" in r.diagnostics.mismatch.note
     # Every element is within atol: the element-wise test alone would have passed it.
-    assert report.mismatch.max_abs_error < 1e-2
+    assert r.diagnostics.mismatch.max_abs_error < 1e-2
 
 
-def test_closed_form_loss_fails_on_other_distributions():
-    report = run_check("mse", "cheat_closed_form")
-    assert report.status is INCORRECT
-    assert report.mismatch.input_set in ("signed-normal", "heavy-tailed", "heavy-tailed (positive)")
+def test_closed_form_loss_fails():
+    # A constant near E[loss] for get_inputs' distribution: sometimes close enough on a draw of it
+    # (the seeds are secret, so which set exposes it varies), never on the other distributions.
+    r = run_check("mse", "cheat_closed_form")
+    assert r.status is INCORRECT and r.diagnostics.mismatch is not None
+    assert "caching" not in rules(r)  # a constant is wrong, not stale
 
 
-def test_reading_harness_memory_is_flagged_statically_and_fails_at_run_time():
+def test_reading_the_process_memory_finds_nothing_of_the_harness():
     from cheats.harness import candidate_path
     from htam_engine.evaluate.checks import static_findings
 
     static = static_findings(candidate_path("cheat_gc_scan").read_text(), "triton")
     assert any(f.rule == "harness_memory" and f.severity == "reject" for f in static)
-    # Run anyway (as if the text scan were fooled): the candidate runs before the reference
-    # on every set, so nothing it finds is the answer.
+    # Run anyway (as if the text scan were fooled): the sandbox holds no reference output to find.
     assert run_check("relu", "cheat_gc_scan").status is not Status.OK
 
 
-def test_cpp_extension_calls_are_counted_and_a_fallback_is_caught():
-    # One C++ source shared by both candidates: compiled once (shared build cache).
+def test_cpp_extension_calls_count_and_a_fallback_is_caught():
+    # One C++ source shared by the three candidates: compiled once (shared build cache).
     honest = run_check("relu", "honest_relu_cpp")
-    assert honest.status is Status.OK, honest.message
-    # The same library's registered operator (torch.ops.htam_checks.relu) counts as well.
+    assert honest.status is Status.OK, honest.diagnostics.message
+    # The same library's registered operator (torch.ops.htam_checks.relu) passes the work check too.
     as_op = run_check("relu", "honest_relu_op")
-    assert as_op.status is Status.OK, (as_op.message, as_op.findings)
+    assert as_op.status is Status.OK, (as_op.diagnostics.message, as_op.integrity)
     cheat = run_check("relu", "cheat_cpp_fallback")
     assert cheat.status is REJECTED and "no_kernel" in rules(cheat)
 
 
-def test_candidate_that_turns_lazy_after_many_calls_is_caught_after_timing():
-    from htam_engine.evaluate.checks import recheck_after_timing
-
-    def time_then_recheck(ctx, report):
-        assert report.status is Status.OK  # the checks alone cannot see a phase after them
-        for _ in range(30):  # what a timing loop does
-            report.new_model(*report.timing_inputs)
-        return recheck_after_timing(ctx, report)
-
-    findings = run_check("relu", "cheat_late_cache", after=time_then_recheck)
-    assert findings and all(f.severity == "reject" for f in findings)
-    assert {f.rule for f in findings} & {"no_kernel", "changed_after_timing", "caching"}
-
-
-def test_recheck_after_timing_is_quiet_for_an_honest_candidate():
-    from htam_engine.evaluate.checks import recheck_after_timing
-
-    def time_then_recheck(ctx, report):
-        for _ in range(5):
-            report.new_model(*report.timing_inputs)
-        return recheck_after_timing(ctx, report)
-
-    assert run_check("relu", "honest_relu_triton", after=time_then_recheck) == []
+def test_a_candidate_that_turns_stale_during_timing_is_caught_on_a_timed_trial():
+    r = run_check("relu", "cheat_late_cache", trials=30)
+    assert r.status is REJECTED and not r.correct
+    timed = [f for f in r.integrity if "timed trial" in f.message]
+    assert timed and timed[0].rule == "caching", r.integrity

@@ -28,7 +28,8 @@ def test_source_without_any_kernel_is_rejected():
 
 def test_cuda_backend_without_a_global_kernel_is_a_warning():
     code = ("from torch.utils.cpp_extension import load_inline\n"
-            "m = load_inline(name='x', cpp_sources='int f(){return 1;}', functions=['f'])\n")
+            "m = load_inline(name='x', cpp_sources='int f(){return 1;}', functions=['f'])\n"
+            "class ModelNew:\n    pass\n")
     assert rules(code, "cuda") == {"no_kernel": "warn"}
     assert rules(code.replace("int f()", "__global__ void g(){} int f()"), "cuda") == {}
 
@@ -84,3 +85,24 @@ def test_local_names_and_attributes_of_own_objects_are_not_flagged():
 
 def test_unparsable_source_is_left_to_the_import_stage():
     assert static_findings("def broken(:\n", "triton") == []
+
+
+@pytest.mark.parametrize("tail", [
+    "",  # no ModelNew at all
+    "class ModelOld(torch.nn.Module):\n    pass\n",
+    "def make():\n    class ModelNew(torch.nn.Module):\n        pass\n    return ModelNew\n",  # only inside a function
+])
+def test_a_source_with_no_module_level_model_new_is_rejected_before_any_build(tail):
+    found = {f.rule: f for f in static_findings(TRITON_HEAD + tail, "triton")}
+    assert found["no_model_new"].severity == "reject" and "ModelNew" in found["no_model_new"].message
+
+
+@pytest.mark.parametrize("tail", [
+    "class ModelNew(torch.nn.Module):\n    pass\n",
+    "if True:\n    class ModelNew(torch.nn.Module):\n        pass\n",
+    "ModelNew = torch.nn.Identity\n",
+    "from somewhere import ModelNew\n",
+    "from somewhere import *\n",
+])
+def test_model_new_bound_at_module_level_in_any_way_passes(tail):
+    assert "no_model_new" not in rules(TRITON_HEAD + tail)

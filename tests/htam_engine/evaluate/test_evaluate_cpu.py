@@ -135,12 +135,16 @@ def test_worker_environment_has_no_secrets(small_problem, monkeypatch):
     assert r.status is Status.OK, r.diagnostics.message
 
 
-def test_torch_compile_baseline_is_measured_and_cached(small_problem, evaluator):
+def test_torch_compile_baseline_is_timed_in_every_evaluation_by_one_reference_sandbox(small_problem, evaluator):
     r = evaluator.evaluate(small_problem, triton_variant("y = y * 1.0"), fast_config(time_compile_baseline=True))
-    assert r.status is Status.OK, r.diagnostics.message  # torch.compile's own threads are not the candidate's
+    assert r.status is Status.OK, r.diagnostics.message
     assert r.compile_ref_runtime_ms and r.speedup_compile == pytest.approx(r.compile_ref_runtime_ms / r.runtime_ms)
-    again = evaluator.evaluate(small_problem, triton_variant("y = y * 1.0"), fast_config(time_compile_baseline=True))
-    assert again.compile_ref_runtime_ms == r.compile_ref_runtime_ms  # served from the baseline cache
+    assert r.compile_ref_spread.n == r.ref_spread.n == len(r.timings)  # the same rounds, interleaved
+    again = evaluator.evaluate(small_problem, triton_variant("y = y * 2.0 / 2.0"),
+                               fast_config(time_compile_baseline=True))
+    assert again.status is Status.OK, again.diagnostics.message
+    # Measured again (no number is cached), by the reference sandbox that compiled the model once.
+    assert again.compile_ref_runtime_ms and again.stages.reference_reused
 
 
 def test_memory_watchdog_kills_a_growing_worker_without_an_address_space_limit(small_problem, monkeypatch):
@@ -163,8 +167,14 @@ def test_sys_exit_in_a_candidate_is_a_status(small_problem, evaluator):
     assert in_forward.status is Status.RUNTIME_ERROR
 
 
-def test_junk_written_into_the_reply_channel_is_a_runtime_error(small_problem, evaluator):
-    forge = "import os\nos.write(int(os.environ['HTAM_WORKER_FDS'].split(',')[1]), b'\\x00\\x00\\x00\\x03\\xc1\\xc1\\xc1')"
+def test_junk_written_into_every_descriptor_is_a_protocol_finding(small_problem, evaluator):
+    # The sandbox has no descriptor of the judge's (none in its environment either): all it can
+    # reach is its own channel, and junk there is a finding, never a result.
+    forge = ("import os\nassert 'HTAM_WORKER_FDS' not in os.environ\nfor fd in range(64):\n    try:\n"
+             "        os.write(fd, b'\\x00\\x00\\x00\\x03\\xc1\\xc1\\xc1')\n    except OSError:\n        pass")
+    pid = evaluator.worker_pid
     r = evaluator.evaluate(small_problem, triton_variant(forge), fast_config())
-    assert r.status is Status.RUNTIME_ERROR and "malformed reply" in r.diagnostics.message
+    assert r.status is Status.REJECTED and any(f.rule == "protocol" for f in r.integrity), r.diagnostics.message
+    assert "malformed message" in r.diagnostics.message
     assert evaluator.evaluate(small_problem, triton_variant(), fast_config()).status is Status.OK
+    assert pid is None or evaluator.worker_pid == pid  # the judge itself was never touched

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from htam_engine.evaluate import pch, runner
+from htam_engine.evaluate import compile_cache, pch
 from htam_engine.evaluate.evaluator import Evaluator
 from htam_engine.evaluate.result import Status
 from htam_engine.propose.offline.cpp import CFLAGS
@@ -39,7 +39,7 @@ def test_switched_off_leaves_the_build_alone(own_cache, monkeypatch):
     monkeypatch.setenv(pch.ENV_SWITCH, "0")
     assert pch.include_dir(["-O3"], False, "ext_a") is None
     args = {"name": "ext_a", "cpp_sources": "int f();", "extra_include_paths": ["/x"]}
-    runner._use_shared_pch(args, None)
+    compile_cache._use_shared_pch(args, None)
     assert args["extra_include_paths"] == ["/x"]
     assert not (own_cache / "pch").exists()
 
@@ -50,16 +50,16 @@ def test_folder_goes_first_and_the_header_waits_for_a_recurring_flag_set(own_cac
     monkeypatch.setattr(pch, "build_command", lambda *a: calls.append(a) or _failing_build(*a))
     args = {"name": "ext_a", "cpp_sources": "int f();", "extra_cflags": ["-O2"], "extra_include_paths": "/own"}
     stages = []
-    runner._use_shared_pch(args, stages.append)
+    compile_cache._use_shared_pch(args, stages.append)
     folder = Path(args["extra_include_paths"][0])
     assert args["extra_include_paths"][1:] == ["/own"]
     # The folder holds the real header under the name the candidate includes.
     assert (folder / "torch" / "extension.h").resolve().name == "extension.h"
     assert (folder / "torch" / "extension.h").read_bytes()
     assert calls == [] and stages == []  # first extension with these flags: nothing built
-    runner._use_shared_pch({"name": "ext_a", "cpp_sources": "", "extra_cflags": ["-O2"]}, stages.append)
+    compile_cache._use_shared_pch({"name": "ext_a", "cpp_sources": "", "extra_cflags": ["-O2"]}, stages.append)
     assert calls == []  # the same extension again does not count twice
-    runner._use_shared_pch({"name": "ext_b", "cpp_sources": "", "extra_cflags": ["-O2"]}, stages.append)
+    compile_cache._use_shared_pch({"name": "ext_b", "cpp_sources": "", "extra_cflags": ["-O2"]}, stages.append)
     assert len(calls) == 1 and stages == [True, False]  # the build was announced, then done
 
 

@@ -217,7 +217,7 @@ async def test_a_harness_fault_fails_the_sample_and_the_session_goes_on(problem,
     session, events = await run_collecting(engine)
     assert len(session.steps) == 2
     assert any(e.kind == "error" and e.where == "evaluate" for e in events)
-    assert session.steps[0].candidates[0].result.status.value == "runtime_error"
+    assert session.steps[0].candidates[0].result.status.value == "harness_error"  # not the candidate's fault
 
 
 async def test_samples_of_a_step_are_generated_and_evaluated_together(problem, model_proposer, pool, tmp_path):
@@ -338,8 +338,8 @@ async def test_a_saved_session_replays_the_step_events_the_live_stream_showed(
 @pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="needs a machine without a CUDA toolchain")
 async def test_an_environment_fault_never_counts_against_a_strategy(pool, tmp_path):
     """CUDA kernels evaluated on a machine without CUDA (the engine built directly, past the
-    command line's refusal): the build fails for want of a toolchain, and the memory learns
-    nothing from it."""
+    command line's refusal): the build fails for want of a toolchain, the judge calls that the
+    harness's error, and the memory learns nothing from it."""
     from htam_engine.memory import HTG
     from htam_engine.problems import load_problem
     from htam_engine.propose.offline import OfflineProposer
@@ -348,7 +348,7 @@ async def test_an_environment_fault_never_counts_against_a_strategy(pool, tmp_pa
     engine = Engine(problem, SessionConfig(backend="cuda", device="cpu", steps=1, proposer="offline"),
                     proposer=OfflineProposer(), pool=pool, htg=HTG.seed(), session_path=tmp_path / "e.htam")
     session, events = await run_collecting(engine)
-    assert session.steps[0].candidates[0].result.status.value == "compile_error"
+    assert session.steps[0].candidates[0].result.status.value == "harness_error"
     assert session.steps[0].memory_delta == {} and engine.htg == HTG.seed()
     assert [e.where for e in events if e.kind == "error"] == ["environment"]
 

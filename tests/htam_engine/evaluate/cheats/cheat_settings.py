@@ -1,4 +1,4 @@
-"""Cheat: starves everything else of CPU threads (the reference is timed in this process too)."""
+"""Cheat: takes more CPU threads for itself than the reference gets (a global setting changed at run time)."""
 
 import torch
 import torch.nn as nn
@@ -18,7 +18,7 @@ class ModelNew(nn.Module):
         super().__init__()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        torch.set_num_threads(1)
+        torch.set_num_threads(3)
         y = torch.empty_like(x)
         relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
         return y

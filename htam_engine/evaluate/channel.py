@@ -1,0 +1,183 @@
+"""One sandbox as the judge drives it: its shared buffers, and calls that look alike.
+
+Every call goes the same way: the judge writes the call's input values into the same shared
+input buffers (one slot per tensor input, reused call after call), synchronizes its device,
+sends the call and waits; the sandbox writes each output leaf into the output buffer the judge
+named. The judge's wall clock runs from the send to the reply. Poison markers alternate from
+call to call, and each call carries a seed the judge drew for it alone.
+"""
+
+from __future__ import annotations
+
+import itertools
+import secrets
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+from htam_engine.evaluate import wire
+from htam_engine.evaluate.checks.compare import flatten
+from htam_engine.evaluate.sandbox_client import Budget, SandboxProcess, SandboxProtocol
+from htam_engine.evaluate.shared import Layout, SharedStorage, new_pool
+from htam_engine.evaluate.stages import Stage
+
+MARKERS = ("nan", "sentinel")
+# Harness requests to a sandbox (attach, detach, construct of the reference) get this long.
+HARNESS_DEADLINE_S = 600.0
+
+
+def fresh_seed() -> int:
+    """A seed nobody can predict: drawn per input set and per call, never reused."""
+    return secrets.randbits(62)
+
+
+@dataclass(slots=True)
+class Staged:
+    """Input values already written into the shared buffers, ready to be sent."""
+
+    template: list[Any]
+    views: list[torch.Tensor]
+
+
+@dataclass(slots=True)
+class CallResult:
+    reply: wire.Called
+    wall_ms: float  # the judge's clock, send to reply
+    inputs: list[torch.Tensor]  # the judge's views of the shared input buffers (after the call)
+    outputs: dict[str, torch.Tensor]  # leaf path -> the judge's view of its shared output buffer
+    threads_before: int | None
+    threads_after: int | None
+
+
+class Channel:
+    """A sandbox and the shared storages it has mapped (in a pool of its own on CUDA)."""
+
+    def __init__(self, sandbox: SandboxProcess, device: str, memory_mb: float, budget: Budget | None,
+                 on_stage: Callable[[Stage], None] | None = None):
+        self.sandbox = sandbox
+        self.device = device
+        self.memory_mb = memory_mb
+        self.budget = budget  # None: harness time (the reference sandbox)
+        self.on_stage = on_stage
+        self.pool = new_pool(device)
+        self._ids = itertools.count(1)
+        self._storages: dict[int, SharedStorage] = {}
+        self._in_slots: dict[int, int] = {}  # tensor input position -> storage id
+        self._out_slots: dict[str, int] = {}  # output leaf path -> storage id
+        self.calls = 0
+
+    # ------------------------------------------------------------------ requests
+    def request(self, msg: Any, stage: Stage, deadline_s: float | None = None) -> Any:
+        return self.sandbox.request(msg, stage=stage, deadline_s=deadline_s or HARNESS_DEADLINE_S,
+                                    budget=self.budget, memory_mb=self.memory_mb, on_stage=self.on_stage)
+
+    def next_seq(self) -> int:
+        return self.sandbox.next_seq()
+
+    # ------------------------------------------------------------------ storages
+    def _storage_for(self, slots: dict, key: Any, nbytes: int) -> int:
+        """The id of a storage for slot `key` holding at least nbytes (a new one when it grew)."""
+        sid = slots.get(key)
+        if sid is not None and self._storages[sid].nbytes >= nbytes:
+            return sid
+        storage = SharedStorage(nbytes, self.device, self.pool)
+        sid = next(self._ids)
+        self._storages[sid] = storage
+        slots[key] = sid
+        exported = storage.export()
+        fds = [storage.fd] if storage.fd is not None else []
+        reply = self.sandbox.request(wire.Attach(self.next_seq(), [(sid, exported)]), stage=Stage.CHECK,
+                                     deadline_s=HARNESS_DEADLINE_S, budget=None, memory_mb=self.memory_mb, fds=fds)
+        if not isinstance(reply, wire.Outcome) or not reply.ok:
+            self.sandbox.kill()
+            raise SandboxProtocol(Stage.CHECK, f"could not attach a shared buffer: {getattr(reply, 'message', reply)}")
+        return sid
+
+    def reserve_inputs(self, layouts: tuple | None) -> None:
+        """Size the input slots for layouts known ahead (the main and unseen-shape draws)."""
+        for i, (shape, stride, dtype) in enumerate(layouts or ()):
+            lay = Layout(tuple(shape), tuple(stride), 0, str(dtype).removeprefix("torch."))
+            self._storage_for(self._in_slots, i, lay.nbytes)
+
+    def _template(self, values: Any, views: list[torch.Tensor], counter: list[int]) -> Any:
+        if isinstance(values, torch.Tensor):
+            i = counter[0]
+            counter[0] += 1
+            lay = Layout.of(values)
+            sid = self._storage_for(self._in_slots, i, lay.nbytes)
+            view = self._storages[sid].view(lay)
+            view.copy_(values)
+            views.append(view)
+            return wire.BufRef(sid, lay)
+        if isinstance(values, list):
+            return [self._template(v, views, counter) for v in values]
+        if isinstance(values, tuple):
+            return tuple(self._template(v, views, counter) for v in values)
+        return values
+
+    def stage_inputs(self, values: list[Any]) -> Staged:
+        """Copy `values` into the shared input buffers (before the judge's own reference runs on
+        `values`, which it may modify in place)."""
+        views: list[torch.Tensor] = []
+        counter = [0]
+        template = [self._template(v, views, counter) for v in values]
+        return Staged(template, views)
+
+    def output_targets(self, ref_out: Any) -> tuple[list[tuple[str, wire.BufRef]], dict[str, torch.Tensor]]:
+        """A dense shared buffer for every tensor leaf of the reference's output."""
+        targets, views = [], {}
+        for leaf in flatten(ref_out):
+            if not isinstance(leaf.value, torch.Tensor):
+                continue
+            lay = Layout.of(leaf.value, dense=True)
+            sid = self._storage_for(self._out_slots, leaf.path, lay.nbytes)
+            views[leaf.path] = self._storages[sid].view(lay)
+            targets.append((leaf.path, wire.BufRef(sid, lay)))
+        return targets, views
+
+    # ------------------------------------------------------------------ calls
+    def call(self, staged: Staged, model_id: str, ref_out: Any, seed: int, stage: Stage,
+             kernels: str = "run") -> CallResult:
+        """Send one call on staged inputs; outputs go to buffers shaped like `ref_out`'s leaves."""
+        template, in_views = staged.template, staged.views
+        targets, out_views = self.output_targets(ref_out)
+        marker = MARKERS[self.calls % 2]
+        self.calls += 1
+        msg = wire.Call(self.next_seq(), model_id, template, targets, seed, marker, kernels)
+        if self.device.startswith("cuda"):
+            torch.cuda.synchronize()  # every input is in place (no IPC events: see shared.py)
+        threads_before = self.sandbox.thread_count()
+        t0 = time.perf_counter_ns()
+        reply = self.request(msg, stage)
+        wall_ms = (time.perf_counter_ns() - t0) / 1e6
+        if not isinstance(reply, wire.Called):
+            self.sandbox.kill()
+            raise SandboxProtocol(stage, f"a {type(reply).__name__} in answer to a call")
+        return CallResult(reply, wall_ms, in_views, out_views, threads_before, self.sandbox.thread_count())
+
+    # ------------------------------------------------------------------ the end
+    def release_buffers(self) -> None:
+        """Drop every shared storage the sandbox (still alive, and trusted) mapped; keep the sandbox."""
+        if self._storages and not self.sandbox.dead:
+            self.request(wire.Detach(self.next_seq(), list(self._storages)), Stage.BASELINE)
+        self._free(after_death=False)
+        self.pool = new_pool(self.device)
+
+    def close_after_death(self) -> None:
+        """After the sandbox is dead: return what it held and free every shared storage."""
+        self._free(after_death=True)
+
+    def _free(self, after_death: bool) -> None:
+        for storage in self._storages.values():
+            if after_death:
+                storage.release_after_sandbox_death()
+            storage.close()
+        self._storages.clear()
+        self._in_slots.clear()
+        self._out_slots.clear()
+        self.pool = None
+        if self.device.startswith("cuda"):
+            torch.cuda.ipc_collect()
+            torch.cuda.empty_cache()

@@ -1,0 +1,387 @@
+"""The checked calls of one evaluation, in the judge: which input sets, in what order, and what
+each call must satisfy.
+
+  get_inputs#0             a fresh draw (secret seed), then at once
+  get_inputs#0 (rerun)     the same values again: freed memory holds the other poison marker, so an
+                           output that reads uninitialized memory changes
+  get_inputs#1..N-1        more fresh draws
+  signed-normal            another distribution where the reference stays finite
+                           (positive-normal where the reference needs x >= 0)
+  heavy-tailed             for tiny outputs (losses, scalar reductions)
+  large-magnitude x30/x100 floating inputs scaled, where the reference stays finite
+  wide-integers            integer inputs across a range past 32 bits, where the reference accepts it
+  unseen-shape             sizes the candidate was never shown (a second ModelNew when its init differs)
+
+Every set: the judge writes it into the shared input buffers, computes its float64 and its own
+reference output for the call's seed, sends the call, then checks the reply: the sandbox's early
+notes, OS threads left running, the input buffers unchanged, the output's structure, types,
+density and aliasing, the values against the reference (tolerances and the whole-output bound),
+precision against float64, and, for a wrong output, whether it is an earlier call's output
+(stale: cached). The first reject-level finding ends the run.
+
+After timing, two more calls with every custom kernel skipped, then raising: an output that is
+still right means the kernels did no necessary work.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+from htam_engine.evaluate.channel import Channel, fresh_seed
+from htam_engine.evaluate.checks.compare import compare_outputs, flatten, noise_norm, tensors
+from htam_engine.evaluate.checks.inputs import (LARGE_SCALES, draw, has_floats, has_integers, heavy_tailed,
+                                                large_magnitude, signed_normal, wide_integers)
+from htam_engine.evaluate.checks.memory import same_values, tensor_leaves
+from htam_engine.evaluate.checks.observe import (Observations, candidate_output, check_mutation, check_native_threads,
+                                                 check_precision, nonfinite, output_fingerprint, record_notes)
+from htam_engine.evaluate.config import EvalConfig
+from htam_engine.evaluate.reference import ReferenceFailed, ReferenceModel
+from htam_engine.evaluate.stages import Stage
+from htam_engine.problems.loader import LoadedProblem
+
+# Outputs this small (elements) are losses / scalar reductions: add a heavy-tailed set.
+TINY_OUTPUT = 16
+
+
+class CandidateFailed(Exception):
+    """ModelNew raised (or its construction did); str() is one line naming the input set."""
+
+    def __init__(self, message: str, kind: str = "runtime_error"):
+        super().__init__(message)
+        self.kind = kind
+
+
+class Stop(Exception):
+    """A reject-level finding was recorded: the verdict is settled."""
+
+
+def noise_of(ref_out: Any, exact: Any) -> Callable[[str], float | None]:
+    """noise(path) = ||ref - exact|| for that leaf (the reference's own rounding noise)."""
+    if exact is None:
+        return lambda path: None
+    e = {leaf.path: leaf.value for leaf in flatten(exact)}
+    r = {leaf.path: leaf.value for leaf in flatten(ref_out)}
+    return lambda path: noise_norm(r.get(path), e[path]) if path in e and path in r else None
+
+
+def _numel(out: Any) -> int:
+    return sum(t.numel() for t in tensors(out)) + sum(1 for leaf in flatten(out) if isinstance(leaf.value, (int, float)))
+
+
+def _uniform(out: Any) -> bool:
+    """Every element of every tensor leaf the same value (a constant, whatever the inputs)."""
+    leaves = tensors(out)
+    return bool(leaves) and all(t.numel() <= 1 or bool((t == t.reshape(-1)[0]).all()) for t in leaves)
+
+
+def same_init(a: list[Any], b: list[Any]) -> bool:
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if isinstance(x, torch.Tensor) or isinstance(y, torch.Tensor):
+            if not (isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) and same_values(x, y)):
+                return False
+        elif x != y:
+            return False
+    return True
+
+
+@dataclass(frozen=True)
+class ReferenceFacts:
+    """What later sets need to know of the first set's reference output (the output itself is
+    released: one set and its reference outputs at a time)."""
+
+    finite: bool
+    numel: int
+
+
+@dataclass
+class SetResult:
+    out: Any  # the candidate's output (views of the shared buffers: valid until the next call)
+    ref_out: Any
+    exact: Any
+    seed: int  # the call's seed
+
+
+class CheckRun:
+    """The checked calls of one evaluation against one candidate sandbox."""
+
+    def __init__(self, channel: Channel, loaded: LoadedProblem, reference: ReferenceModel, config: EvalConfig,
+                 obs: Observations, device: str):
+        self.channel = channel
+        self.loaded = loaded
+        self.reference = reference
+        self.cfg = config
+        self.obs = obs
+        self.device = device
+        self.prints: list[tuple[str, tuple[float, ...]]] = []  # every right output so far, for the stale rule
+        self.constant: set[tuple[float, ...]] = set()  # right outputs two different input sets both got
+        self.reference_mutates = False
+        self.timing_noise: dict[str, float | None] = {}
+        self.last_out: Any = None  # the candidate's output on the latest call (None: not comparable)
+        self.extension_ops = False  # the build registered torch.ops operators (their calls are not counted)
+        self.launched = 0  # custom-kernel calls of the first call that made any
+
+    # ------------------------------------------------------------------ one call
+    def check_set(self, label: str, values: list[Any], reference: ReferenceModel, model_id: str = "main",
+                  finite_only: bool = False) -> SetResult | None:
+        """Candidate on `values` against the judge's reference; None when finite_only and the
+        reference's output is not finite there (no call is made)."""
+        seed = fresh_seed()
+        staged = self.channel.stage_inputs(values)
+        exact = reference.exact(values, seed)  # before the float32 run, which may change the inputs
+        ref_out = reference.outputs(values, seed, label)
+        if finite_only and nonfinite(ref_out):
+            return None
+        ref_changed = {i for i, (p, s) in enumerate(zip(tensor_leaves(values), staged.views)) if not same_values(p, s)}
+        self.reference_mutates |= bool(ref_changed)
+        result = self.channel.call(staged, model_id, ref_out, seed, Stage.CHECK)
+        self.verify_call(result, values, ref_out, label, ref_changed)
+        out = self.last_out
+        if out is not None:
+            m = compare_outputs(out, ref_out, self.cfg.tolerances, label, noise_of(ref_out, exact))
+            if m is None and not any(f.rule == "lower_precision" for f in self.obs.findings):
+                check_precision(out, ref_out, exact, label, self.obs)
+            self.note_stale(out, m, label)
+            self.obs.note_mismatch(m)
+        if self.obs.rejected:
+            raise Stop()
+        return SetResult(out, ref_out, exact, seed)
+
+    def verify_call(self, result: Any, values: list[Any], ref_out: Any, label: str, ref_changed: set[int]) -> None:
+        """Everything about a call except its values: failure, notes, threads, inputs, the output's form."""
+        reply = result.reply
+        if not reply.ok:
+            raise CandidateFailed(f"ModelNew.forward raised on {label}: {reply.message}", reply.kind)
+        record_notes(result, label, self.obs)
+        self.note_launches(reply.launches, label)
+        if not self.device.startswith("cuda"):  # the CUDA driver starts and ends threads of its own
+            check_native_threads(result, self.channel.sandbox.thread_count, label, self.obs)
+        check_mutation(result, values, ref_changed, label, self.obs)
+        self.last_out = candidate_output(result, ref_out, tensor_leaves(values), label, self.obs)
+
+    def note_launches(self, launches: int, label: str) -> None:
+        """A call that ran no custom kernel (as the sandbox counted them: advice, early and clear).
+        Operators an extension registered are not counted: the work check covers them."""
+        if self.extension_ops:
+            return
+        if launches == 0 and self.launched:
+            self.obs.find("caching", f"forward on {label} ran no custom kernel where earlier calls ran "
+                                     f"{self.launched}: the result came from a cache")
+        elif launches == 0:
+            self.obs.find("no_kernel", f"no custom kernel ran during forward on {label} (pure PyTorch, or a "
+                                       "fallback around the kernel)")
+        self.launched = self.launched or launches
+
+    def note_stale(self, out: Any, mismatch: Any, label: str) -> None:
+        """A wrong output equal to an earlier call's right output is a cached result, whatever the key.
+        Only right outputs are remembered, and an output that does not depend on its inputs is not a
+        result to cache (a constant is wrong, not stale): one every element of which is the same
+        value, or one two different input sets both got right."""
+        fp = output_fingerprint(out)
+        if mismatch is None:
+            if any(p == fp for _, p in self.prints):
+                self.constant.add(fp)
+            self.prints.append((label, fp))
+            return
+        earlier = next((lab for lab, p in self.prints if p == fp), None)
+        if earlier is not None and fp not in self.constant and not _uniform(out):
+            self.obs.find("caching", f"the output on {label} is the one it returned for {earlier}, not one for "
+                                     "these inputs: results are cached (by address, content or call count)")
+
+    # ------------------------------------------------------------------ the sequence
+    def run(self, init: list[Any]) -> None:
+        main = self.loaded.main
+        n = max(2, int(self.cfg.correctness_trials))
+        facts: ReferenceFacts | None = None
+        for k in range(n):
+            label = f"get_inputs#{k}"
+            seed = fresh_seed()
+            res = self.check_set(label, draw(main.get_inputs, seed), self.reference)
+            if k == 0:
+                facts = ReferenceFacts(not nonfinite(res.ref_out), _numel(res.ref_out))
+                self.timing_noise = {leaf.path: noise_of(res.ref_out, res.exact)(leaf.path)
+                                     for leaf in flatten(res.ref_out)}
+                self.check_uninitialized(label, seed, res)
+            del res  # before the next set is drawn
+        assert facts is not None
+        self.check_other_distributions(facts)
+        self.check_large_magnitude()
+        self.check_wide_integers(facts)
+        self.check_unseen_shape(init)
+
+    def check_uninitialized(self, label: str, seed: int, first: SetResult) -> None:
+        """Same inputs and call seed again, other garbage in freed memory: the output must not change."""
+        if first.out is None:
+            return
+        before = [t.clone() for t in tensors(first.out)]
+        again_label = f"{label} (rerun)"
+        values = draw(self.loaded.main.get_inputs, seed)
+        staged = self.channel.stage_inputs(values)
+        ref_out = first.ref_out
+        result = self.channel.call(staged, "main", ref_out, first.seed, Stage.CHECK)  # random ops draw alike
+        self.verify_call(result, values, ref_out, again_label, set() if not self.reference_mutates else
+                         set(range(len(staged.views))))
+        if self.last_out is not None:
+            first_out = _with_leaves(first.out, before)
+            strict = {k: v * 1e-2 for k, v in self.cfg.tolerances.items()}
+            m = compare_outputs(self.last_out, first_out, strict, again_label)
+            if m is not None:
+                self.obs.find("uninitialized_memory", f"two runs on the same {label} inputs differ ({m.note}): the "
+                                                      "output depends on more than its inputs (it reads uninitialized "
+                                                      "memory, which held other values the second time, or keeps "
+                                                      "state from call to call)")
+        if self.obs.rejected:
+            raise Stop()
+
+    def first_accepted(self, sets: list[tuple[str, Callable[[], list[Any]]]], finite_only: bool) -> None:
+        """The first of `sets` the reference accepts (raises on none, stays finite where it was)."""
+        for label, make in sets:
+            try:
+                if self.check_set(label, make(), self.reference, finite_only=finite_only) is not None:
+                    return
+            except ReferenceFailed:
+                continue
+
+    def check_other_distributions(self, facts: ReferenceFacts) -> None:
+        if not self.cfg.check_other_distribution or not self._has(has_floats):
+            return
+        finite_only = facts.finite
+        seed = fresh_seed()
+
+        def normal() -> list[Any]:
+            return signed_normal(draw(self.loaded.main.get_inputs, fresh_seed()), seed)
+
+        def positive() -> list[Any]:
+            return [x.abs() if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in normal()]
+
+        self.first_accepted([("signed-normal", normal), ("positive-normal", positive)], finite_only)
+        if facts.numel <= TINY_OUTPUT:
+            tail_seed = fresh_seed()
+            self.first_accepted([
+                ("heavy-tailed", lambda: heavy_tailed(draw(self.loaded.main.get_inputs, fresh_seed()), tail_seed)),
+                ("heavy-tailed (positive)", lambda: heavy_tailed(draw(self.loaded.main.get_inputs, fresh_seed()),
+                                                                 tail_seed, positive=True)),
+            ], finite_only)
+
+    def check_large_magnitude(self) -> None:
+        if not self.cfg.check_other_distribution or not self._has(has_floats):
+            return
+        for scale in LARGE_SCALES:
+            values = large_magnitude(draw(self.loaded.main.get_inputs, fresh_seed()), scale)
+            try:
+                self.check_set(f"large-magnitude x{scale:g}", values, self.reference, finite_only=True)
+            except ReferenceFailed:
+                continue
+
+    def check_wide_integers(self, facts: ReferenceFacts) -> None:
+        if not self.cfg.check_other_distribution or not self._has(has_integers):
+            return
+        seed = fresh_seed()
+        self.first_accepted([
+            ("wide-integers", lambda: wide_integers(draw(self.loaded.main.get_inputs, fresh_seed()), seed)),
+            ("wide-integers (positive)", lambda: wide_integers(draw(self.loaded.main.get_inputs, fresh_seed()), seed,
+                                                               positive=True)),
+        ], finite_only=facts.finite)
+
+    def _has(self, kind: Callable[[list[Any]], bool]) -> bool:
+        """Whether get_inputs' tensors include that kind (read from their layouts, or one draw)."""
+        layouts = self.loaded.input_layouts
+        if layouts is not None:
+            return kind([torch.empty(0, dtype=dtype) if 0 in shape else torch.empty((1,), dtype=dtype)
+                         for shape, _stride, dtype in layouts])
+        return kind(draw(self.loaded.main.get_inputs, fresh_seed()))
+
+    def check_unseen_shape(self, init: list[Any]) -> None:
+        loaded = self.loaded
+        if not self.cfg.check_unseen_shape:
+            return
+        if loaded.unseen is None:
+            if loaded.unseen_overrides is None and loaded.unseen_note.startswith("the problem failed"):
+                self.obs.find("unseen_shape_skipped", f"no unseen-shape set: {loaded.unseen_note}", "warn")
+            return
+        overrides = dict(loaded.unseen_overrides or {})
+        try:
+            v_init = list(loaded.unseen.get_init_inputs())
+            values = draw(loaded.unseen.get_inputs, fresh_seed())
+        except Exception as e:  # noqa: BLE001 - the problem's fault under these sizes
+            self.obs.find("unseen_shape_skipped", f"no unseen-shape set: the problem failed under {overrides}: "
+                                                  f"{type(e).__name__}: {e}", "warn")
+            return
+        reference, model_id = self.reference, "main"
+        if not same_init(v_init, init):  # the sizes touched construction too: a new pair of models
+            try:
+                reference = ReferenceModel(loaded.unseen.Model, v_init, self.cfg.seed, self.device)
+            except ReferenceFailed as e:
+                self.obs.find("unseen_shape_skipped", f"no unseen-shape set: {e}", "warn")
+                return
+            model_id = "variant"
+            self.construct(model_id, v_init)
+        shapes = [list(x.shape) for x in tensor_leaves(values)]
+        label = "unseen-shape"
+        try:
+            self.check_set(label, values, reference, model_id)
+        except CandidateFailed as e:
+            self.obs.find("shape_specialized", f"fails on input shapes it was not shown {shapes} ({overrides}): {e}",
+                          "incorrect")
+            return
+        except ReferenceFailed as e:
+            self.obs.find("unseen_shape_skipped", f"no unseen-shape set: {e}", "warn")
+            return
+        if self.obs.mismatch is not None and self.obs.mismatch.input_set == label:
+            self.obs.find("shape_specialized", f"wrong on input shapes it was not shown {shapes} ({overrides})",
+                          "incorrect")
+
+    def construct(self, model_id: str, init: list[Any]) -> list[Any]:
+        """ModelNew(*init) in the sandbox under the construction seed; its parameter fingerprints."""
+        from htam_engine.evaluate import wire
+
+        reply = self.channel.request(wire.Construct(self.channel.next_seq(), model_id, init, self.cfg.seed),
+                                     Stage.CHECK, deadline_s=None)
+        if not isinstance(reply, wire.Outcome) or not reply.ok:
+            raise CandidateFailed(getattr(reply, "message", "construction failed"), getattr(reply, "kind", ""))
+        return reply.params
+
+    # ------------------------------------------------------------------ after timing
+    def check_kernels_did_the_work(self) -> None:
+        """Two calls with every custom kernel skipped, then raising: a right output convicts them."""
+        words = {"skip": "skipped", "raise": "raising"}
+        scratch = Observations()
+        for mode in ("skip", "raise"):
+            label = f"get_inputs with custom kernels {words[mode]}"
+            values = draw(self.loaded.main.get_inputs, fresh_seed())
+            seed = fresh_seed()
+            staged = self.channel.stage_inputs(values)
+            ref_out = self.reference.outputs(values, seed, label)
+            result = self.channel.call(staged, "main", ref_out, seed, Stage.CHECK, kernels=mode)
+            if not result.reply.ok:
+                continue
+            out = candidate_output(result, ref_out, tensor_leaves(values), label, scratch)
+            if out is None:
+                continue
+            noise = lambda path: self.timing_noise.get(path)  # noqa: E731
+            if compare_outputs(out, ref_out, self.cfg.tolerances, label, noise) is None:
+                how = ("a decoy launch while PyTorch does the work" if mode == "skip"
+                       else "a try/except fallback to PyTorch")
+                self.obs.find("no_kernel", f"with every custom kernel {words[mode]}, forward still returned the right "
+                                           f"output: the custom kernels did no necessary work ({how})")
+                return
+
+
+def _with_leaves(structure: Any, leaves: list[torch.Tensor]) -> Any:
+    """`structure` with its tensor leaves replaced, in order, by `leaves` (kept copies)."""
+    it = iter(leaves)
+
+    def walk(x: Any) -> Any:
+        if isinstance(x, torch.Tensor):
+            return next(it)
+        if isinstance(x, (list, tuple)):
+            return type(x)(walk(v) for v in x)
+        if isinstance(x, dict):
+            return {k: walk(x[k]) for k in x}
+        return x
+
+    return walk(structure)

@@ -1,0 +1,89 @@
+"""The judge owns the clock: it accepts a sandbox's reported trial times only if its own agrees.
+
+Per trial the judge measures its wall time from sending the call to reading the reply; the
+overhead is that wall time minus the time the sandbox reported. The clean reference sandbox,
+running the same protocol on the same buffers, gives the honest overhead. A candidate whose
+median overhead exceeds the reference's by more than the margin did work the reported time
+does not cover (a forged timer, work on a side stream the events did not wait for, work moved
+after the end event or into a thread), and is rejected naming both figures.
+
+Margin = MARGIN_SPREADS x the interquartile range of the reference's overheads (its own noise)
++ a fraction of the candidate's median trial + an absolute floor, per device. On a GPU box the
+channel's jitter is tens of microseconds and a few % of the trial covers the rest. On a shared,
+busy CPU host the scheduler makes a process that just burned CPU wait longer to run again, so a
+slow CPU candidate's replies come back later than the reference's for no fault of its own:
+there the fraction is half the trial and the floor 10 ms (CPU timings are advisory anyway).
+
+Physics floor: no trial can be faster than writing its outputs once at the device's copy
+bandwidth (measured by the judge): a faster one is a forged time.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Sequence
+
+import torch
+
+from htam_engine.evaluate.result import ClockCheck, Spread
+
+MARGIN_SPREADS = 3.0
+MARGIN_FRACTION = {"cpu": 0.5, "cuda": 0.05}
+MARGIN_FLOOR_MS = {"cpu": 10.0, "cuda": 0.02}
+# Reported times may beat the measured copy bandwidth by this factor (caches, a better copy).
+PHYSICS_SLACK = 0.25
+
+
+def spread(samples: Sequence[float]) -> Spread | None:
+    if not samples:
+        return None
+    xs = sorted(float(x) for x in samples)
+    if len(xs) == 1:
+        q1 = q3 = xs[0]
+    else:
+        q1, _q2, q3 = statistics.quantiles(xs, n=4, method="inclusive")
+    return Spread(n=len(xs), min_ms=xs[0], q1_ms=q1, median_ms=statistics.median(xs), q3_ms=q3, max_ms=xs[-1])
+
+
+def clock_check(device: str, candidate: Sequence[tuple[float, float]], reference: Sequence[tuple[float, float]],
+                floor_ms: float) -> tuple[ClockCheck, str | None]:
+    """(figures, the finding's message or None). Each sample is (judge wall ms, reported ms)."""
+    cand_over = [w - r for w, r in candidate]
+    ref_over = [w - r for w, r in reference]
+    kind = "cuda" if device.startswith("cuda") else "cpu"
+    median_reported = statistics.median([r for _, r in candidate]) if candidate else 0.0
+    ref_spread = spread(ref_over)
+    iqr = (ref_spread.q3_ms - ref_spread.q1_ms) if ref_spread else 0.0
+    margin = MARGIN_SPREADS * iqr + MARGIN_FRACTION[kind] * median_reported + MARGIN_FLOOR_MS[kind]
+    figures = ClockCheck(candidate_overhead_ms=statistics.median(cand_over) if cand_over else 0.0,
+                         reference_overhead_ms=statistics.median(ref_over) if ref_over else 0.0,
+                         margin_ms=margin, floor_ms=floor_ms)
+    too_fast = [r for _, r in candidate if r < floor_ms * PHYSICS_SLACK]
+    if too_fast:
+        return figures, (f"{len(too_fast)} trial(s) reported {min(too_fast):.4g} ms, less than writing the output "
+                         f"once takes at this device's measured copy bandwidth ({floor_ms:.4g} ms): a forged time")
+    if reference and candidate and figures.candidate_overhead_ms > figures.reference_overhead_ms + margin:
+        return figures, (f"the judge's clock saw {figures.candidate_overhead_ms:.4g} ms per trial beyond the reported "
+                         f"time, where the reference's protocol costs {figures.reference_overhead_ms:.4g} ms "
+                         f"(margin {margin:.4g} ms): the reported times leave out work the candidate did (a "
+                         "patched timer, work on a stream or thread the timing did not cover)")
+    return figures, None
+
+
+def copy_bandwidth(device: str) -> float:
+    """Bytes per second one device-to-device copy reaches (read + write counted once each)."""
+    size = (256 << 20) if device.startswith("cuda") else (32 << 20)
+    src = torch.empty(size, dtype=torch.uint8, device=device)
+    src.fill_(1)
+    dst = torch.empty_like(src)
+    best = float("inf")
+    for _ in range(3):
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        dst.copy_(src)
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+        best = min(best, time.perf_counter() - t0)
+    return 2 * size / max(best, 1e-9)

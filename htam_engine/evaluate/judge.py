@@ -1,0 +1,472 @@
+"""The judge: one evaluation request from start to verdict, in a process that never imports or
+runs candidate code.
+
+It owns the loaded problem, the reference model (built under the construction seed as
+KernelBench builds it) and its float64 copy, every input set (from seeds drawn with `secrets`
+per evaluation, never sent anywhere), the reference outputs, every comparison, the clock, the
+baselines, the verdict and the EvalResult. The candidate runs in a fresh sandbox forked from the
+zygote (never reused for another candidate); the baselines run in a reference sandbox that
+never ran candidate code, kept per loaded problem.
+
+Order: build (sandbox) -> construct and check (a check slot, the device lock shared) ->
+prepare the baselines (build, torch.compile, warm-up; shared) -> timed rounds, each candidate,
+eager, compiled on fresh inputs, every candidate trial verified (the device alone) -> the
+work check, with custom kernels switched off (shared) -> verdict. Any reject-level finding
+changes the verdict.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import json
+import os
+import re
+import time
+import traceback
+from typing import Any, Callable
+
+import torch
+
+from htam_engine.evaluate import wire
+from htam_engine.evaluate.cache import build_dir
+from htam_engine.evaluate.channel import Channel
+from htam_engine.evaluate.checks.observe import Observations
+from htam_engine.evaluate.checks.sequence import CandidateFailed, CheckRun, Stop
+from htam_engine.evaluate.clock import copy_bandwidth
+from htam_engine.evaluate.config import EvalConfig
+from htam_engine.evaluate.devicelock import DeviceLock
+from htam_engine.evaluate.diagnostics import one_line, parse_compiler_output, trim_log
+from htam_engine.evaluate.reference import BaselineSandbox, ReferenceFailed, ReferenceModel
+from htam_engine.evaluate.result import EvalResult, Finding, Mismatch, Status
+from htam_engine.evaluate.rounds import BASELINE_PREP_S, HarnessFault, TimedRounds
+from htam_engine.evaluate.sandbox_client import (Budget, HarnessStartError, SandboxDied, SandboxError, SandboxMemory,
+                                                 SandboxLimits, SandboxProcess, SandboxProtocol, SandboxTimeout,
+                                                 ZygoteProcess, fork_sandbox)
+from htam_engine.evaluate.shared import NoPrivatePool
+from htam_engine.evaluate.stages import Stage
+from htam_engine.problems.loader import LoadedProblem, load_for_judge
+from htam_engine.problems.model import ProblemError
+
+Send = Callable[[dict[str, Any]], None]
+_FAILED = ".htam-build-failed.json"
+# torch's message when ninja/the compiler failed (as opposed to a Python error at import).
+_BUILD_FAILED = "Error building extension"
+# Build failures that are the machine's, not the candidate's.
+_ENVIRONMENT = re.compile(r"nvcc: not found|No such file or directory: '?(nvcc|c\+\+|g\+\+|ninja)|CUDA_HOME environment"
+                          r"|Ninja is required|command not found: (nvcc|c\+\+)|cannot find -lcudart", re.I)
+_SANDBOX_START_S = 300.0
+_KEPT_PROBLEMS = 2
+
+
+def _oom(exc: BaseException) -> bool:
+    return isinstance(exc, (torch.cuda.OutOfMemoryError, MemoryError)) or "out of memory" in str(exc).lower()
+
+
+def capacity_message(exc: BaseException, device: str) -> str:
+    """'the judge needs N GiB on DEVICE, the device has M GiB' from an out-of-memory in the judge."""
+    gib = 1 << 30
+    if device.startswith("cuda"):
+        wanted = 0.0
+        m = re.search(r"Tried to allocate ([\d.]+) ([KMGT]i?B)", str(exc))
+        if m:
+            wanted = float(m.group(1)) * {"K": 1 << 10, "M": 1 << 20, "G": gib, "T": 1 << 40}[m.group(2)[0]]
+        held = float(torch.cuda.max_memory_allocated())
+        total = float(torch.cuda.get_device_properties(torch.device(device)).total_memory)
+        return (f"the judge ran out of GPU memory: it needs {(held + wanted) / gib:.1f} GiB on {device}, the device "
+                f"has {total / gib:.1f} GiB (a harness capacity limit, not the candidate's fault)")
+    import psutil
+
+    return (f"the judge ran out of host memory: the machine has {psutil.virtual_memory().total / gib:.1f} GiB "
+            "(a harness capacity limit, not the candidate's fault)")
+
+
+def warm_meta_ops() -> None:
+    """Take the imports of torch's first meta-device operations now (sympy, torch._dynamo: 2-3 s
+    of a fresh judge's first load of a problem on the H200 box otherwise)."""
+    with contextlib.suppress(Exception), torch.device("meta"):
+        (torch.randn(2, 2) * 2.0 + 1.0).relu()
+
+
+def warm_device(device: str) -> None:
+    """The CUDA context and the kernels every check uses, at judge start, not under a check slot."""
+    if device.startswith("cuda"):
+        with contextlib.suppress(Exception):
+            x = torch.randn(64, 64, device=device)
+            y = torch.where(torch.isfinite(x), (x * 2 + 1).relu(), x).abs().amax()
+            (torch.mm(x, x).sum() + y).item()
+    warm_meta_ops()
+
+
+def release_memory(device: str) -> None:
+    """On CUDA: what an evaluation left behind (cyclic garbage, the allocator's free blocks) goes
+    back to the device for the next judge. (On the CPU reference counting has freed it already.)"""
+    if device.startswith("cuda"):
+        import gc
+
+        gc.collect()
+        with contextlib.suppress(Exception):
+            torch.cuda.empty_cache()
+
+
+class Judge:
+    """One per judge process: the zygote, a spare sandbox, the loaded problems and baselines."""
+
+    def __init__(self, device: str, send: Send, env: dict[str, str] | None = None,
+                 zygote: ZygoteProcess | None = None):
+        """env: the sandboxes' environment (default: this process's, which the engine scrubbed).
+        zygote: one already launched (the judge's process starts it before importing torch)."""
+        self.device = device
+        self.send = send
+        self.zygote = zygote or ZygoteProcess(dict(os.environ if env is None else env))
+        self.zygote_error = ""
+        try:
+            if self.zygote.proc is None:
+                self.zygote.launch()
+        except HarnessStartError as exc:
+            self.zygote_error = str(exc)
+        warm_device(device)  # while the zygote imports
+        self.lock = DeviceLock(device, os.environ.get("HTAM_WORKER_LOCK") or f"time-{device.replace(':', '')}",
+                               lambda stage: self.stage(Stage(stage)))
+        if not self.zygote_error:
+            try:
+                self.zygote.wait_ready()
+            except HarnessStartError as exc:
+                self.zygote_error = str(exc)
+        self._spare: SandboxProcess | None = None
+        self.problems: collections.OrderedDict[str, tuple[LoadedProblem, ReferenceModel | None]] = \
+            collections.OrderedDict()
+        self.baseline: BaselineSandbox | None = None
+        self._bandwidth: float | None = None
+        self._fork_spare(SandboxLimits.of(EvalConfig(), device))  # the usual limits, until a request says
+
+    # ------------------------------------------------------------------ helpers
+    def stage(self, stage: Stage) -> None:
+        self.send({"t": "stage", "stage": stage.value})
+
+    def bandwidth(self) -> float:
+        if self._bandwidth is None:
+            self._bandwidth = copy_bandwidth(self.device)
+        return self._bandwidth
+
+    def _fork_spare(self, limits: SandboxLimits) -> None:
+        if self.zygote_error:
+            return
+        try:
+            self._spare = fork_sandbox(self.zygote, "candidate", self.device, limits)
+        except HarnessStartError as exc:
+            self._spare, self.zygote_error = None, str(exc)
+
+    def candidate_sandbox(self, limits: SandboxLimits) -> SandboxProcess:
+        """A fresh sandbox (the spare started ahead, when its limits are these), and the next
+        spare behind it."""
+        if self.zygote_error and not self.zygote.alive():
+            self.zygote_error = ""
+            try:
+                self.zygote.start()
+            except HarnessStartError as exc:
+                self.zygote_error = str(exc)
+                raise HarnessFault(self.zygote_error) from None
+        sandbox, self._spare = self._spare, None
+        if sandbox is None or not sandbox.alive() or sandbox.limits != limits:
+            if sandbox is not None:
+                sandbox.kill()
+            try:
+                sandbox = fork_sandbox(self.zygote, "candidate", self.device, limits)
+            except HarnessStartError as exc:
+                raise HarnessFault(str(exc)) from None
+        self._fork_spare(limits)
+        return sandbox
+
+    def loaded(self, problem: Any, config: EvalConfig) -> tuple[LoadedProblem, ReferenceModel | None]:
+        """The loaded problem (and its reference model, once built), kept for the next request."""
+        from htam_engine.problems.loader import problem_key
+
+        unseen = dict(config.unseen_shape) if config.unseen_shape is not None else None
+        key = problem_key(problem, self.device, unseen)
+        if key in self.problems:
+            self.problems.move_to_end(key)
+            return self.problems[key]
+        loaded = load_for_judge(problem, self.device, unseen, check_unseen=config.check_unseen_shape)
+        self.problems[key] = (loaded, None)
+        while len(self.problems) > _KEPT_PROBLEMS:
+            self.problems.popitem(last=False)
+        return self.problems[key]
+
+    def keep_reference(self, loaded: LoadedProblem, reference: ReferenceModel) -> None:
+        if loaded.key in self.problems:
+            self.problems[loaded.key] = (loaded, reference)
+
+    def baseline_for(self, loaded: LoadedProblem, config: EvalConfig, init: list[Any]) -> BaselineSandbox:
+        """The reference sandbox of this problem (a new one when the problem changed or it died)."""
+        bs = self.baseline
+        limits = SandboxLimits.of(config, self.device, "reference")
+        if bs is not None and (bs.problem_key != loaded.key or not bs.alive() or bs.sandbox.limits != limits):
+            bs.close()
+            bs = self.baseline = None
+        if bs is not None:
+            return bs
+        try:
+            sandbox = fork_sandbox(self.zygote, "reference", self.device, limits)
+        except HarnessStartError as exc:
+            raise HarnessFault(str(exc)) from None
+        bs = BaselineSandbox(sandbox, loaded.key)
+        channel = Channel(sandbox, self.device, 0.0, None)
+        reply = channel.request(wire.LoadReference(channel.next_seq(), loaded.source, loaded.label,
+                                                   dict(loaded.overrides)), Stage.BASELINE, _SANDBOX_START_S)
+        if not reply.ok:
+            sandbox.kill()
+            raise HarnessFault(reply.message)
+        reply = channel.request(wire.Construct(channel.next_seq(), "eager", init, config.seed), Stage.BASELINE,
+                                BASELINE_PREP_S)
+        if not reply.ok:
+            sandbox.kill()
+            raise HarnessFault(f"the reference sandbox could not build Model: {reply.message}")
+        bs.models.add("eager")
+        self.baseline = bs
+        return bs
+
+    def evaluate(self, problem: Any, code: str, config: EvalConfig, backend: str, key: str,
+                 memory_mb: float) -> tuple[EvalResult, bool]:
+        """One candidate, start to finish: (the result, whether this judge is fit for the next)."""
+        ev = Evaluation(self, problem, code, config, backend, key, memory_mb)
+        return ev.run()
+
+    def close(self) -> None:
+        if self._spare is not None:
+            self._spare.kill()
+        if self.baseline is not None:
+            self.baseline.close()
+        self.zygote.close()
+
+
+class Evaluation(TimedRounds):
+    """One request: build, checks, timed rounds (rounds.py), verdict."""
+
+    def __init__(self, judge: Judge, problem: Any, code: str, config: EvalConfig, backend: str, key: str,
+                 memory_mb: float):
+        self.judge = judge
+        self.device = judge.device
+        self.problem = problem
+        self.code = code
+        self.cfg = config
+        self.backend = backend
+        self.key = key
+        self.memory_mb = memory_mb
+        self.result = EvalResult(status=Status.OK, device=self.device, backend=backend)
+        self.obs = Observations()
+        self.budget = Budget(float(config.timeout_s))
+        self.channel: Channel | None = None
+        self.baseline_channel: Channel | None = None
+        self.healthy = True
+        self.extension_ops = False
+        self._mutates = False  # the reference changes its inputs in place (so each call gets a fresh draw)
+        self._checks: CheckRun | None = None
+
+    # ------------------------------------------------------------------ the whole request
+    def run(self) -> tuple[EvalResult, bool]:
+        started = time.perf_counter()
+        r = self.result
+        try:
+            self._run()
+        except Stop:
+            pass
+        except CandidateFailed as e:
+            self._fail(Status.COMPILE_ERROR if e.kind == "compile_error" else Status.RUNTIME_ERROR, str(e))
+            if e.kind == "compile_error":
+                r.diagnostics.compiler = parse_compiler_output(str(e))
+        except SandboxTimeout as e:
+            self._fail(Status.TIMEOUT, f"candidate {e}")
+        except SandboxProtocol as e:
+            self.obs.find("protocol", f"{e} (candidate code wrote into the sandbox's channel)")
+        except (SandboxDied, SandboxMemory) as e:
+            self._fail(Status.RUNTIME_ERROR, str(e))
+        except ReferenceFailed as e:
+            self._fail(Status.HARNESS_ERROR, str(e))
+        except (HarnessFault, HarnessStartError, NoPrivatePool, ProblemError) as e:
+            self._fail(Status.HARNESS_ERROR, str(e))
+        except Exception as e:  # noqa: BLE001 - the judge's own fault: reported, and this judge retired
+            if _oom(e):
+                self._fail(Status.HARNESS_ERROR, capacity_message(e, self.device))
+            else:
+                self._fail(Status.HARNESS_ERROR, f"the judge failed: {one_line(e)}")
+                r.diagnostics.log = trim_log(traceback.format_exc())
+                self.healthy = False
+        finally:
+            self._close()
+        self._conclude()
+        r.stages.total_s = time.perf_counter() - started
+        return r, self.healthy
+
+    def _fail(self, status: Status, message: str) -> None:
+        r = self.result
+        if r.status is Status.OK:  # the first failure names the evaluation
+            r.status, r.correct = status, False
+            r.diagnostics.message = message
+
+    def _conclude(self) -> None:
+        """The verdict from everything recorded: reject findings win, then failures, mismatches."""
+        r, obs = self.result, self.obs
+        r.integrity = list(obs.findings)
+        r.diagnostics.mismatch = obs.mismatch
+        rejects = [f for f in obs.findings if f.severity == "reject"]
+        if rejects and r.status in (Status.OK, Status.INCORRECT, Status.RUNTIME_ERROR, Status.COMPILE_ERROR):
+            r.status, r.diagnostics.message = Status.REJECTED, rejects[0].message
+        elif r.status is Status.OK:
+            status, message = _verdict(obs.findings, obs.mismatch)
+            r.status, r.diagnostics.message = status, message
+        r.correct = r.status is Status.OK
+        if not r.correct:
+            r.runtime_ms = r.speedup_eager = r.speedup_compile = None
+            r.ref_runtime_ms = r.compile_ref_runtime_ms = None
+
+    def _close(self) -> None:
+        if self.channel is not None:
+            self.channel.sandbox.kill()
+            self.channel.close_after_death()
+        if self.baseline_channel is not None:
+            with contextlib.suppress(SandboxError):
+                self.baseline_channel.release_buffers()
+        release_memory(self.device)
+
+    # ------------------------------------------------------------------ stages
+    def _run(self) -> None:
+        judge, cfg, r = self.judge, self.cfg, self.result
+        t0 = time.perf_counter()
+        failed = build_dir(self.key) / _FAILED
+        if failed.exists() and self._replay_failure(failed):
+            judge.stage(Stage.COMPILE)
+            r.stages.compile_s = time.perf_counter() - t0
+            raise Stop()
+        if judge.zygote_error and not judge.zygote.alive():
+            raise HarnessFault(judge.zygote_error)
+        if self.device.startswith("cuda") and not torch.cuda.is_available():
+            raise HarnessFault(f"no CUDA device is visible to the judge (device {self.device})")
+        loaded, reference = judge.loaded(self.problem, cfg)
+        self.loaded = loaded
+        self.channel = Channel(judge.candidate_sandbox(SandboxLimits.of(cfg, self.device)), self.device,
+                               self.memory_mb, self.budget, judge.stage)
+        self._build(failed)
+        r.stages.compile_s = time.perf_counter() - t0
+        init = list(loaded.main.get_init_inputs())
+        with judge.lock.holding_state():
+            checks = self._checks = self._check(loaded, reference, init)
+            if self.obs.rejected or _verdict(self.obs.findings, self.obs.mismatch)[0] is not Status.OK:
+                return
+            r.correct = True
+            baseline = self._prepare_baselines(loaded, init)
+            with judge.lock.timing():
+                samples, out_bytes = self._time(checks, baseline)
+            with judge.lock.checking():
+                judge.stage(Stage.CHECK)
+                checks.check_kernels_did_the_work()
+            alone: dict[str, list[tuple[float, float]]] = {}
+            if not self.obs.rejected and baseline is not None:
+                self.channel.sandbox.kill()  # nothing of the candidate's is left to disturb them
+                with judge.lock.timing():
+                    alone = self._time_baselines_alone(baseline)
+            self._record_times(samples, alone, out_bytes)
+
+    def _build(self, failed: Any) -> None:
+        assert self.channel is not None
+        r = self.result
+        self.judge.stage(Stage.COMPILE)
+        reply = self.channel.request(wire.Build(self.channel.next_seq(), self.code, self.key, self.backend),
+                                     Stage.COMPILE, deadline_s=None)
+        if not isinstance(reply, wire.Outcome):
+            raise SandboxProtocol(Stage.COMPILE, f"a {type(reply).__name__} in answer to a build")
+        r.stages.compile_cached = reply.compile_cached
+        self.extension_ops = reply.extension_ops
+        if reply.ok:
+            return
+        r.diagnostics.compiler = list(reply.compiler)
+        r.diagnostics.log = reply.log
+        if _ENVIRONMENT.search(reply.log or reply.message):
+            self._fail(Status.HARNESS_ERROR, f"the machine cannot build this candidate: {reply.message}")
+            raise Stop()
+        self._fail(Status.COMPILE_ERROR, reply.message)
+        if _BUILD_FAILED in reply.log:
+            # The same source would fail the same way: remember it, never rebuild it.
+            atomic_write_text(failed, json.dumps(r.to_dict()))
+        raise Stop()
+
+    def _replay_failure(self, failed: Any) -> bool:
+        """Fill the result from a cached build failure of this exact source; False if unreadable."""
+        try:
+            cached = EvalResult.from_dict(json.loads(open(failed).read()))
+        except (OSError, ValueError, KeyError, TypeError):
+            return False
+        self._fail(Status.COMPILE_ERROR, cached.diagnostics.message)
+        self.result.diagnostics.compiler = cached.diagnostics.compiler
+        self.result.diagnostics.log = cached.diagnostics.log
+        self.result.stages.compile_cached = True
+        return True
+
+    def _check(self, loaded: LoadedProblem, reference: ReferenceModel | None, init: list[Any]) -> CheckRun:
+        """Construct both models, compare their parameters, run the checked calls (beside other
+        checkers). A check that ran out of memory there is checked again with the device alone."""
+        try:
+            with self.judge.lock.checking():
+                return self._check_once(loaded, reference, init)
+        except CandidateFailed as e:
+            if not (self.judge.lock.slots > 1 and "out of memory" in str(e).lower()):
+                raise
+        except Exception as e:  # noqa: BLE001 - the judge's own out-of-memory, beside other checkers
+            if not (self.judge.lock.slots > 1 and _oom(e)):
+                raise
+        self.obs = Observations()
+        assert self.channel is not None
+        self.channel.sandbox.kill()
+        self.channel.close_after_death()
+        release_memory(self.device)
+        self.channel = Channel(self.judge.candidate_sandbox(SandboxLimits.of(self.cfg, self.device)), self.device,
+                               self.memory_mb, self.budget, self.judge.stage)
+        self._build(build_dir(self.key) / _FAILED)
+        with self.judge.lock.timing():
+            return self._check_once(loaded, getattr(self, "reference", None), init)
+
+    def _check_once(self, loaded: LoadedProblem, reference: ReferenceModel | None, init: list[Any]) -> CheckRun:
+        assert self.channel is not None
+        judge, r = self.judge, self.result
+        judge.stage(Stage.CHECK)
+        t0 = time.perf_counter()
+        if reference is None:
+            reference = ReferenceModel(loaded.main.Model, init, self.cfg.seed, self.device)
+            judge.keep_reference(loaded, reference)
+        self.reference = reference
+        self.channel.reserve_inputs(loaded.input_layouts)
+        self.channel.reserve_inputs(loaded.unseen_input_layouts)
+        checks = CheckRun(self.channel, loaded, reference, self.cfg, self.obs, self.device)
+        checks.extension_ops = self.extension_ops
+        try:
+            self._compare_parameters(checks.construct("main", init), reference.prints)
+            checks.run(init)
+        finally:
+            reference.drop_exact()
+            r.stages.check_s = time.perf_counter() - t0
+        return checks
+
+    def _compare_parameters(self, candidate: list[wire.ParamPrint], ref: list[wire.ParamPrint]) -> None:
+        """Every parameter and buffer of ModelNew should equal one of Model's (layout aside)."""
+        def close(a: float, b: float) -> bool:
+            return abs(a - b) <= 1e-5 * max(abs(a), abs(b)) + 1e-6
+
+        for p in candidate:
+            if not any(q.numel == p.numel and close(q.total, p.total) and close(q.squares, p.squares) for q in ref):
+                self.obs.find("parameters_differ", f"ModelNew's {p.name} ({p.numel} values) equals none of Model's "
+                                                   "parameters or buffers: build layers in the same order under the "
+                                                   "same seed, as Model does (KernelBench's rule)", "warn")
+                return
+
+def _verdict(findings: list[Finding], mismatch: Mismatch | None) -> tuple[Status, str]:
+    rejects = [f for f in findings if f.severity == "reject"]
+    if rejects:
+        return Status.REJECTED, rejects[0].message
+    incorrect = [f for f in findings if f.severity == "incorrect"]
+    if mismatch is not None:
+        where = f" at {mismatch.where}" if mismatch.where else ""
+        return Status.INCORRECT, (f"output mismatch on {mismatch.input_set}: {mismatch.note} "
+                                  f"(max abs error {mismatch.max_abs_error:.3g}{where})")
+    if incorrect:
+        return Status.INCORRECT, incorrect[0].message
+    return Status.OK, ""

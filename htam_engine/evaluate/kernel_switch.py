@@ -1,0 +1,235 @@
+"""Custom kernels inside a sandbox: counted, and switched off when the judge asks.
+
+"A custom kernel ran" is judged by the work it did: on two extra checked calls the judge asks
+the sandbox to skip every custom kernel, then to make every one raise. If the output is still
+correct either way, the kernels did no necessary work (a decoy launch, a try/except fallback to
+PyTorch). The wrappers are one Python call each and the same in every call:
+
+"Skipped" keeps the candidate's control flow as it is (a launch that would fail still fails, so a
+try/except around a broken kernel still falls back) and throws the kernel's results away:
+
+- Triton: JITFunction.run (compiled kernels), InterpretedFunction.run (TRITON_INTERPRET=1) and
+  CompiledKernel.__getitem__ (a kernel compiled ahead and launched directly). Skipped, a launch
+  binds its arguments as usual and runs on an empty grid: nothing is written.
+- Extensions built by torch.utils.cpp_extension (load_inline / load): every function of the
+  module is wrapped when the module is imported. Skipped, a function runs, then every tensor it
+  returned and every tensor argument it changed is overwritten with NaN (-1 for integers).
+- Operators an extension registers (TORCH_LIBRARY, called as torch.ops.ns.op): a
+  TorchFunctionMode intercepts them, only while kernels are switched off, and treats them as
+  extension functions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import types
+from typing import Any, Callable, Iterator
+
+RUN, SKIP, RAISE = "run", "skip", "raise"
+MODES = (RUN, SKIP, RAISE)
+
+
+class KernelsDisabled(RuntimeError):
+    """Raised by every custom kernel while the judge has them switched off (mode "raise")."""
+
+
+class KernelSwitch:
+    """Install once per sandbox, before the candidate is imported."""
+
+    def __init__(self) -> None:
+        self.mode = RUN
+        self.launches = 0
+        self.extension_ops: set[str] = set()
+        self._restore: list[Callable[[], None]] = []
+
+    # ------------------------------------------------------------ the gate every kernel passes
+    def _gate(self, run: Callable[[], Any], skipped: Callable[[], Any]) -> Any:
+        mode = self.mode
+        if mode == RUN:
+            out = run()
+            self.launches += 1  # only launches that returned: a failed try does not count
+            return out
+        if mode == SKIP:
+            return skipped()
+        raise KernelsDisabled("custom kernels are switched off for this call")
+
+    def _function_gate(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+        """The gate for an extension function or operator (see the module docstring for SKIP)."""
+        return self._gate(lambda: fn(*args, **kwargs), lambda: _run_and_spoil(fn, args, kwargs))
+
+    @contextlib.contextmanager
+    def switched(self, mode: str) -> Iterator[None]:
+        """Within the block, every custom kernel runs (RUN), is skipped (SKIP) or raises (RAISE)."""
+        if mode not in MODES:
+            raise ValueError(f"unknown kernel mode {mode!r}")
+        self.mode = RUN if mode == RUN else mode
+        guard = _OpsGate(self) if mode != RUN and self.extension_ops else contextlib.nullcontext()
+        try:
+            with guard:
+                yield
+        finally:
+            self.mode = RUN
+
+    # ------------------------------------------------------------ installation
+    def _patch(self, owner: Any, name: str, new: Any) -> None:
+        old = owner.__dict__[name]
+        setattr(owner, name, new)
+        self._restore.append(lambda: setattr(owner, name, old))
+
+    def install(self) -> "KernelSwitch":
+        self._wrap_triton()
+        self._wrap_extension_loader()
+        return self
+
+    def uninstall(self) -> None:
+        while self._restore:
+            self._restore.pop()()
+
+    def _wrap_triton(self) -> None:
+        try:
+            import triton.runtime.jit as jit
+        except Exception:  # noqa: BLE001 - no triton here: nothing to wrap
+            return
+        switch = self
+        owners: list[type] = [jit.JITFunction]
+        with contextlib.suppress(Exception):
+            from triton.runtime.interpreter import InterpretedFunction
+
+            owners.append(InterpretedFunction)
+        for cls in owners:
+            original = cls.__dict__.get("run")
+            if original is None:
+                continue
+
+            def run(self_: Any, *args: Any, __orig: Callable = original, **kwargs: Any) -> Any:
+                if switch.mode == RUN:  # the path of every normal call: as little as possible
+                    out = __orig(self_, *args, **kwargs)
+                    if not kwargs.get("warmup", False):  # compiling ahead is not launching
+                        switch.launches += 1
+                    return out
+                if kwargs.get("warmup", False):
+                    return __orig(self_, *args, **kwargs)
+                return switch._gate(lambda: __orig(self_, *args, **kwargs),
+                                    lambda: __orig(self_, *args, **{**kwargs, "grid": EMPTY_GRID}))
+
+            functools.update_wrapper(run, original)
+            self._patch(cls, "run", run)
+        with contextlib.suppress(Exception):
+            from triton.compiler.compiler import CompiledKernel
+
+            original_getitem = CompiledKernel.__dict__.get("__getitem__")
+            if original_getitem is not None:
+                def __getitem__(self_: Any, grid: Any, __orig: Callable = original_getitem) -> Any:
+                    launch = __orig(self_, grid)
+
+                    def gated(*args: Any, **kwargs: Any) -> Any:
+                        return switch._gate(lambda: launch(*args, **kwargs),
+                                            lambda: __orig(self_, EMPTY_GRID)(*args, **kwargs))
+
+                    return gated
+
+                functools.update_wrapper(__getitem__, original_getitem)
+                self._patch(CompiledKernel, "__getitem__", __getitem__)
+
+    def _wrap_extension_loader(self) -> None:
+        import torch
+        import torch.utils.cpp_extension as ce
+
+        original = ce._import_module_from_library
+        switch = self
+
+        def _import_module_from_library(*args: Any, **kwargs: Any) -> Any:
+            before = set(torch._C._dispatch_get_all_op_names())
+            module = original(*args, **kwargs)
+            added = {n.split(".")[0] for n in torch._C._dispatch_get_all_op_names()} - {n.split(".")[0] for n in before}
+            switch.extension_ops |= added
+            if isinstance(module, types.ModuleType):
+                switch.instrument(module)
+            return module
+
+        functools.update_wrapper(_import_module_from_library, original)
+        self._patch(ce, "_import_module_from_library", _import_module_from_library)
+
+    def instrument(self, module: types.ModuleType) -> None:
+        """Wrap each function of an extension module in place (idempotent)."""
+        for name in dir(module):
+            if name.startswith("__"):
+                continue
+            fn = getattr(module, name, None)
+            if not callable(fn) or isinstance(fn, type) or getattr(fn, "__htam_gated__", False):
+                continue
+            gated = self._gated_function(fn)
+            try:
+                setattr(module, name, gated)
+            except (AttributeError, TypeError):
+                continue
+
+    def _gated_function(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        switch = self
+
+        def gated(*args: Any, **kwargs: Any) -> Any:
+            if switch.mode == RUN:  # the path of every normal call: as little as possible
+                out = fn(*args, **kwargs)
+                switch.launches += 1
+                return out
+            return switch._function_gate(fn, args, kwargs)
+
+        functools.update_wrapper(gated, fn)
+        gated.__htam_gated__ = True  # type: ignore[attr-defined]
+        return gated
+
+
+EMPTY_GRID = (0, 0, 0)
+
+
+def _spoil(t: Any) -> None:
+    import torch
+
+    if isinstance(t, torch.Tensor) and t.numel():
+        if t.is_floating_point() or t.is_complex():
+            t.fill_(float("nan"))
+        elif t.dtype == torch.bool:
+            t.fill_(False)
+        else:
+            t.fill_(-1)
+
+
+def _run_and_spoil(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+    """Run an extension function, then overwrite whatever it produced: the tensors it returned and
+    the tensor arguments it changed in place."""
+    from htam_engine.evaluate.checks.memory import same_values, tensor_leaves
+
+    inputs = tensor_leaves((args, kwargs))
+    before = [t.clone() for t in inputs]
+    out = fn(*args, **kwargs)
+    for t, was in zip(inputs, before):
+        if not same_values(t, was):
+            _spoil(t)
+    for t in tensor_leaves(out):
+        _spoil(t)
+    return out
+
+
+class _OpsGate:
+    """While kernels are off: calls of operators extensions registered go through the gate."""
+
+    def __init__(self, switch: KernelSwitch):
+        from torch.overrides import TorchFunctionMode
+
+        ops = frozenset(switch.extension_ops)
+
+        class Gate(TorchFunctionMode):
+            def __torch_function__(self, func: Any, types_: Any, args: Any = (), kwargs: Any = None) -> Any:
+                name = getattr(func, "_qualified_op_name", None) or getattr(getattr(func, "_schema", None), "name", None)
+                if name in ops:
+                    return switch._function_gate(func, tuple(args), dict(kwargs or {}))
+                return func(*args, **(kwargs or {}))
+
+        self._mode = Gate()
+
+    def __enter__(self) -> None:
+        self._mode.__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        self._mode.__exit__(*exc)

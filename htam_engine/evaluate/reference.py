@@ -1,0 +1,112 @@
+"""The judge's reference: the problem's Model in the judge, and the baseline sandbox.
+
+ReferenceModel: Model built in the judge exactly as KernelBench builds it (seed, then
+Model(*init), then .to(device)), never seen by any candidate; every reference output an
+evaluation compares against comes from it, for the call's own seed. Its float64 copy (the
+yardstick for precision and numerical noise) is made on first use and dropped after the
+checks.
+
+BaselineSandbox: the same sandbox code as a candidate's, running the problem's Model (eager
+and torch.compile) and nothing else, kept alive per loaded problem across evaluations in one
+judge, so torch.compile compiles once per judge.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import torch
+
+from htam_engine.evaluate import wire
+from htam_engine.evaluate.sandbox_client import SandboxProcess
+from htam_engine.evaluate.seeding import seed_all
+
+
+class ReferenceFailed(Exception):
+    """The problem's own Model raised: nothing about the candidate can be concluded."""
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:300]}" if text else type(exc).__name__
+
+
+def _to_double(x: Any) -> Any:
+    if isinstance(x, torch.Tensor) and x.dtype.is_floating_point:
+        return x.double()
+    if isinstance(x, (list, tuple)):
+        return type(x)(_to_double(v) for v in x)
+    return x
+
+
+def fingerprints(model: torch.nn.Module) -> list[wire.ParamPrint]:
+    from htam_engine.evaluate.sandbox import fingerprint
+
+    prints = [fingerprint(n, p) for n, p in model.named_parameters()]
+    return prints + [fingerprint(n, b) for n, b in model.named_buffers()]
+
+
+class ReferenceModel:
+    def __init__(self, model_cls: type, init: list[Any], seed: int, device: str):
+        self.init = init
+        try:
+            seed_all(seed)
+            self.model = model_cls(*init).to(device)
+        except Exception as e:  # noqa: BLE001 - the problem's fault
+            raise ReferenceFailed(f"the reference Model could not be constructed: {_one_line(e)}") from e
+        self._exact: torch.nn.Module | None = None
+        self._exact_broken = False
+        self.prints = fingerprints(self.model)
+
+    def outputs(self, inputs: list[Any], seed: int, label: str) -> Any:
+        """Model's output on `inputs` for a call seeded with `seed` (the inputs may be modified in
+        place, as the model does)."""
+        try:
+            with torch.no_grad():
+                seed_all(seed)
+                return self.model(*inputs)
+        except torch.cuda.OutOfMemoryError:
+            raise
+        except Exception as e:  # noqa: BLE001 - the problem's fault
+            if "out of memory" in str(e).lower():
+                raise
+            raise ReferenceFailed(f"the reference Model raised on {label}: {_one_line(e)}") from e
+
+    def exact(self, inputs: list[Any], seed: int) -> Any | None:
+        """The float64 copy's output (None where the model cannot run in double)."""
+        if self._exact_broken:
+            return None
+        try:
+            if self._exact is None:
+                self._exact = copy.deepcopy(self.model).double()
+            with torch.no_grad():
+                seed_all(seed)
+                return self._exact(*[_to_double(x) for x in inputs])
+        except torch.cuda.OutOfMemoryError:
+            raise
+        except Exception as e:  # noqa: BLE001 - a dtype-specific op, a hard-coded .float(): no yardstick
+            if "out of memory" in str(e).lower():
+                raise
+            self._exact_broken, self._exact = True, None
+            return None
+
+    def drop_exact(self) -> None:
+        self._exact = None
+
+
+class BaselineSandbox:
+    """The reference sandbox of one loaded problem (see the module docstring)."""
+
+    def __init__(self, sandbox: SandboxProcess, problem_key: str):
+        self.sandbox = sandbox
+        self.problem_key = problem_key
+        self.models: set[str] = set()
+        self.compile_note = ""  # why there is no torch.compile baseline ("" while there may be one)
+        self.evaluations = 0
+
+    def alive(self) -> bool:
+        return self.sandbox.alive()
+
+    def close(self) -> None:
+        self.sandbox.close()

@@ -1,0 +1,246 @@
+"""The timed part of an evaluation: the baselines prepared, rounds of candidate, eager and
+torch.compile calls, the baselines timed alone afterwards, and the figures.
+
+Each round draws fresh inputs (a secret seed), computes the judge's reference output for them,
+and sends the same call to the candidate (its output verified against that reference) and then,
+with the candidate's whole process tree stopped, to the reference sandbox's eager and compiled
+models (their outputs verified as well). Once the candidate's sandbox is gone the baselines are
+timed alone for a few more rounds; a baseline that was slower beside the candidate is replaced
+by its figure alone. The clock rule (clock.py) compares the candidate's overhead with the
+reference sandbox's.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from htam_engine.evaluate import wire
+from htam_engine.evaluate.channel import Channel, fresh_seed
+from htam_engine.evaluate.checks.compare import compare_outputs, tensors
+from htam_engine.evaluate.checks.inputs import draw
+from htam_engine.evaluate.checks.memory import tensor_leaves
+from htam_engine.evaluate.checks.observe import Observations, candidate_output, record_notes
+from htam_engine.evaluate.checks.sequence import CandidateFailed, CheckRun, Stop
+from htam_engine.evaluate.clock import clock_check, spread
+from htam_engine.evaluate.reference import BaselineSandbox
+from htam_engine.evaluate.sandbox_client import SandboxError
+from htam_engine.evaluate.stages import Stage
+from htam_engine.problems.loader import LoadedProblem
+
+# Baseline rounds timed alone after the candidate's sandbox is gone (at least; trials / 4 if more).
+ALONE_MIN_ROUNDS = 3
+# A baseline beside the candidate slower than alone by more than this (plus 3x its own relative
+# spread) was disturbed.
+DISTURBED_FRACTION = 0.15
+# Building, compiling and warming the reference sandbox's models may take this long.
+BASELINE_PREP_S = 1800.0
+
+Samples = dict[str, list[tuple[float, float]]]  # model -> (judge wall ms, reported ms) per trial
+
+
+class HarnessFault(Exception):
+    """The harness could not evaluate: says nothing about the candidate."""
+
+
+class TimedRounds:
+    """The timed part of Evaluation (judge.py), which holds the state it uses."""
+
+    def _prepare_baselines(self, loaded: LoadedProblem, init: list[Any]) -> BaselineSandbox | None:
+        """The reference sandbox built, compiled and warmed, outside the exclusive timing lock."""
+        try:
+            return self._prepare_baselines_now(loaded, init)
+        except SandboxError as e:
+            if self.judge.baseline is not None:
+                self.judge.baseline.close()
+            self.judge.baseline = None
+            raise HarnessFault(f"the reference sandbox failed: {e}") from None
+
+    def _prepare_baselines_now(self, loaded: LoadedProblem, init: list[Any]) -> BaselineSandbox | None:
+        judge, cfg, r = self.judge, self.cfg, self.result
+        t0 = time.perf_counter()
+        with judge.lock.checking():
+            judge.stage(Stage.BASELINE)
+            r.stages.reference_reused = judge.baseline is not None and judge.baseline.problem_key == loaded.key \
+                and judge.baseline.alive()
+            bs = judge.baseline_for(loaded, cfg, init)
+            channel = self.baseline_channel = Channel(bs.sandbox, self.device, 0.0, None)
+            channel.reserve_inputs(loaded.input_layouts)
+            if cfg.time_compile_baseline and "compiled" not in bs.models and not bs.compile_note:
+                reply = channel.request(wire.Construct(channel.next_seq(), "compiled", [], cfg.seed, compiled=True,
+                                                       of="eager"), Stage.BASELINE, BASELINE_PREP_S)
+                if reply.ok:
+                    bs.models.add("compiled")
+                else:
+                    bs.compile_note = reply.message
+            for model_id in self._baseline_models(bs):
+                values = draw(loaded.main.get_inputs, fresh_seed())
+                seed = fresh_seed()
+                staged = channel.stage_inputs(values)
+                ref_out = self.reference.outputs(values, seed, "a baseline warm-up")
+                res = channel.call(staged, model_id, ref_out, seed, Stage.BASELINE)
+                if not res.reply.ok and model_id == "compiled":
+                    bs.models.discard("compiled")
+                    bs.compile_note = res.reply.message
+                elif not res.reply.ok:
+                    raise HarnessFault(f"the eager baseline failed: {res.reply.message}")
+        bs.evaluations += 1
+        r.stages.baseline_s = time.perf_counter() - t0
+        return bs
+
+    def _baseline_models(self, bs: BaselineSandbox) -> list[str]:
+        wanted = ["eager"] + (["compiled"] if self.cfg.time_compile_baseline else [])
+        return [m for m in wanted if m in bs.models]
+
+    def _time(self, checks: CheckRun, bs: BaselineSandbox | None) -> tuple[dict[str, list[tuple[float, float]]], int]:
+        """Rounds of candidate, eager and compiled calls on fresh inputs; every candidate trial's
+        output verified against the judge's reference for that trial's inputs. Returns the
+        (judge wall ms, reported ms) samples per model and the output's bytes."""
+        assert self.channel is not None
+        judge, cfg, r, loaded = self.judge, self.cfg, self.result, self.loaded
+        judge.stage(Stage.TIME)
+        t0 = time.perf_counter()
+        self._mutates = checks.reference_mutates
+        models = self._baseline_models(bs) if bs is not None else []
+        samples: dict[str, list[tuple[float, float]]] = {"main": [], **{m: [] for m in models}}
+        batch: list[float] = []
+        last_sent = time.monotonic()
+        rounds = max(0, int(cfg.warmup)) + max(1, int(cfg.trials))
+        out_bytes = 0
+        for i in range(rounds):
+            timed = i >= cfg.warmup
+            label = f"timed trial {i - cfg.warmup + 1}" if timed else f"warm-up call {i + 1}"
+            draw_seed, seed = fresh_seed(), fresh_seed()
+            values = draw(loaded.main.get_inputs, draw_seed)
+            staged = self.channel.stage_inputs(values)
+            staged_b = self.baseline_channel.stage_inputs(values) if models and self.baseline_channel else None
+            ref_out = self.reference.outputs(values, seed, label)
+            out_bytes = sum(t.numel() * t.element_size() for t in tensors(ref_out))
+            res = self.channel.call(staged, "main", ref_out, seed, Stage.TIME)
+            self._verify_timed(checks, res, values, ref_out, label)
+            if timed:
+                samples["main"].append((res.wall_ms, res.reply.ms))
+                batch.append(res.reply.ms)
+            with self.channel.sandbox.paused():  # the candidate cannot run beside its baselines
+                for model_id in models:
+                    assert self.baseline_channel is not None
+                    if staged_b is None:  # the inputs again (re-drawn where the reference changes its inputs)
+                        again = draw(loaded.main.get_inputs, draw_seed) if checks.reference_mutates else values
+                        staged_b = self.baseline_channel.stage_inputs(again)
+                    try:
+                        b = self.baseline_channel.call(staged_b, model_id, ref_out, seed, Stage.TIME)
+                    except SandboxError as e:
+                        judge.baseline = None
+                        raise HarnessFault(f"the reference sandbox failed while timing the baselines: {e}") from None
+                    staged_b = None
+                    if b.reply.ok and timed and self._baseline_right(b, model_id, values, ref_out, label):
+                        samples[model_id].append((b.wall_ms, b.reply.ms))
+            if batch and time.monotonic() - last_sent > 0.25:
+                judge.send({"t": "trials", "ms": list(batch)})
+                batch.clear()
+                last_sent = time.monotonic()
+        if batch:
+            judge.send({"t": "trials", "ms": list(batch)})
+        r.stages.time_s = time.perf_counter() - t0
+        return samples, out_bytes
+
+    def _baseline_right(self, res: Any, model_id: str, values: list[Any], ref_out: Any, label: str) -> bool:
+        """A baseline trial counts only if its output is the reference's: a baseline whose compiled
+        code was swapped for something faster and wrong (a poisoned cache) times nothing."""
+        scratch = Observations()
+        out = candidate_output(res, ref_out, tensor_leaves(values), label, scratch)
+        noise = self._checks.timing_noise if self._checks is not None else {}
+        m = None if out is None else compare_outputs(out, ref_out, self.cfg.tolerances, label, noise.get)
+        if out is not None and m is None:
+            return True
+        name = "torch.compile" if model_id == "compiled" else "eager"
+        why = m.note if m is not None else (scratch.mismatch.note if scratch.mismatch else "no output")
+        self.obs.find("baseline_wrong", f"the {name} baseline's output on {label} is not the reference's ({why}): "
+                                        "that trial is not counted", "warn")
+        return False
+
+    def _time_baselines_alone(self, bs: BaselineSandbox) -> dict[str, list[tuple[float, float]]]:
+        """A few more baseline rounds once the candidate's sandbox is gone: what the baselines cost
+        when nothing of the candidate's (a process, queued device work) can run beside them."""
+        assert self.baseline_channel is not None
+        self.judge.stage(Stage.BASELINE)
+        samples: dict[str, list[tuple[float, float]]] = {m: [] for m in self._baseline_models(bs)}
+        for i in range(max(ALONE_MIN_ROUNDS, int(self.cfg.trials) // 4)):
+            label = f"baseline round {i + 1} alone"
+            draw_seed, seed = fresh_seed(), fresh_seed()
+            values = draw(self.loaded.main.get_inputs, draw_seed)
+            staged = {m: self.baseline_channel.stage_inputs(values) for m in list(samples)[:1]}
+            ref_out = self.reference.outputs(values, seed, label)
+            for model_id in samples:
+                again = staged.pop(model_id, None) or self.baseline_channel.stage_inputs(
+                    draw(self.loaded.main.get_inputs, draw_seed) if self._mutates else values)
+                try:
+                    b = self.baseline_channel.call(again, model_id, ref_out, seed, Stage.BASELINE)
+                except SandboxError as e:
+                    self.judge.baseline = None
+                    raise HarnessFault(f"the reference sandbox failed while timing the baselines: {e}") from None
+                if b.reply.ok and self._baseline_right(b, model_id, values, ref_out, label):
+                    samples[model_id].append((b.wall_ms, b.reply.ms))
+        return samples
+
+    def _verify_timed(self, checks: CheckRun, res: Any, values: list[Any], ref_out: Any, label: str) -> None:
+        reply = res.reply
+        if not reply.ok:
+            raise CandidateFailed(f"ModelNew.forward raised on {label}: {reply.message}", reply.kind)
+        record_notes(res, label, self.obs)
+        checks.note_launches(reply.launches, label)
+        out = candidate_output(res, ref_out, tensor_leaves(values), label, self.obs)
+        if out is None:
+            self.obs.find("changed_during_timing", f"on {label} the output no longer had the reference's form "
+                                                   f"({self.obs.mismatch.note if self.obs.mismatch else 'see findings'})")
+        else:
+            noise = lambda path: checks.timing_noise.get(path)  # noqa: E731
+            m = compare_outputs(out, ref_out, self.cfg.tolerances, label, noise)
+            checks.note_stale(out, m, label)
+            if m is not None and not any(f.rule == "caching" for f in self.obs.findings):
+                self.obs.find("changed_during_timing", f"on {label} the output does not match the reference for "
+                                                       f"its inputs ({m.note}): it behaved differently once timed")
+        if self.obs.rejected:
+            raise Stop()
+
+    def _record_times(self, samples: dict[str, list[tuple[float, float]]],
+                      alone: dict[str, list[tuple[float, float]]], out_bytes: int) -> None:
+        r, bs = self.result, self.judge.baseline
+        cand = samples["main"]
+        r.timings = [round(ms, 6) for _, ms in cand]
+        r.runtime_spread = spread([ms for _, ms in cand])
+        r.runtime_ms = r.runtime_spread.median_ms if r.runtime_spread else None
+        eager, compiled = samples.get("eager", []), samples.get("compiled", [])
+        r.ref_spread = self._undisturbed("eager", eager, alone.get("eager", []))
+        r.compile_ref_spread = self._undisturbed("torch.compile", compiled, alone.get("compiled", []))
+        r.ref_runtime_ms = r.ref_spread.median_ms if r.ref_spread else None
+        r.compile_ref_runtime_ms = r.compile_ref_spread.median_ms if r.compile_ref_spread else None
+        if r.runtime_ms and r.runtime_ms > 0:
+            if r.ref_runtime_ms:
+                r.speedup_eager = r.ref_runtime_ms / r.runtime_ms
+            if r.compile_ref_runtime_ms:
+                r.speedup_compile = r.compile_ref_runtime_ms / r.runtime_ms
+        floor_ms = out_bytes / self.judge.bandwidth() * 1e3
+        figures, message = clock_check(self.device, cand, eager + compiled, floor_ms)
+        r.clock = figures
+        if message:
+            self.obs.find("clock", message)
+        if bs is not None and bs.compile_note and self.cfg.time_compile_baseline:
+            self.obs.find("compile_baseline", f"no torch.compile baseline: {bs.compile_note}", "warn")
+
+    def _undisturbed(self, name: str, beside: list[tuple[float, float]], alone: list[tuple[float, float]]) -> Any:
+        """The spread of a baseline as timed beside the candidate, unless its rounds timed alone
+        afterwards show it was disturbed there: then the alone figures (and a finding naming both)."""
+        interleaved, clean = spread([ms for _, ms in beside]), spread([ms for _, ms in alone])
+        if interleaved is None or clean is None:
+            return interleaved or clean
+        noise = (clean.q3_ms - clean.q1_ms) / clean.median_ms if clean.median_ms > 0 else 0.0
+        if interleaved.median_ms <= clean.median_ms * (1 + DISTURBED_FRACTION + 3 * noise):
+            return interleaved
+        self.obs.find("baseline_disturbed", f"the {name} baseline took {interleaved.median_ms:.4g} ms per trial "
+                                            f"timed beside the candidate and {clean.median_ms:.4g} ms timed alone "
+                                            "after it: something of the candidate's ran beside it; the figure "
+                                            "timed alone is used", "warn")
+        return clean
+
+

@@ -1,0 +1,294 @@
+"""A sandbox: the only kind of process that ever runs a model's forward for the judge.
+
+Forked by the zygote (zygote.py) for one candidate, and never reused for another; or, as the
+*reference sandbox*, for a problem's own Model (eager and torch.compile baselines), never
+running candidate code. Both roles run this same code and the same call protocol, so their
+timings compare like with like.
+
+Small and dumb on purpose: it builds, constructs and calls what the judge tells it to, and
+says only what it saw: the build outcome (with compiler messages as text), parameter
+fingerprints, per call the output's metadata, the trial time and an exception as one line.
+It never sees a reference output, a seed of the judge's input sets or a verdict; every
+output leaves through a shared buffer the judge allocated, and every message it sends is
+checked by the judge against wire.py's schema.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import os
+import socket
+import sys
+import traceback
+import weakref
+from typing import Any
+
+# The role comes from the zygote; everything below is imported in the zygote, before it forks.
+import torch
+
+from htam_engine.evaluate import wire
+from htam_engine.evaluate.cache import built_marker, build_dir, file_lock
+from htam_engine.evaluate.checks.compare import flatten, tensors
+from htam_engine.evaluate.checks.guards import install_guards
+from htam_engine.evaluate.checks.memory import NAN, SENTINEL, nbytes, overlaps, tensor_leaves
+from htam_engine.evaluate.compile_cache import CompileCache, candidate_file, clear_stale_batons, import_candidate
+from htam_engine.evaluate.diagnostics import exception_messages, one_line, trim_log
+from htam_engine.evaluate.kernel_switch import KernelSwitch
+from htam_engine.evaluate.protocol import ProtocolError, recv_request, send_reply
+from htam_engine.evaluate.seeding import seed_all
+from htam_engine.evaluate.shared import attach, dtype_name, view
+from htam_engine.evaluate.timing import L2Flusher, is_cuda, run_trial
+
+CANDIDATE, REFERENCE = "candidate", "reference"
+_MARKERS = {"nan": NAN, "sentinel": SENTINEL}
+FULL_COLLECT_EVERY = 16
+# Exception texts of builds that failed in the compiler, or in a kernel compiled at first launch.
+_BUILD_FAULTS = ("Error building extension", "CompilationError", "CompileTimeAssertionFailure")
+
+
+def failure_kind(exc: BaseException) -> str:
+    text = f"{type(exc).__name__} {exc}"
+    return "compile_error" if any(k in text for k in _BUILD_FAULTS) else "runtime_error"
+
+
+def dense(t: torch.Tensor) -> bool:
+    """Non-overlapping and dense: no stride-0 expansion, every element of its span used once."""
+    n = t.numel()
+    if n <= 1:
+        return True
+    dims = [(size, stride) for size, stride in zip(t.shape, t.stride()) if size > 1]
+    if any(stride == 0 for _, stride in dims):
+        return False
+    return 1 + sum((size - 1) * abs(stride) for size, stride in dims) == n
+
+
+def fingerprint(name: str, t: torch.Tensor) -> wire.ParamPrint:
+    v = t.detach()
+    if v.is_complex():
+        v = torch.view_as_real(v)
+    v = v.reshape(-1).double() if v.numel() else torch.zeros(1, dtype=torch.float64)
+    return wire.ParamPrint(name=name, numel=int(t.numel()), total=float(v.sum()), squares=float((v * v).sum()))
+
+
+class Sandbox:
+    def __init__(self, sock: socket.socket, role: str, device: str):
+        self.sock = sock
+        self.fd = sock.fileno()
+        self.role = role
+        self.device = device
+        self.models: dict[str, Any] = {}
+        self.model_class: type | None = None
+        self.buffers: dict[int, torch.Tensor] = {}
+        self.compile_cache = CompileCache() if role == CANDIDATE else None
+        if self.compile_cache is not None:
+            self.compile_cache.on_pch = lambda building: self._send(wire.StageNote("pch" if building else "compile"))
+        self.kernels = KernelSwitch().install()
+        self.flusher: L2Flusher | None = None  # CUDA: made with the device context (see use_device)
+        self.guards = install_guards(device)  # last: the snapshot sees the harness as installed
+        self.extension_ops = False
+        self._previous: list[weakref.ref] = []  # the last call's output tensors, while the candidate holds them
+
+    # ------------------------------------------------------------------ messages
+    def _send(self, reply: Any) -> None:
+        send_reply(self.fd, wire.encode_reply(reply))
+
+    def serve(self) -> int:
+        self._send(wire.Ready(pid=os.getpid(), role=self.role))
+        handlers = {wire.Build: self.build, wire.LoadReference: self.load_reference, wire.Construct: self.construct,
+                    wire.Attach: self.attach, wire.Detach: self.detach, wire.Call: self.call}
+        # Garbage is collected between requests, never during one: a collection inside a call would
+        # land in the judge's clock (or the trial) at random, and more for candidates that make
+        # more garbage, so the candidate's and the reference's overheads would not compare.
+        gc.disable()
+        collected = 0
+        while True:
+            try:
+                req = recv_request(self.fd)
+            except (ProtocolError, OSError, EOFError):
+                return 0
+            if isinstance(req, wire.Close) or type(req) not in handlers:
+                return 0
+            self._send(handlers[type(req)](req))
+            collected += 1
+            gc.collect(2 if collected % FULL_COLLECT_EVERY == 0 else 0)
+
+    # ------------------------------------------------------------------ build
+    def use_device(self) -> None:
+        """Create the CUDA context and load the kernels every call uses, once, when the first real
+        request arrives: a spare sandbox waiting for its candidate holds no device memory, and the
+        cost lands in the build, not in a check slot."""
+        if is_cuda(self.device) and self.flusher is None:
+            warm(self.device)
+            self.flusher = L2Flusher(self.device)
+
+    def build(self, req: wire.Build) -> wire.Outcome:
+        assert self.compile_cache is not None
+        self.use_device()
+        marker = built_marker(req.key)
+        cached = marker.exists()
+        self.compile_cache.key = req.key
+        try:
+            with file_lock(f"build-{req.key}"):
+                clear_stale_batons(build_dir(req.key))
+                module = import_candidate(req.code, req.key)
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - anything raised while importing is a build outcome
+            return wire.Outcome(req.seq, False, "compile_error", f"candidate failed to build or import: {one_line(exc)}",
+                                trim_log(f"{exc}\n\n{traceback.format_exc(limit=-6)}"), cached,
+                                compiler=exception_messages(exc, str(candidate_file(req.key))))
+        finally:
+            self.compile_cache.key = None
+        model_new = getattr(module, "ModelNew", None)
+        if not isinstance(model_new, type):
+            return wire.Outcome(req.seq, False, "compile_error", "candidate module defines no class ModelNew",
+                                compile_cached=cached)
+        if not marker.exists():
+            marker.write_text(str(candidate_file(req.key)) + "\n")
+        self.model_class = model_new
+        self.extension_ops = bool(self.kernels.extension_ops)
+        return wire.Outcome(req.seq, True, compile_cached=cached, extension_ops=self.extension_ops)
+
+    def load_reference(self, req: wire.LoadReference) -> wire.Outcome:
+        from htam_engine.problems.loader import execute_source
+
+        self.use_device()
+        try:
+            module = execute_source(req.source, req.label, req.overrides, keep=True)
+            self.model_class = module.Model
+        except Exception as exc:  # noqa: BLE001 - the judge ran the same file: this is its harness fault
+            return wire.Outcome(req.seq, False, "harness_error", f"the reference sandbox could not load the problem: "
+                                                                 f"{one_line(exc)}")
+        return wire.Outcome(req.seq, True)
+
+    # ------------------------------------------------------------------ models
+    def construct(self, req: wire.Construct) -> wire.Outcome:
+        try:
+            if req.compiled:
+                self.models[req.model_id] = torch.compile(self.models[req.of])
+                return wire.Outcome(req.seq, True)
+            if self.model_class is None:
+                return wire.Outcome(req.seq, False, "harness_error", "construct before build")
+            seed_all(req.seed)
+            model = self.model_class(*req.init)
+            model = model.to(self.device)
+            self.models[req.model_id] = model
+            prints = [fingerprint(n, p) for n, p in model.named_parameters()]
+            prints += [fingerprint(n, b) for n, b in model.named_buffers()]
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - the candidate's fault becomes a status
+            who = "ModelNew" if self.role == CANDIDATE else "Model"
+            return wire.Outcome(req.seq, False, failure_kind(exc), f"{who}(*get_init_inputs()) raised: {one_line(exc)}",
+                                trim_log(traceback.format_exc(limit=-8)))
+        return wire.Outcome(req.seq, True, params=prints)
+
+    # ------------------------------------------------------------------ buffers
+    def attach(self, req: wire.Attach) -> wire.Outcome:
+        memfds = sum(1 for _, e in req.buffers if e.kind == "memfd")
+        fds: list[int] = []
+        if memfds:
+            _, fds, _, _ = socket.recv_fds(self.sock, 1, memfds)
+        if len(fds) != memfds:
+            return wire.Outcome(req.seq, False, "harness_error", f"expected {memfds} descriptors, got {len(fds)}")
+        it = iter(fds)
+        try:
+            for buf_id, exported in req.buffers:
+                self.buffers[buf_id] = attach(exported, next(it) if exported.kind == "memfd" else None, self.device)
+        except Exception as exc:  # noqa: BLE001 - a mapping fault is the harness's
+            return wire.Outcome(req.seq, False, "harness_error", f"could not map a shared buffer: {one_line(exc)}")
+        return wire.Outcome(req.seq, True)
+
+    def detach(self, req: wire.Detach) -> wire.Outcome:
+        for buf_id in req.ids:
+            self.buffers.pop(buf_id, None)
+        if is_cuda(self.device):
+            torch.cuda.empty_cache()
+        return wire.Outcome(req.seq, True)
+
+    def _resolve(self, value: Any) -> Any:
+        if isinstance(value, wire.BufRef):
+            return view(self.buffers[value.id], value.layout, self.device)
+        if isinstance(value, list):
+            return [self._resolve(v) for v in value]
+        if isinstance(value, tuple):
+            return tuple(self._resolve(v) for v in value)
+        return value
+
+    # ------------------------------------------------------------------ one call
+    def call(self, req: wire.Call) -> wire.Called:
+        model = self.models[req.model_id]
+        args = self._resolve(req.inputs)
+        in_tensors = tensor_leaves(args)
+        targets = {path: self._resolve(ref) for path, ref in req.outputs}
+        sizes = {nbytes(t) for t in in_tensors} | {nbytes(t) for t in targets.values()}
+        launches0 = self.kernels.launches
+        seed_all(req.seed)
+        try:
+            with self.kernels.switched(req.kernels):
+                out, ms = run_trial(model, args, self.device, _MARKERS[req.marker], sizes, self.flusher)
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - the forward's fault becomes a status
+            if is_cuda(self.device):
+                with contextlib.suppress(Exception):
+                    torch.cuda.synchronize()
+            return wire.Called(req.seq, False, failure_kind(exc), one_line(exc))
+        launches = self.kernels.launches - launches0
+        leaves = self._deliver(out, in_tensors, targets)
+        outs = [t for t in tensors(out)]
+        reused = any(overlaps(t, p) for t in outs for ref in self._previous for p in [ref()] if p is not None)
+        self._previous = [weakref.ref(t) for t in outs]
+        del out, outs
+        notes = [wire.Note(f.rule, f.message) for f in self.guards.verify()]
+        if reused:
+            notes.append(wire.Note("output_reuse", "forward returned the same memory it returned as its output for the "
+                                                   "previous call, which it still holds (one output buffer reused "
+                                                   "across calls)"))
+        return wire.Called(req.seq, True, ms=ms, outputs=leaves, launches=launches, notes=notes)
+
+    def _deliver(self, out: Any, inputs: list[torch.Tensor], targets: dict[str, torch.Tensor]) -> list[wire.LeafMeta]:
+        """Each output leaf's metadata; tensors that fit their shared buffer are copied into it."""
+        leaves = []
+        for leaf in flatten(out):
+            v = leaf.value
+            if isinstance(v, torch.Tensor):
+                meta = wire.LeafMeta(leaf.path, "tensor", type(v).__name__, list(v.shape), list(v.stride()),
+                                     dtype_name(v.dtype), str(v.device), dense(v),
+                                     next((i for i, x in enumerate(inputs) if overlaps(v, x)), -1))
+                buf = targets.get(leaf.path)
+                if (buf is not None and type(v) is torch.Tensor and v.shape == buf.shape and v.dtype == buf.dtype
+                        and v.device == buf.device):
+                    buf.copy_(v)
+                    meta.copied = True
+                leaves.append(meta)
+            elif v is None:
+                leaves.append(wire.LeafMeta(leaf.path, "none", "NoneType"))
+            elif isinstance(v, (bool, int, float)):
+                ok = not isinstance(v, int) or -(1 << 63) <= v < (1 << 64)
+                leaves.append(wire.LeafMeta(leaf.path, "number" if ok else "other", type(v).__name__,
+                                            value=v if ok else None))
+            else:
+                leaves.append(wire.LeafMeta(leaf.path, "other", type(v).__name__))
+        if is_cuda(self.device):
+            torch.cuda.synchronize()
+        return leaves
+
+
+def warm(device: str) -> None:
+    """On CUDA: create the context and load the kernels every call uses."""
+    if not is_cuda(device):
+        return
+    with contextlib.suppress(Exception):
+        x = torch.randn(64, 64, device=device)
+        (torch.mm(x, x).sum() + torch.where(torch.isfinite(x), x.relu(), x).abs().amax()).item()
+
+
+def serve(fd: int, role: str, device: str) -> int:
+    """The sandbox's life after the zygote forked it: warm up, then answer requests until closed."""
+    import faulthandler
+
+    faulthandler.enable()  # a segfaulting kernel leaves a Python stack in the judge's log
+    sock = socket.socket(fileno=fd)
+    threads = os.environ.get("HTAM_WORKER_CPU_THREADS")
+    if threads:  # candidate and reference get the same, before the guards snapshot the setting
+        torch.set_num_threads(int(threads))
+    try:
+        return Sandbox(sock, role, device).serve()
+    finally:
+        sys.stdout.flush()

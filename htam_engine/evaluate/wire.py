@@ -1,0 +1,214 @@
+"""The judge <-> sandbox messages: what each side may say, in one place.
+
+Judge -> sandbox: the request dataclasses below, pickled (the trusted direction).
+Sandbox -> judge: msgpack maps, at most MAX_SANDBOX_BYTES each, decoded by `decode_reply`
+into exactly one of the reply dataclasses, every field type-checked (session/codec.py). A map
+with another "t", an unknown or missing field, a wrong type or a reply to another request is a
+WireError: the judge turns it into a `protocol` finding, never into a result.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from htam_engine.evaluate.result import CompilerMessage
+from htam_engine.evaluate.shared import Exported, Layout
+
+# A sandbox message larger than this is refused (compiler logs are trimmed well below it).
+MAX_SANDBOX_BYTES = 2 * 1024 * 1024
+
+
+class WireError(Exception):
+    """The sandbox said something the protocol does not allow."""
+
+
+# ---------------------------------------------------------------- judge -> sandbox (pickled)
+@dataclass(frozen=True, slots=True)
+class BufRef:
+    """Stands for a shared tensor in a call: storage `id` (attached before) seen as `layout`."""
+
+    id: int
+    layout: Layout
+
+
+@dataclass(slots=True)
+class Build:
+    """Candidate sandbox: build and import the candidate module; find ModelNew."""
+
+    seq: int
+    code: str
+    key: str
+    backend: str
+
+
+@dataclass(slots=True)
+class LoadReference:
+    """Reference sandbox: run the problem's module (its Model is all it ever runs)."""
+
+    seq: int
+    source: str
+    label: str
+    overrides: dict
+
+
+@dataclass(slots=True)
+class Construct:
+    """Build model `model_id` (ModelNew, or the reference's Model) under `seed`, as KernelBench:
+    seed, then Model(*init), then .to(device). compiled: wrap it in torch.compile (reference only)."""
+
+    seq: int
+    model_id: str
+    init: list
+    seed: int
+    compiled: bool = False
+    of: str = ""  # compiled: the model_id whose module is compiled (shares its weights)
+
+
+@dataclass(slots=True)
+class Attach:
+    """Map shared buffers (CPU: their memfds follow the message on the socket, in this order)."""
+
+    seq: int
+    buffers: list[tuple[int, Exported]]
+
+
+@dataclass(slots=True)
+class Detach:
+    seq: int
+    ids: list[int]
+
+
+@dataclass(slots=True)
+class Call:
+    """One forward, always the same protocol (see sandbox.py): poison with `marker`, seed with
+    `seed`, (CUDA: flush L2, events), forward on `inputs`, synchronize, copy each output leaf
+    into its buffer. kernels: "run" | "skip" | "raise" (custom kernels disabled)."""
+
+    seq: int
+    model_id: str
+    inputs: list
+    outputs: list[tuple[str, BufRef]]  # (leaf path, where it goes) for the reference's tensor leaves
+    seed: int
+    marker: str  # "nan" | "sentinel"
+    kernels: str = "run"
+
+
+@dataclass(slots=True)
+class Close:
+    seq: int
+
+
+# ---------------------------------------------------------------- sandbox -> judge (msgpack)
+@dataclass(slots=True)
+class Ready:
+    pid: int
+    role: str
+
+
+@dataclass(slots=True)
+class StageNote:
+    stage: str
+
+
+@dataclass(slots=True)
+class Note:
+    """An early, cheap finding the sandbox saw in its own process (advice: it can be suppressed)."""
+
+    rule: str
+    message: str
+
+
+@dataclass(slots=True)
+class Outcome:
+    """Reply to build / construct / attach / detach / load."""
+
+    seq: int
+    ok: bool
+    kind: str = ""  # on failure: compile_error | runtime_error | harness_error
+    message: str = ""
+    log: str = ""
+    compile_cached: bool = False
+    extension_ops: bool = False  # the build registered torch.ops operators (launches not counted)
+    compiler: list[CompilerMessage] = field(default_factory=list)
+    params: list[ParamPrint] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ParamPrint:
+    """A parameter's or buffer's fingerprint, in the model's own order."""
+
+    name: str
+    numel: int
+    total: float
+    squares: float
+
+
+@dataclass(slots=True)
+class LeafMeta:
+    """One leaf of the forward's output, as the sandbox saw it before copying it."""
+
+    path: str
+    kind: str  # tensor | number | none | other
+    type_name: str
+    shape: list[int] = field(default_factory=list)
+    stride: list[int] = field(default_factory=list)
+    dtype: str = ""
+    device: str = ""
+    dense: bool = True  # non-overlapping and dense (no stride-0 expansion)
+    aliases: int = -1  # index of an input whose storage this output overlaps, or -1
+    copied: bool = False  # written into its shared buffer
+    value: Any = None  # number leaves
+
+
+@dataclass(slots=True)
+class Called:
+    seq: int
+    ok: bool
+    kind: str = ""  # on failure: compile_error | runtime_error
+    message: str = ""
+    ms: float = 0.0  # the forward as the sandbox timed it (CUDA events / perf_counter)
+    outputs: list[LeafMeta] = field(default_factory=list)
+    launches: int = 0  # custom-kernel calls (Triton launches, extension functions) that returned
+    notes: list[Note] = field(default_factory=list)
+
+
+REPLIES: dict[str, type] = {"ready": Ready, "stage": StageNote, "outcome": Outcome, "called": Called}
+_TAG = {cls: tag for tag, cls in REPLIES.items()}
+
+
+def encode_reply(reply: Any) -> dict[str, Any]:
+    """The plain map for a reply dataclass (sandbox side)."""
+    from htam_engine.session.codec import to_plain
+
+    d = to_plain(reply)
+    d["t"] = _TAG[type(reply)]
+    return d
+
+
+def decode_reply(msg: Any, expected_seq: int | None = None) -> Any:
+    """The reply dataclass a sandbox map stands for; WireError for anything else."""
+    from htam_engine.session.codec import CodecError, decode
+
+    if not isinstance(msg, dict):
+        raise WireError(f"a message that is not a map ({type(msg).__name__})")
+    cls = REPLIES.get(msg.get("t"))
+    if cls is None:
+        raise WireError(f"a message of unknown type {str(msg.get('t'))[:40]!r}")
+    body = {k: v for k, v in msg.items() if k != "t"}
+    names = {f.name for f in dataclasses.fields(cls)}
+    extra = [k for k in body if k not in names]
+    if extra:
+        raise WireError(f"a {msg['t']!r} message with unknown field(s) {', '.join(map(str, extra[:4]))}")
+    try:
+        reply = decode(cls, body)
+    except CodecError as exc:
+        raise WireError(f"a malformed {msg['t']!r} message ({exc})") from None
+    for leaf in getattr(reply, "outputs", ()):
+        if leaf.value is not None and not isinstance(leaf.value, (bool, int, float)):
+            raise WireError(f"an output value of type {type(leaf.value).__name__}")
+    seq = getattr(reply, "seq", None)
+    if expected_seq is not None and seq is not None and seq != expected_seq:
+        raise WireError(f"a reply to request {seq} while request {expected_seq} was pending")
+    return reply

@@ -1,0 +1,203 @@
+"""The zygote: a clean process that has imported torch and the sandbox code, and forks sandboxes.
+
+Run as `python -m htam_engine.evaluate.zygote` by the judge (behind HTAM_WORKER_WRAPPER when a
+site sets one, so every sandbox runs inside the wrapper too), with one socket in
+HTAM_ZYGOTE_FD. It never initializes CUDA and never runs a model, so a fork of it is a fresh
+sandbox in tens of milliseconds instead of a 2-3 s interpreter start; each child initializes
+CUDA itself.
+
+For each request it forks a sandbox whose only descriptors are stdin/stdout/stderr and its own
+end of a new socket pair (the other end goes to the judge with the child's pid). The child
+gets a session of its own, the sandbox resource limits, and dies with the zygote. The zygote
+is a child subreaper: a process a candidate double-forked away is re-parented here and killed
+at the next sweep (any child that is not a live sandbox). It is non-dumpable, so a candidate
+running as the same user cannot ptrace it to reach sandboxes forked later.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import resource
+import select
+import signal
+import socket
+import sys
+
+from htam_engine.evaluate import limits
+
+SWEEP_S = 0.5
+
+
+def _import_everything() -> None:
+    """What every sandbox needs, imported once here (shared copy-on-write by every fork)."""
+    import torch  # noqa: F401
+    import torch.utils.cpp_extension  # noqa: F401
+
+    try:
+        import triton  # noqa: F401
+        import triton.language  # noqa: F401
+    except Exception:  # noqa: BLE001 - no triton on this machine
+        pass
+    from htam_engine.evaluate import sandbox  # noqa: F401
+    from htam_engine.problems import loader  # noqa: F401
+    from htam_engine.session import codec  # noqa: F401 - the sandbox's replies are encoded with it
+
+
+def _close_all_but(*keep: int) -> None:
+    """Close every open descriptor not in `keep` (read from /proc: closing up to the descriptor
+    limit one by one can take half a second where close_range is missing)."""
+    try:
+        fds = [int(name) for name in os.listdir("/proc/self/fd")]
+    except OSError:
+        fds = list(range(3, resource.getrlimit(resource.RLIMIT_NOFILE)[0]))
+    for fd in fds:
+        if fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _child(sock: socket.socket, zygote_sock: socket.socket, role: str, device: str, as_mb: int | None,
+           cpu_threads: int | None) -> None:
+    """The forked child: cut loose from the zygote, take its limits, serve as a sandbox. Never returns."""
+    code = 1
+    try:
+        for name, value in (("HTAM_WORKER_AS_MB", as_mb), ("HTAM_WORKER_CPU_THREADS", cpu_threads)):
+            if value:
+                os.environ[name] = str(int(value))
+            else:
+                os.environ.pop(name, None)
+        if cpu_threads:
+            os.environ["OMP_NUM_THREADS"] = str(int(cpu_threads))
+        zygote_sock.close()
+        os.setsid()
+        parent = os.getppid()
+        limits.die_with_parent(signal.SIGKILL)
+        if os.getppid() != parent:  # the zygote died before the flag was set
+            os._exit(1)
+        limits.adopt_orphans()  # what the candidate double-forks stays in this tree
+        _close_all_but(0, 1, 2, sock.fileno())
+        limits.apply_sandbox_limits()
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        from htam_engine.evaluate.sandbox import serve
+
+        code = serve(sock.detach(), role, device)
+    except BaseException:  # noqa: BLE001 - whatever happens, this process must not return into the zygote
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+class Zygote:
+    def __init__(self, fd: int):
+        self.sock = socket.socket(fileno=fd)
+        self.parent = os.getppid()
+        self.sandboxes: set[int] = set()
+        self.exits: dict[int, int] = {}  # recent sandboxes' exit statuses, as subprocess reports them
+
+    def _send(self, msg: dict, fds: list[int] | None = None) -> None:
+        from htam_engine.evaluate.protocol import frame_reply
+
+        data = frame_reply(msg)
+        if fds:
+            socket.send_fds(self.sock, [data], fds)
+        else:
+            self.sock.sendall(data)
+
+    def fork(self, role: str, device: str, as_mb: int | None, cpu_threads: int | None) -> None:
+        judge_end, child_end = socket.socketpair()
+        pid = os.fork()
+        if pid == 0:
+            judge_end.close()
+            _child(child_end, self.sock, role, device, as_mb, cpu_threads)
+        child_end.close()
+        self.sandboxes.add(pid)
+        try:
+            self._send({"t": "forked", "pid": pid}, [judge_end.fileno()])
+        finally:
+            judge_end.close()
+
+    def sweep(self) -> None:
+        """Reap exited sandboxes; kill every other child (a candidate's escaped grandchild)."""
+        while True:
+            try:
+                pid, _status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            if pid in self.sandboxes:
+                self.sandboxes.discard(pid)
+                self.exits[pid] = -os.WTERMSIG(_status) if os.WIFSIGNALED(_status) else os.WEXITSTATUS(_status)
+                while len(self.exits) > 64:
+                    del self.exits[next(iter(self.exits))]
+        try:
+            import psutil
+
+            strays = [c for c in psutil.Process().children() if c.pid not in self.sandboxes]
+        except Exception:  # noqa: BLE001 - psutil failing: the sandboxes' own kills still apply
+            return
+        for child in strays:
+            try:
+                child.kill()
+            except psutil.Error:
+                pass
+
+    def kill_all(self) -> None:
+        for pid in list(self.sandboxes):
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def serve(self) -> int:
+        from htam_engine.evaluate.protocol import ProtocolError, recv_request
+
+        self._send({"t": "ready", "pid": os.getpid()})
+        while True:
+            ready, _, _ = select.select([self.sock], [], [], SWEEP_S)
+            self.sweep()
+            if os.getppid() != self.parent:  # the judge is gone: so are its sandboxes
+                self.kill_all()
+                return 0
+            if not ready:
+                continue
+            try:
+                req = recv_request(self.sock.fileno())
+            except (ProtocolError, OSError, EOFError):
+                self.kill_all()
+                return 0
+            if req.get("op") == "fork":
+                self.fork(str(req["role"]), str(req["device"]), req.get("as_mb"), req.get("cpu_threads"))
+            elif req.get("op") == "status":
+                self.sweep()
+                self._send({"t": "status", "pid": req["pid"], "code": self.exits.get(req["pid"])})
+            else:
+                self.kill_all()
+                return 0
+
+
+def main() -> int:
+    fd = int(os.environ.pop("HTAM_ZYGOTE_FD"))
+    limits.no_core_files()
+    limits.make_non_dumpable()
+    limits.adopt_orphans()
+    _import_everything()
+    import torch
+
+    if torch.cuda.is_initialized():  # a fork would inherit a CUDA context it cannot use
+        print("htam zygote: CUDA was initialized while importing; sandboxes could not use it", file=sys.stderr)
+        return 1
+    gc.collect()
+    gc.freeze()  # the imported world is shared by every fork; a sandbox's collections skip it
+    return Zygote(fd).serve()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,161 @@
+"""The device lock in a judge: on a GPU a slot covers everything after compile, checks and the
+baselines' preparation hold the lock shared (a few judges at once, none while one times); on the
+CPU they take no lock. Timing holds it exclusively on both.
+
+A judge runs in this process on the small problem with the honest Triton candidate
+(TRITON_INTERPRET=1); the stage messages record whether the lock was held.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import uuid
+
+import pytest
+
+from harness_core_support import TRITON_CHAIN, fast_config
+from htam_engine.evaluate import devicelock
+from htam_engine.evaluate.backend import resolve_backend
+from htam_engine.evaluate.cache import cache_dir
+from htam_engine.evaluate.devicelock import DeviceLock
+from htam_engine.evaluate.result import Status
+from htam_engine.evaluate.stages import Stage
+
+
+def _held(name: str) -> bool:
+    """Whether another holder has the lock (flock conflicts across open files, even in one process)."""
+    path = cache_dir() / "locks" / f"{name}.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+        return False
+
+
+@pytest.fixture(scope="module")
+def judge():
+    from htam_engine.evaluate.judge import Judge
+    from htam_engine.evaluate.process import worker_env
+
+    j = Judge("cpu", lambda msg: None, env=worker_env("cpu"))
+    yield j
+    j.close()
+
+
+def oom_once(flag: str) -> str:
+    """The honest candidate, except that its first forward in the first sandbox to run it fails as
+    a check beside other workers' memory would (a stand-in: there is no GPU here)."""
+    return TRITON_CHAIN + f'''
+
+import os as _os
+
+_Fused = ModelNew
+
+
+class ModelNew(_Fused):
+    def forward(self, *args):
+        if not _os.path.exists({flag!r}):
+            open({flag!r}, "w").close()
+            raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB (stand-in)")
+        return super().forward(*args)
+'''
+
+
+def _stages(judge, small_problem, monkeypatch, slots: int, code: str = TRITON_CHAIN,
+            status: Status = Status.OK) -> list[tuple[str, bool]]:
+    lock = f"time-test-{uuid.uuid4().hex[:8]}"
+    # The policy a CUDA device gets, applied to the CPU (no GPU here): the lock mechanics are the same.
+    monkeypatch.setattr(devicelock, "check_slots", lambda device: slots)
+    seen: list[tuple[str, bool]] = []
+
+    def send(msg: dict) -> None:
+        if msg.get("t") == "stage":
+            seen.append((msg["stage"], _held(lock)))
+
+    monkeypatch.setattr(judge, "send", send)
+    monkeypatch.setattr(judge, "lock", DeviceLock("cpu", lock, lambda stage: judge.stage(Stage(stage))))
+    from htam_engine.evaluate.cache import candidate_key
+
+    result, healthy = judge.evaluate(small_problem, code, fast_config(trials=3), resolve_backend(code, None, "cpu"),
+                                     candidate_key(code, "triton", "cpu", "test"), 8000.0)
+    assert result.status is status, result.diagnostics.message
+    assert healthy  # a judge never ran the candidate: whatever it did, the judge goes on
+    assert not _held(lock) and not any(_held(f"{lock}-slot{i}") for i in range(slots))
+    for path in (cache_dir() / "locks").glob(f"{lock}*.lock"):
+        os.unlink(path)
+    return seen
+
+
+GPU_ORDER = [("compile", False), ("wait_lock", False), ("check", True), ("baseline", True), ("wait_lock", False),
+             ("time", True), ("check", True), ("wait_lock", False), ("baseline", True)]
+
+
+@pytest.mark.parametrize("slots,expected", [
+    # a GPU: wait for a slot, check and prepare the baselines holding the lock shared, wait again,
+    # time holding it alone, the work check shared again, then the baselines alone once more
+    # (the candidate's sandbox gone) holding it alone
+    (1, GPU_ORDER),
+    (3, GPU_ORDER),
+    # the CPU: checks run unlocked, timing alone
+    (0, [("compile", False), ("check", False), ("baseline", False), ("wait_lock", False), ("time", True),
+         ("check", False), ("wait_lock", False), ("baseline", True)]),
+])
+def test_lock_order_of_stages(judge, small_problem, monkeypatch, slots, expected):
+    assert _stages(judge, small_problem, monkeypatch, slots) == expected
+
+
+def test_check_out_of_memory_beside_other_checkers_is_checked_again_alone(judge, small_problem, monkeypatch,
+                                                                          tmp_path):
+    stages = _stages(judge, small_problem, monkeypatch, 2, oom_once(str(tmp_path / "flag")))
+    assert stages[:6] == [("compile", False), ("wait_lock", False), ("check", True), ("compile", False),
+                          ("wait_lock", False), ("check", True)]
+    assert stages[6:] == GPU_ORDER[3:]
+
+
+def test_check_out_of_memory_with_the_device_alone_is_a_runtime_error(judge, small_problem, monkeypatch, tmp_path):
+    stages = _stages(judge, small_problem, monkeypatch, 1, oom_once(str(tmp_path / "flag")), Status.RUNTIME_ERROR)
+    assert [s for s, _ in stages].count("check") == 1
+
+
+def test_gpu_devices_get_check_slots_by_memory(monkeypatch):
+    monkeypatch.delenv(devicelock.SLOTS_ENV, raising=False)
+    assert devicelock.check_slots("cpu") == 0
+    monkeypatch.setenv(devicelock.SLOTS_ENV, "2")
+    assert devicelock.check_slots("cuda") == 2 and devicelock.check_slots("cuda:1") == 2
+    monkeypatch.delenv(devicelock.SLOTS_ENV)
+    import torch
+
+    for gib, slots in [(141, 4), (80, 2), (40, 1), (24, 1), (512, 4)]:  # H200, H100, A100-40, L4, capped
+        props = type("Props", (), {"total_memory": gib << 30})()
+        monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device, p=props: p)
+        assert devicelock.check_slots("cuda") == slots, gib
+
+
+def test_a_baseline_whose_output_is_not_the_references_is_not_counted(judge, small_problem, monkeypatch):
+    # A stand-in for a reference sandbox whose compiled code was swapped for something wrong: the
+    # judge's reference is made to disagree with it for the rounds timed after the candidate.
+    from htam_engine.evaluate import judge as judge_mod
+
+    alone = judge_mod.Evaluation._time_baselines_alone
+
+    def disagreeing(self, bs):
+        real = self.reference.outputs
+        monkeypatch.setattr(self.reference, "outputs", lambda *a, **k: real(*a, **k) * 2 + 1)
+        try:
+            return alone(self, bs)
+        finally:
+            monkeypatch.setattr(self.reference, "outputs", real)
+
+    monkeypatch.setattr(judge_mod.Evaluation, "_time_baselines_alone", disagreeing)
+    from htam_engine.evaluate.cache import candidate_key
+
+    result, _ = judge.evaluate(small_problem, TRITON_CHAIN, fast_config(trials=3), "triton",
+                               candidate_key(TRITON_CHAIN, "triton", "cpu", "test"), 8000.0)
+    assert result.status is Status.OK, result.diagnostics.message
+    wrong = [f for f in result.integrity if f.rule == "baseline_wrong"]
+    assert wrong and wrong[0].severity == "warn" and "not counted" in wrong[0].message
+    assert result.ref_runtime_ms and result.ref_spread.n == 3  # the rounds beside the candidate still count

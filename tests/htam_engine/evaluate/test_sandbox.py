@@ -1,0 +1,126 @@
+"""The judge's side of a sandbox: shared buffers, the message schema, pausing a candidate's tree.
+
+A real zygote and real sandboxes (forked from it) run here; no judge is involved.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import psutil
+import pytest
+import torch
+
+from htam_engine.evaluate import wire
+from htam_engine.evaluate.process import worker_env
+from htam_engine.evaluate.sandbox_client import SandboxLimits, fork_sandbox
+from htam_engine.evaluate.shared import Layout, SharedStorage, attach, view
+from htam_engine.evaluate.stages import Stage
+from htam_engine.evaluate.zygote_client import ZygoteProcess
+
+
+@pytest.fixture(scope="module")
+def zygote():
+    z = ZygoteProcess(worker_env("cpu"))
+    z.start()
+    yield z
+    z.close()
+
+
+def test_a_shared_storage_is_one_memory_under_any_layout_that_fits():
+    lay = Layout((3, 4), (1, 3), 0, "float32")  # a transposed layout: strides kept
+    storage = SharedStorage(lay.nbytes, "cpu")
+    try:
+        mine = storage.view(lay)
+        mine.copy_(torch.arange(12.0).reshape(3, 4))
+        theirs = view(attach(storage.export(), os.dup(storage.fd), "cpu"), lay, "cpu")
+        assert theirs.stride() == (1, 3) and torch.equal(theirs, mine)
+        theirs.mul_(2)  # what the other side writes, this side reads
+        assert float(mine[2, 3]) == 22.0
+        ints = view(attach(storage.export(), os.dup(storage.fd), "cpu"), Layout((6,), (1,), 0, "int64"), "cpu")
+        assert ints.numel() == 6  # the same bytes, another dtype
+        with pytest.raises(ValueError):
+            storage.view(Layout((100,), (1,), 0, "float32"))
+    finally:
+        storage.close()
+
+
+@pytest.mark.parametrize("msg,why", [
+    ([1, 2], "not a map"),
+    ({"t": "result", "result": {"status": "ok"}}, "unknown type"),
+    ({"t": "called", "seq": 1, "ok": True, "verdict": "ok"}, "unknown field"),
+    ({"t": "called", "seq": 1, "ok": "yes"}, "malformed"),
+    ({"t": "called", "seq": 7, "ok": True}, "request 7"),
+    ({"t": "called", "seq": 1, "ok": True, "outputs": [{"path": "", "kind": "number", "type_name": "x",
+                                                        "value": {"nested": 1}}]}, "output value"),
+])
+def test_anything_but_an_expected_reply_is_refused(msg, why):
+    with pytest.raises(wire.WireError, match=why):
+        wire.decode_reply(msg, expected_seq=1)
+
+
+def test_a_well_formed_reply_round_trips():
+    reply = wire.Called(3, True, ms=1.5, outputs=[wire.LeafMeta("[0]", "tensor", "Tensor", [2], [1], "float32", "cpu")],
+                        notes=[wire.Note("timer_tamper", "x")])
+    assert wire.decode_reply(wire.encode_reply(reply), expected_seq=3) == reply
+
+
+FORKS_A_SLEEPER = """
+import os
+if os.fork() == 0:
+    os.execvp("sleep", ["sleep", "4244.5"])
+class ModelNew:
+    pass
+"""
+
+
+def test_paused_stops_the_sandbox_and_everything_it_started(zygote):
+    sandbox = fork_sandbox(zygote, "candidate", "cpu", SandboxLimits())
+    try:
+        reply = sandbox.request(wire.Build(sandbox.next_seq(), FORKS_A_SLEEPER, "paused-test", "cpp"),
+                                stage=Stage.COMPILE, deadline_s=120, budget=None, memory_mb=0)
+        assert reply.ok, reply.message
+        family = [psutil.Process(p) for p in sandbox._family()]
+        assert len(family) == 2
+        deadline = time.monotonic() + 5  # the child forks before it execs sleep
+        while time.monotonic() < deadline and family[1].name() != "sleep":
+            time.sleep(0.02)
+        with sandbox.paused():
+            assert {p.status() for p in family} == {psutil.STATUS_STOPPED}
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and any(p.status() == psutil.STATUS_STOPPED for p in family):
+            time.sleep(0.02)
+        assert not any(p.status() == psutil.STATUS_STOPPED for p in family)
+    finally:
+        sandbox.kill()
+    assert not psutil.pid_exists(family[1].pid) or family[1].status() == psutil.STATUS_ZOMBIE
+
+
+FD_PROBE = """
+import os, resource
+fds = []
+for f in sorted(os.listdir("/proc/self/fd"), key=int)[3:]:
+    try:
+        fds.append(os.readlink(f"/proc/self/fd/{f}").split(":")[0])
+    except OSError:
+        pass  # the listing's own descriptor, closed by now
+raise SystemExit(f"{','.join(fds)} {resource.getrlimit(resource.RLIMIT_AS)[0]} {os.environ.get('OMP_NUM_THREADS')}")
+"""
+
+
+def test_a_sandbox_has_no_descriptor_of_its_parent_and_its_own_limits(zygote):
+    sandbox = fork_sandbox(zygote, "candidate", "cpu", SandboxLimits(as_mb=5000, cpu_threads=1))
+    try:
+        reply = sandbox.request(wire.Build(sandbox.next_seq(), FD_PROBE, "fd-probe", "cpp"), stage=Stage.COMPILE,
+                                deadline_s=120, budget=None, memory_mb=0)
+    finally:
+        sandbox.kill()
+    assert not reply.ok and "SystemExit" in reply.message
+    fds, as_limit, threads = reply.message.split("SystemExit: ", 1)[1].rsplit(" ", 2)
+    # Past stdin, stdout and stderr: its own socket and the build's lock file (held while it
+    # imports), nothing of the judge's or the zygote's (no other socket, no pipe).
+    others = fds.split(",")
+    assert others.count("socket") == 1 and "pipe" not in others, others
+    assert all(f == "socket" or f.endswith(".lock") for f in others), others
+    assert int(as_limit) == 5000 * 1024 * 1024 and threads == "1"
