@@ -17,10 +17,24 @@ import sys
 os.environ["TRITON_INTERPRET"] = "1"
 
 
+def _float64_outputs(model, inputs: list):
+    """The reference run in float64 (parameters and floating inputs), or None where it cannot run so."""
+    import copy
+
+    import torch
+
+    try:
+        exact = copy.deepcopy(model).double()
+        with torch.no_grad():
+            return exact(*[x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+                           for x in inputs])
+    except Exception:  # noqa: BLE001 - a model with a dtype-specific op: the float32 comparison stands alone
+        return None
+
+
 def check(case: dict) -> dict:
     import torch
 
-    from htam_engine.evaluate.checks.exact import Float64Reference
     from htam_engine.problems import instantiate, load_problem
 
     try:
@@ -35,7 +49,7 @@ def check(case: dict) -> dict:
         new = ns["ModelNew"](*init)
         torch.manual_seed(4)
         xs = inst.get_inputs()
-        exact = Float64Reference(ref).outputs(xs)
+        exact = _float64_outputs(ref, xs)
         with torch.no_grad():
             expected, actual = ref(*xs), new(*xs)
         tol = {"rtol": case.get("rtol", 1e-4), "atol": case.get("atol", 1e-4)}
