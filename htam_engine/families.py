@@ -30,3 +30,13 @@ class Bottleneck(str, Enum):
     COMPUTE = "compute"
     LAUNCH = "launch"
     UNKNOWN = "unknown"
+
+
+class ProposalOutcome(str, Enum):
+    """What a proposer's answer to one request was (memory learns from the non-candidates too)."""
+
+    CANDIDATE = "candidate"  # a module to evaluate
+    EXHAUSTED = "exhausted"  # the strategies' moves have nothing left to change from the current best
+    NO_MOVE = "no_move"  # none of the retrieved strategies has a move that changes this problem's code
+    UNSUPPORTED = "unsupported"  # the problem cannot be written as kernels by this proposer
+    ERROR = "error"  # the proposer failed (a fault, an endpoint error, no module in the answer)

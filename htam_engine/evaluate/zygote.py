@@ -183,15 +183,34 @@ class Zygote:
                 return 0
 
 
+def _fork_is_poisoned() -> bool:
+    """Whether a child forked now could not use CUDA: torch marks fork unsafe once the CUDA
+    driver was initialized, which `torch.cuda.is_available()` does unless NVML answers it."""
+    import torch
+
+    if not torch.cuda._is_compiled():
+        return False
+    pid = os.fork()
+    if pid == 0:
+        os._exit(1 if torch._C._cuda_isInBadFork() else 0)
+    _, status = os.waitpid(pid, 0)
+    return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 1
+
+
 def main() -> int:
     fd = int(os.environ.pop("HTAM_ZYGOTE_FD"))
+    # Importing torch.utils.cpp_extension asks torch.cuda.is_available() when CUDA_HOME is set;
+    # answered by the driver, that initializes CUDA and poisons every later fork (measured on an
+    # H200 box: each sandbox died with "Cannot re-initialize CUDA in forked subprocess").
+    # Answered by NVML it does not. Sandboxes inherit the setting.
+    os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
     limits.no_core_files()
     limits.make_non_dumpable()
     limits.adopt_orphans()
     _import_everything()
     import torch
 
-    if torch.cuda.is_initialized():  # a fork would inherit a CUDA context it cannot use
+    if torch.cuda.is_initialized() or _fork_is_poisoned():  # a fork could not use CUDA
         print("htam zygote: CUDA was initialized while importing; sandboxes could not use it", file=sys.stderr)
         return 1
     gc.collect()

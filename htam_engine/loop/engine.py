@@ -42,7 +42,7 @@ from htam_engine.memory import (
     select_direction,
     update,
 )
-from htam_engine.memory.learn import NOTABLE
+from htam_engine.memory.learn import NOTABLE, credited, proposal_status
 from htam_engine.memory.select import lineage
 from htam_engine.memory.types import HistoryEntry, Retrieval, Selection, State
 from htam_engine.problems.model import Problem
@@ -453,6 +453,8 @@ class Engine:
             last_result=last.result if last else None, last_code=last.code if last else None,
             last_failure=self._last_failure(),
             veto_reasons=self._veto_reasons(), step=step, seed=c.seed,
+            proposed=tuple(cd.code for r in s.steps for cd in r.candidates if cd.code and (
+                cd.result is not None or (cd.decision is not None and cd.decision.action == "veto"))),
         )
         k = c.samples * c.steps if c.ablation == "best-of-n" else c.samples
         k = max(1, k)
@@ -478,7 +480,7 @@ class Engine:
             proposal = Proposal(code=None, failure=f"proposer error: {exc}")
         cand = Candidate(sample=sample, code=proposal.code, prompt=proposal.prompt,
                          model_output=proposal.raw_output, failure=proposal.failure,
-                         template=proposal.template, usage=proposal.usage or Usage())
+                         template=proposal.template, usage=proposal.usage or Usage(), outcome=proposal.kind.value)
         self._emit(ev.CandidateProposed(step, sample=sample, code=cand.code, failure=cand.failure))
         if cand.code is None:
             return cand
@@ -555,7 +557,7 @@ class Engine:
         if status is not None:  # skipped steps teach nothing
             delta = update(  # the move is recorded from the one that made the best it was tried on
                 self.htg, history=lineage(history), state=state, direction=selection.direction,
-                strategies=[st.id for st in retrieval.strategies], status=status,
+                strategies=credited(retrieval.strategies, outcome.template if outcome else None), status=status,
                 prev_speedup=prev_best, new_speedup=new_speedup, family=self.problem.family,
                 backend=Backend(c.backend), veto_reason=veto_reason, session_id=s.id, step=step,
                 ablation="no-update" if c.ablation == "no-update" else None,
@@ -627,7 +629,7 @@ def outcome_status(outcome: Candidate | None) -> tuple[str | None, float | None,
         return outcome.result.status.value, _speedup(outcome.result), None
     if outcome.decision is not None and outcome.decision.action is Action.VETO:
         return "vetoed", None, outcome.decision.reason or "vetoed"
-    if outcome.code is None:
-        return "failed", None, None  # the proposer produced no candidate
+    if outcome.code is None:  # the proposer produced no candidate (and may have said why)
+        return proposal_status(outcome.outcome), None, None
     return None, None, None
 

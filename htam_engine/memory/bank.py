@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Iterator
 
 from htam_engine.errors import InputError
 from htam_engine.memory.graph import HTG, MemoryDataError
-from htam_engine.memory.learn import apply_delta
+from htam_engine.memory.learn import apply_delta, upgrade_from_seed
 from htam_engine.storage import gc_paused, open_envelope, read_raw, write_envelope
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ def load_bank(path: str | os.PathLike | None = None) -> HTG:
         if version == 0:
             raise BankFileError(f"{p}: not a memory bank file")
         try:
-            return HTG.from_data(body, copy=False)
+            return upgrade_from_seed(HTG.from_data(body, copy=False))
         except MemoryDataError as exc:
             raise BankFileError(f"{p}: {exc}") from None
 

@@ -172,6 +172,11 @@ class HTG:
         self._family_index.clear()
         return sid
 
+    def set_strategy_families(self, id: str, families: Iterable[str]) -> None:
+        """Change the families a strategy is meant for (a seed upgrade narrows a move to where it applies)."""
+        self.strategy_attrs(id)["families"] = list(families)
+        self._family_index.clear()
+
     def _near_duplicate(self, direction: str, title: str, description: str) -> str | None:
         """Same normalized title, or descriptions sharing >= 80 % of their words (Jaccard)."""
         t, words = slug(title), _words(description)

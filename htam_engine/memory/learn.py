@@ -19,8 +19,9 @@ import time
 from typing import Any
 
 from htam_engine.evaluate.result import Status
+from htam_engine.families import ProposalOutcome
 from htam_engine.memory.graph import HTG, START, USES_KEPT
-from htam_engine.memory.types import HistoryEntry, State
+from htam_engine.memory.types import HistoryEntry, State, StrategyView
 
 DELTA_VERSION = 1
 # Reward of a step that produced no usable result, by status (one place).
@@ -32,6 +33,10 @@ PENALTIES: dict[str, float] = {
     Status.TIMEOUT.value: -0.8,
     "vetoed": -0.5,
     "failed": -0.5,  # the proposer produced no candidate
+    # the proposer said why it wrote nothing: the direction's moves had nothing left to change
+    # from the current best, or none of them changes this problem (a wasted step, not a fault)
+    ProposalOutcome.EXHAUSTED.value: -0.3,
+    ProposalOutcome.NO_MOVE.value: -0.3,
     "skipped": 0.0,
 }
 REWARD_CLAMP = 2.0
@@ -40,6 +45,21 @@ REWARD_CLAMP = 2.0
 OK_FLOOR = -0.4
 NOTABLE = 0.3  # |reward| at or above this leaves a learned note on the edge
 LEARNED_NOTES_KEPT = 8
+
+
+def credited(strategies: list[StrategyView], template: str | None) -> list[str]:
+    """The retrieved strategies a step's outcome is credited to: those whose template produced it
+    (the offline proposer applies one strategy's move), else all of them (a model read them all)."""
+    applied = [s.id for s in strategies if template is not None and s.template == template]
+    return applied or [s.id for s in strategies]
+
+
+def proposal_status(outcome: ProposalOutcome | str | None) -> str:
+    """The status memory records for a proposal that brought no candidate: the proposer's own
+    'nothing left to change' / 'no move here' (a wasted step), else a failure."""
+    known = {ProposalOutcome.EXHAUSTED.value, ProposalOutcome.NO_MOVE.value}
+    value = outcome.value if isinstance(outcome, ProposalOutcome) else outcome
+    return value if value in known else "failed"
 
 
 def compute_reward(prev_speedup: float | None, new_speedup: float | None, status: str | Status) -> float:
@@ -106,6 +126,28 @@ def record_lesson(htg: HTG, delta: dict[str, Any], *, direction: str, title: str
             "template": template, "families": list(families), "backends": list(backends), "states": list(states),
             "source": "learned"})
     return sid
+
+
+def upgrade_from_seed(htg: HTG) -> HTG:
+    """A bank made from an older seed gets what the shipped seed has since added: strategies it lacks
+    (by id, with no experience yet) and the current move and families of each seed strategy it holds
+    (moves are renamed as the offline proposer's design space changes, and a move is meant only for
+    the families it applies to). Learned records are kept as they are."""
+    seed = HTG.seed()
+    known = set(htg.directions())
+    for sid in seed.strategy_ids():
+        a = seed.strategy_attrs(sid)
+        if a["direction"] not in known:
+            continue
+        if htg.has_strategy(sid):
+            mine = htg.strategy_attrs(sid)
+            if mine["source"] == "seed":
+                mine["template"] = a["template"]
+                htg.set_strategy_families(sid, a["families"])
+        else:
+            htg.add_strategy(a["direction"], a["title"], a["description"], a["pitfalls"], a["template"], source="seed",
+                             families=a["families"], backends=a["backends"], states=a["states"], id=sid)
+    return htg
 
 
 def apply_delta(htg: HTG, delta: dict[str, Any]) -> None:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Awaitable, Callable, Protocol
 
 from htam_engine.evaluate.result import EvalResult
-from htam_engine.families import Backend
+from htam_engine.families import Backend, ProposalOutcome
 from htam_engine.memory.types import Retrieval, Selection, State
 from htam_engine.problems.model import Problem
 
@@ -44,6 +44,8 @@ class ProposalRequest:
     step: int = 1
     sample: int = 0  # index among the k samples of this step
     seed: int = 0
+    # candidates the session evaluated or a person vetoed (never proposed again); None: the caller did not say
+    proposed: tuple[str, ...] | None = None
 
 
 @dataclass(slots=True)
@@ -54,7 +56,15 @@ class Proposal:
     failure: str = ""  # why there is no code (step failure reason, goes into memory)
     usage: Usage = field(default_factory=Usage)
     model: str = ""
-    template: str | None = None  # offline template id used, if any
+    template: str | None = None  # offline proposer: the id of the move applied (a strategy's template)
+    outcome: ProposalOutcome | None = None  # None: CANDIDATE when there is code, ERROR when not
+    strategy: str | None = None  # the retrieved strategy whose move produced the code, if one did
+
+    @property
+    def kind(self) -> ProposalOutcome:
+        if self.outcome is not None:
+            return self.outcome
+        return ProposalOutcome.CANDIDATE if self.code is not None else ProposalOutcome.ERROR
 
 
 @dataclass(slots=True)

@@ -67,6 +67,7 @@ class Candidate:
     decision: Decision | None = None
     result: EvalResult | None = None
     usage: Usage = field(default_factory=Usage)
+    outcome: str | None = None  # the proposal's ProposalOutcome value (None in older sessions)
 
 
 @dataclass(slots=True)

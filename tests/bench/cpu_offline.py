@@ -2,17 +2,17 @@
 
 Run from the repository root (set HTAM_KERNELBENCH to add KernelBench level 1-2 files):
 
-    python3 tests/bench/cpu_offline.py                      # built-in suite, default template each
+    python3 tests/bench/cpu_offline.py                      # built-in suite, default settings each
     HTAM_KERNELBENCH=/work/kb/KernelBench python3 tests/bench/cpu_offline.py --kb-limit 40
-    python3 tests/bench/cpu_offline.py --problems relu,softmax --templates all
-    python3 tests/bench/cpu_offline.py --templates ew_fast_math,row_reduce_vec4,epilogue_fused
+    python3 tests/bench/cpu_offline.py --problems relu,softmax --moves all
+    python3 tests/bench/cpu_offline.py --moves fast_math,vector_width,online_reduction
 
 For each problem the proposer either writes a candidate ("attempted") or says why not
 ("unsupported", with its reason). Candidates are evaluated by the harness (compile,
 correctness on fresh and unseen-shape inputs, integrity checks, timing against eager).
 KernelBench files are shrunk with overrides (batch_size=16 and halving the largest
-size constants until every input has at most --max-elems elements). With --templates all,
-every applicable template is evaluated and a problem's best correct one counts.
+size constants until every input has at most --max-elems elements). With --moves all,
+every applicable move is evaluated and a problem's best correct one counts.
 Prints one line per candidate and a summary: attempted, ok, geometric-mean speedup_eager.
 The baselines are timed in each evaluation, in the same rounds as the candidate.
 With $OUT set (or --out) the record is written to $OUT/cpu_offline.json. One failure
@@ -121,28 +121,31 @@ def build_suite(args: argparse.Namespace, device: str) -> list[tuple[str, Any]]:
 
 
 def candidates_for(problem: Any, backend: str, which: str) -> tuple[list[tuple[str, str]], str | None]:
-    """[(template, code)] for a problem, or ([], reason) when the proposer declines."""
+    """[(move, code)] for a problem, or ([], reason) when the proposer declines.
+
+    which: "default" (the plan's defaults), "all" (the defaults and the first setting every
+    applicable move reaches from them), or a ranked list of move ids (the first that applies)."""
     from htam_engine.families import Backend
-    from htam_engine.propose.offline import TEMPLATE_IDS, Unsupported, generate, plan_problem
-    from htam_engine.propose.offline.proposer import candidate_templates
+    from htam_engine.propose.offline import DEFAULT_MOVE, MOVE_IDS, MOVES, Unsupported, generate, options
+    from htam_engine.propose.offline import plan_problem, plan_space
 
     try:
         if which == "default":
             g = generate(problem, backend)
-            return [(g.template, g.code)], None
-        plan = plan_problem(problem)
-        if which != "all":  # a ranked list, as memory retrieval would give: first applicable wins
-            ranked = candidate_templates(plan, Backend(backend), problem.family, which.split(","))
-            return [(ranked[0], generate(problem, backend, ranked[0]).code)], None
-        out = []
-        for tid in candidate_templates(plan, Backend(backend), problem.family, list(TEMPLATE_IDS)):
-            if tid in {t for t, _ in out}:
-                continue
-            try:
-                out.append((tid, generate(problem, backend, tid).code))
-            except Unsupported:
-                continue
-        return out, None
+            return [(g.move, g.code)], None
+        space = plan_space(plan_problem(problem, backend), Backend(backend))
+        ranked = list(MOVE_IDS) if which == "all" else which.split(",")
+        applicable = [m for m in ranked if m in MOVES and options(MOVES[m], space, space.defaults())]
+        if which != "all":
+            applicable = applicable[:1]
+        out = [(DEFAULT_MOVE, generate(problem, backend).code)] if which == "all" else []
+        seen = {code for _, code in out}
+        for move in applicable:
+            code = generate(problem, backend, move).code
+            if code not in seen:
+                seen.add(code)
+                out.append((move, code))
+        return (out, None) if out else ([], "no listed move applies")
     except Unsupported as exc:
         return [], str(exc)
 
@@ -162,13 +165,13 @@ async def evaluate_suite(suite: list[tuple[str, Any]], backend: str, device: str
             try:
                 cfg = EvalConfig(backend=backend, device=device, overrides=dict(problem.overrides), **config_kw)
                 r = await pool.evaluate(problem, code, cfg)
-                row = {"problem": label, "template": tid, "status": r.status.value,
+                row = {"problem": label, "move": tid, "status": r.status.value,
                        "speedup_eager": r.speedup_eager, "speedup_compile": r.speedup_compile,
                        "runtime_ms": r.runtime_ms, "ref_runtime_ms": r.ref_runtime_ms,
                        "compile_ref_runtime_ms": r.compile_ref_runtime_ms, "message": r.diagnostics.message,
                        "wall_s": round(time.time() - t0, 1), "compile_cached": r.stages.compile_cached}
             except Exception as exc:  # noqa: BLE001 - one failure never stops the bench
-                row = {"problem": label, "template": tid, "status": "bench_error",
+                row = {"problem": label, "move": tid, "status": "bench_error",
                        "message": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()[-1500:]}
             speed = row.get("speedup_eager")
             sp = f"{speed:.2f}x" if isinstance(speed, float) else "-"
@@ -180,7 +183,7 @@ async def evaluate_suite(suite: list[tuple[str, Any]], backend: str, device: str
     for label, problem in suite:
         cands, reason = candidates_for(problem, backend, which)
         if reason is not None:
-            rows.append({"problem": label, "template": None, "status": "unsupported", "message": reason})
+            rows.append({"problem": label, "move": None, "status": "unsupported", "message": reason})
             print(f"{label:60s} {'-':18s} unsupported     {reason[:100]}", flush=True)
             continue
         jobs += [one(label, problem, tid, code) for tid, code in cands]
@@ -216,8 +219,8 @@ def summarize(rows: list[dict[str, Any]], key: str = "speedup_eager") -> dict[st
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--problems", help="comma-separated built-in names or files (default: built-in + KernelBench)")
-    ap.add_argument("--templates", default="default",
-                    help="default | all | a ranked comma-separated list (first applicable template wins)")
+    ap.add_argument("--moves", default="default",
+                    help="default | all | a ranked comma-separated list of move ids (first applicable wins)")
     ap.add_argument("--kb-limit", type=int, default=None,
                     help="per level, at most this many KernelBench files the proposer takes on (default: all files)")
     ap.add_argument("--max-elems", type=int, default=1 << 21, help="KernelBench inputs are shrunk to this many elements")
@@ -229,7 +232,7 @@ def main() -> int:
     suite = build_suite(args, "cpu")
     print(f"{len(suite)} problems", flush=True)
     t0 = time.time()
-    rows = asyncio.run(evaluate_suite(suite, "cpp", "cpu", args.templates, args.workers,
+    rows = asyncio.run(evaluate_suite(suite, "cpp", "cpu", args.moves, args.workers,
                                       {"trials": args.trials, "warmup": 2, "timeout_s": 1200.0,
                                        "time_compile_baseline": False}))
     summary = summarize(rows)

@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import sys
 import time
@@ -123,17 +124,16 @@ def load(ids: list[str], device: str, small: bool, max_elems: int) -> dict[str, 
 
 
 def candidate_bound(problems: dict[str, Any], backend: str) -> tuple[int, dict[str, int]]:
-    """Distinct candidates the current offline proposer can write for each problem (any arm's upper bound)."""
+    """Settings in each problem's design space on this backend (the product of its knobs' domains):
+    an upper bound on the distinct candidates any arm can write for it."""
     from htam_engine.families import Backend
-    from htam_engine.propose.offline import TEMPLATE_IDS, Unsupported, generate, plan_problem
-    from htam_engine.propose.offline.proposer import candidate_templates
+    from htam_engine.propose.offline import Unsupported, plan_problem, plan_space
 
     per: dict[str, int] = {}
     for pid, problem in problems.items():
         try:
-            plan = plan_problem(problem)
-            tids = candidate_templates(plan, Backend(backend), problem.family, list(TEMPLATE_IDS))
-            per[pid] = len({generate(problem, backend, t).code for t in tids})
+            space = plan_space(plan_problem(problem, backend), Backend(backend))
+            per[pid] = math.prod(len(spec.values) for spec in space)
         except Unsupported:
             per[pid] = 0
     return sum(per.values()), per

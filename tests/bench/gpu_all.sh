@@ -3,6 +3,11 @@
 #   bash tests/bench/gpu_all.sh [tests] [harness] [offline] [batch]     (default: all)
 #   bash tests/bench/gpu_all.sh ablation     the memory-value experiment alone (8 minutes; needs
 #                                            HTAM_KERNELBENCH; its table.jsonl comes back in gpu.tgz)
+#   bash tests/bench/gpu_all.sh memory       peak memory of an evaluation, the largest level-1 problems (gpu_memory.py)
+#   bash tests/bench/gpu_all.sh verify       htam verify over the exports of kbtable's batch (run kbtable first)
+#   bash tests/bench/gpu_all.sh throughput   the worker pool against one at a time (gpu_batch.py --parts throughput)
+#   bash tests/bench/gpu_all.sh kbtable      the KernelBench level 1+2 table alone (9 minutes; needs
+#                                            HTAM_KERNELBENCH; kb_table.md/.json under $OUT)
 # Per part: <PART>_ARGS passes arguments, <PART>_S caps its seconds (TESTS_ARGS, OFFLINE_S, ...).
 # Wheels for packages the machine lacks travel in .whl/ (see README, "GPU runs").
 # Logs go to $OUT (or ./gpu-out); everything the parts write (JSON, batch sessions, reports) is
@@ -20,7 +25,14 @@ for part in $parts; do
     harness) timeout ${HARNESS_S:-300} python3 tests/bench/gpu_harness.py ${HARNESS_ARGS:-} > "$OUT/gpu_harness.txt" 2>&1; tail -25 "$OUT/gpu_harness.txt" ;;
     offline) timeout ${OFFLINE_S:-300} python3 tests/bench/gpu_offline.py ${OFFLINE_ARGS:-} > "$OUT/gpu_offline.txt" 2>&1; tail -25 "$OUT/gpu_offline.txt" ;;
     batch)   timeout ${BATCH_S:-420} python3 tests/bench/gpu_batch.py ${BATCH_ARGS:-} > "$OUT/gpu_batch.txt" 2>&1; tail -30 "$OUT/gpu_batch.txt" ;;
+    kbtable) timeout ${KBTABLE_S:-570} python3 tests/bench/kb_table.py --device cuda --out "$OUT" ${KBTABLE_ARGS:-} \
+               > "$OUT/kb_table.txt" 2>&1; tail -230 "$OUT/kb_table.txt"; cp "$OUT"/kb_table.md "$OUT"/kb_table.json "$FINAL"/ 2>/dev/null ;;
     ablation) timeout ${ABLATION_S:-570} python3 tests/bench/gpu_ablation.py ${ABLATION_ARGS:---deadline 480} > "$OUT/gpu_ablation.txt" 2>&1; tail -60 "$OUT/gpu_ablation.txt" ;;
+    memory)  timeout ${MEMORY_S:-300} python3 tests/bench/gpu_memory.py ${MEMORY_ARGS:---top 3} > "$OUT/gpu_memory.txt" 2>&1; tail -12 "$OUT/gpu_memory.txt" ;;
+    verify)  timeout ${VERIFY_S:-400} python3 tests/bench/gpu_verify.py --parts alone --batch "$OUT/kb_table" --work "$OUT/verify" \
+               ${VERIFY_ARGS:---deadline 330} > "$OUT/gpu_verify.txt" 2>&1; tail -40 "$OUT/gpu_verify.txt" ;;
+    throughput) timeout ${THROUGHPUT_S:-400} python3 tests/bench/gpu_batch.py --parts throughput \
+               ${THROUGHPUT_ARGS:---workers 16 --parallel 16 --sequential 3} > "$OUT/gpu_throughput.txt" 2>&1; tail -20 "$OUT/gpu_throughput.txt" ;;
     *) echo "unknown part $part" ;;
   esac
   echo "== $part took $(( $(date +%s) - start )) s"

@@ -11,7 +11,7 @@ batch       `htam batch builtin --device cuda --backend cuda` with the offline p
             sizes (problems in flight: --jobs); its metrics (correctness, fast_p, geomean vs
             eager and torch.compile).
 throughput  distinct CUDA load_inline candidates (the offline proposer's candidates for every
-            built-in problem x template) evaluated (compile, check, time) with the parallel
+            built-in problem x move) evaluated (compile, check, time) with the parallel
             pool (--workers slots) and, in the same run, a subset of the same candidates one at
             a time through a single worker; candidates per minute for each, and the per-stage
             times. Each mode uses its own fresh compile cache, so neither reuses the other's builds;
@@ -129,13 +129,13 @@ def run_batch(args: argparse.Namespace) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------- throughput
 async def offline_candidates(limit: int) -> list[tuple[Any, str, str]]:
-    """(problem, code, template) for distinct sources of the offline proposer (TARGET's backend)."""
+    """(problem, code, move) for distinct sources of the offline proposer (TARGET's backend)."""
     from htam_engine.families import Backend
     from htam_engine.memory import make_state
     from htam_engine.memory.types import Retrieval, Selection, StrategyView
     from htam_engine.problems import builtin_names, load_problem
     from htam_engine.propose.base import ProposalRequest
-    from htam_engine.propose.offline import TEMPLATE_IDS, OfflineProposer
+    from htam_engine.propose.offline import MOVE_IDS, OfflineProposer
 
     proposer = OfflineProposer()
     seen: set[str] = set()
@@ -147,7 +147,7 @@ async def offline_candidates(limit: int) -> list[tuple[Any, str, str]]:
             continue
         backend = Backend(TARGET["backend"])
         state = make_state("start", problem.family, backend, "unknown", None)
-        for tid in TEMPLATE_IDS:  # a retrieval naming one template steers the proposer to it
+        for tid in MOVE_IDS:  # a retrieval naming one move steers the proposer to it
             hint = StrategyView(id=f"bench-{tid}", direction="", title=tid, description="", template=tid)
             req = ProposalRequest(problem=problem, backend=backend, state=state,
                                   selection=Selection("", [], "bench"), retrieval=Retrieval("", [hint], []))

@@ -182,7 +182,7 @@ def measure(doc: dict[str, Any], device: str, backend: str, trials: int, evaluat
     gpu = device.startswith("cuda")
     with Sampler(device_used(device) if gpu else tree_rss, 0.001 if gpu else 0.01) as s, PerProcess() as per:
         result = evaluator.evaluate(problem, candidate.code, config)
-    row.update(template=candidate.template, status=result.status.value, message=result.diagnostics.message[:160],
+    row.update(template=candidate.move, status=result.status.value, message=result.diagnostics.message[:160],
                peak_bytes=s.extra, baseline_bytes=s.base, per_process=per.described() if gpu else "")
     total = row["input_bytes"] + (row["output_bytes"] or 0)
     row["ratio"] = s.extra / total if total and row["output_bytes"] is not None else None

@@ -2,8 +2,8 @@
 
 Run on a machine with a CUDA GPU, from the repository root:
 
-    python3 tests/bench/gpu_offline.py                       # both backends, default template each
-    python3 tests/bench/gpu_offline.py --templates all       # every applicable template, best counts
+    python3 tests/bench/gpu_offline.py                       # both backends, default settings each
+    python3 tests/bench/gpu_offline.py --moves all           # every applicable move, best counts
     python3 tests/bench/gpu_offline.py --backends triton --problems relu,softmax
 
 Per problem and backend the proposer writes a candidate (or says why it cannot); the
@@ -81,8 +81,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--backends", default="triton,cuda")
     ap.add_argument("--problems", help="comma-separated built-in names (default: the whole built-in suite)")
-    ap.add_argument("--templates", default="default",
-                    help="default | all | a ranked comma-separated list (first applicable template wins)")
+    ap.add_argument("--moves", default="default",
+                    help="default | all | a ranked comma-separated list of move ids (first applicable wins)")
     ap.add_argument("--workers", type=int, default=4, help="parallel compiles (timing is serialised per GPU)")
     ap.add_argument("--trials", type=int, default=30)
     ap.add_argument("--out", default=os.environ.get("OUT"))
@@ -110,7 +110,7 @@ def main() -> int:
     t0 = time.time()
     for backend in args.backends.split(","):
         print(f"\n== {backend} ==", flush=True)
-        rows = asyncio.run(evaluate_suite(suite, backend, "cuda", args.templates, args.workers,
+        rows = asyncio.run(evaluate_suite(suite, backend, "cuda", args.moves, args.workers,
                                           {"trials": args.trials, "warmup": 5, "timeout_s": 1200.0,
                                            "time_compile_baseline": True}))
         bandwidth = {}

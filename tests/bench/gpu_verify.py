@@ -111,6 +111,18 @@ def batch_speedups(out: Path) -> dict[str, float | None]:
     return {r["problem"]: r.get("speedup_eager") for r in rows}
 
 
+def names_in_batch(out: Path, limit: int) -> list[str]:
+    """Problems of a finished batch worth verifying ('levelN/NAME'): this file's list first (the known
+    gaps), then the batch's other correct problems in its order, `limit` in all."""
+    try:
+        rows = json.loads((out / "results.json").read_text())["rows"]
+    except (OSError, ValueError, KeyError) as exc:
+        sys.exit(f"gpu_verify: no batch results in {out}: {exc}")
+    correct = [r["problem"].split(":", 1)[-1] for r in rows if r.get("correct")]
+    ordered = [n for n in PROBLEMS if n in correct] + [n for n in correct if n not in PROBLEMS]
+    return ordered[:limit]
+
+
 def verify_all(pairs: list[tuple[Any, Path]], checkout: Any, device: str, settings: Any, deadline: float,
                batch_x: dict[str, float | None], label: str) -> list[dict[str, Any]]:
     from htam_engine.loop.report import times
@@ -157,6 +169,10 @@ def main() -> int:
     ap.add_argument("--load-problems", type=int, default=8, help="how many exports to verify again under load")
     ap.add_argument("--deadline", type=float, default=480, help="seconds for the whole run; parts stop early after it")
     ap.add_argument("--budget-mb", type=float, default=None, help="shrink inputs (default: official on CUDA, 1 on the CPU)")
+    ap.add_argument("--batch", default=None,
+                    help="verify the exports of this finished batch folder (e.g. kb_table.py's $OUT/kb_table) "
+                         "instead of running one: the list's problems it has first, then its other correct ones, "
+                         "up to --limit (default 30)")
     ap.add_argument("--work", default=None, help="batch folders and logs; a finished batch there is reused "
                                                  "(default /tmp/htam-gpu-verify)")
     args = ap.parse_args()
@@ -182,6 +198,8 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     report_path = Path(os.environ.get("OUT") or ".") / "gpu_verify.json"
     names = PROBLEMS[: args.limit]
+    if args.batch:
+        names = names_in_batch(Path(args.batch), args.limit or len(PROBLEMS))
     print(f"device {device}; KernelBench: {checkout.root}{'' if gpu else ' (test double: KernelBench needs CUDA)'}; "
           f"settings {settings.to_dict()}; sizes {'official' if budget is None else f'shrunk to {budget_mb:g} MiB'}")
     print(f"problems ({len(names)}): {', '.join(names)}", flush=True)
@@ -193,9 +211,11 @@ def main() -> int:
     from htam_engine.problems import load_problem
 
     t0 = time.monotonic()
-    out = work / "batch"
+    out = Path(args.batch) if args.batch else work / "batch"
     problems = [load_problem(str(f)) for f in files]
-    if finished(out, [p.id for p in problems]):
+    if args.batch:
+        print(f"\nbatch: the exports of {out}", flush=True)
+    elif finished(out, [p.id for p in problems]):
         print(f"\nbatch: reusing the finished one in {out}", flush=True)
     else:
         proc = htam_batch(files, out, args, device, env, work / "batch.log")

@@ -1,18 +1,23 @@
-"""C++ (CPU) kernels for fused regions, built with torch.utils.cpp_extension.load_inline.
+"""C++ (CPU) kernel sources for fused regions (extension.py wraps them in load_inline).
 
-Elementwise regions: one pass over contiguous rows of length L, split across
-ATen's intra-op threads. Row regions: one task per group of rows; each pass of the
-schedule is a plain loop the compiler can vectorise; inner>1 layouts (reducing a
-middle dimension) keep one accumulator per inner position so loads stay contiguous.
+Elementwise regions: one pass over contiguous rows of length L, split across ATen's
+intra-op threads in tasks of ew.block elements (or persistent workers). Row regions: one
+task per group of rows; each pass of the schedule is a plain loop the compiler can
+vectorise; inner>1 layouts (reducing a middle dimension) keep one accumulator per inner
+position so loads stay contiguous. cpu.exp=poly writes exp/tanh/sigmoid/erf as branch-free
+polynomials (libm's calls stop a loop from vectorising).
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from htam_engine.propose.offline.ir import ELEM, ROW, Region, needed
+from htam_engine.propose.offline.lower import Plan
 from htam_engine.propose.offline.printers import CPrinter, emit_defs, leaf_ref
 from htam_engine.propose.offline.schedule import Reduction, build_schedule, elem_defs, row_defs
+from htam_engine.propose.offline.space import Knob, KnobSpec, Settings
 
 HEADER = """#include <torch/extension.h>
 #include <ATen/Parallel.h>
@@ -113,9 +118,15 @@ def _decl(ctype: str, name: str, value: str) -> str:
 # ---------------------------------------------------------------- elementwise
 
 
-def ew_source(region: Region, variant: str, fast: bool, vexp: bool = False) -> str:
-    """variant: scalar | vec4 | stride."""
-    pr = CPrinter(cuda=False, fast=fast, vexp=vexp)
+def _printer(s: Settings) -> CPrinter:
+    return CPrinter(cuda=False, fast=s[Knob.MATH] == "fast", vexp=s[Knob.CPU_EXP] == "poly")
+
+
+def ew_source(region: Region, s: Settings) -> str:
+    """One pass over contiguous row segments: 4 unrolled lanes (ew.vec=4) or a simd loop; tasks of
+    ew.block elements (ew.grid=flat) or persistent workers striding over chunks of that size."""
+    pr = _printer(s)
+    fast, vexp = pr.fast, pr.vexp
     bands = [k for k, i in enumerate(region.inputs) if i.kind in ("band0", "band1")]
     name = f"region_{region.index}"
     extra = "".join(f", int64_t div{k}, int64_t mod{k}" for k in bands)
@@ -145,7 +156,7 @@ def ew_source(region: Region, variant: str, fast: bool, vexp: bool = False) -> s
         elif inp.kind == "band0":
             seg.append(f"const float b{k} = p{k}[(r / div{k}) % mod{k}];")
     seg.append("float* __restrict__ so = po + i;")
-    if variant == "vec4":
+    if s[Knob.EW_VEC] == 4:
         loop = ["int64_t t = 0;", "for (; t + 4 <= cnt; t += 4) {"]
         for lane in range(4):
             loop += _indent(body(f"t + {lane}", f"_{lane}"), 2)
@@ -154,10 +165,11 @@ def ew_source(region: Region, variant: str, fast: bool, vexp: bool = False) -> s
         pragma = ["#pragma omp simd"] if fast or vexp else []
         loop = pragma + ["for (int64_t t = 0; t < cnt; ++t) {"] + _indent(body("t", ""), 2) + ["}"]
     segment = ["int64_t i = begin;", "while (i < end) {"] + _indent(seg + loop + ["i += cnt;"], 2) + ["}"]
-    if variant == "stride":
+    grain = s[Knob.EW_BLOCK]
+    if s[Knob.EW_GRID] == "persistent":
         # persistent workers: worker w takes chunks w, w + W, w + 2W, ... (a grid-stride loop)
         drive = [
-            "const int64_t chunk = 16384;",
+            f"const int64_t chunk = {grain};",
             "const int64_t nchunks = (n + chunk - 1) / chunk;",
             "const int64_t workers = std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), nchunks));",
             "at::parallel_for(0, workers, 1, [&](int64_t w0, int64_t w1) {",
@@ -167,17 +179,11 @@ def ew_source(region: Region, variant: str, fast: bool, vexp: bool = False) -> s
             "      const int64_t end = std::min<int64_t>(n, begin + chunk);",
         ] + _indent(segment, 6) + ["    }", "  }", "});"]
     else:
-        drive = ["at::parallel_for(0, n, 32768, [&](int64_t begin, int64_t end) {"] + _indent(segment, 2) + ["});"]
+        drive = [f"at::parallel_for(0, n, {grain}, [&](int64_t begin, int64_t end) {{"] + _indent(segment, 2) + ["});"]
     lines = [f"void {name}({_params(region)}, int64_t L{extra}) {{"]
     lines += _indent(_ptr_decls(region) + ["const int64_t n = out.numel();"] + drive, 2)
     lines.append("}")
     return "\n".join(lines) + "\n"
-
-
-def ew_signature(region: Region) -> str:
-    bands = [k for k, i in enumerate(region.inputs) if i.kind in ("band0", "band1")]
-    extra = "".join(f", int64_t div{k}, int64_t mod{k}" for k in bands)
-    return f"void region_{region.index}({_params(region)}, int64_t L{extra});"
 
 
 # ---------------------------------------------------------------- rows
@@ -196,10 +202,11 @@ def _combine(op: str, acc: str, v: str) -> str:
 class _RowWriter:
     """Writes the passes of one row region for one layout (inner == 1, or inner > 1)."""
 
-    def __init__(self, region: Region, variant: str, fast: bool, inner: bool, vexp: bool = False):
-        self.r, self.variant, self.inner = region, variant, inner
-        self.pr = CPrinter(cuda=False, fast=fast, vexp=vexp)
-        self.sched = build_schedule(region, online=variant == "online")
+    def __init__(self, region: Region, s: Settings, inner: bool):
+        self.r, self.inner = region, inner
+        self.lanes4 = s[Knob.ROW_VEC] == 4
+        self.pr = _printer(s)
+        self.sched = build_schedule(region, online=s[Knob.ROW_PASS] == "online")
         self.defined: set[int] = set()
 
     def rv(self, i: int) -> str:
@@ -241,7 +248,7 @@ class _RowWriter:
         pre = self.row_lines(roots)
         ref, _ = self.ref_for()
         init, step, fin = [], [], []
-        lanes = 4 if self.variant == "vec4" and not self.inner else 1
+        lanes = 4 if self.lanes4 and not self.inner else 1
         for red in reds:
             a = red.ids[0]
             if red.kind == "plain":
@@ -358,14 +365,15 @@ class _RowWriter:
         return out + self.final_lines()
 
 
-def row_source(region: Region, variant: str, fast: bool, vexp: bool = False) -> str:
-    """variant: block (one pass per reduction level) | online (merged passes) | vec4 (4 accumulators)."""
+def row_source(region: Region, s: Settings) -> str:
+    """One task per group of rows (row.block elements each): one pass per reduction level or merged
+    online passes (row.pass), one or 4 independent accumulators (row.vec)."""
     name = f"region_{region.index}"
-    flat = _RowWriter(region, variant, fast, inner=False, vexp=vexp).lines()
-    strided = _RowWriter(region, variant, fast, inner=True, vexp=vexp).lines()
+    flat = _RowWriter(region, s, inner=False).lines()
+    strided = _RowWriter(region, s, inner=True).lines()
     lines = [f"void {name}({_params(region)}, int64_t outer, int64_t R, int64_t inner) {{"]
     body = _ptr_decls(region) + ["const float cnt = (float)R;", "if (inner == 1) {",
-                                 "  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(R, 1));",
+                                 f"  const int64_t grain = std::max<int64_t>(1, {s[Knob.ROW_BLOCK]} / std::max<int64_t>(R, 1));",
                                  "  at::parallel_for(0, outer, grain, [&](int64_t o0, int64_t o1) {",
                                  "    for (int64_t o = o0; o < o1; ++o) {"]
     body += _indent(flat, 6) + ["    }", "  });", "} else {",
@@ -376,5 +384,53 @@ def row_source(region: Region, variant: str, fast: bool, vexp: bool = False) -> 
     return "\n".join(lines) + "\n"
 
 
-def row_signature(region: Region) -> str:
-    return f"void region_{region.index}({_params(region)}, int64_t outer, int64_t R, int64_t inner);"
+# ---------------------------------------------------------------- design space and sources
+
+
+def ew_space(region: Region) -> list[KnobSpec]:
+    return [
+        KnobSpec(Knob.EW_BLOCK, (4096, 16384, 32768, 65536, 262144), 32768, "elements per task"),
+        KnobSpec(Knob.EW_VEC, (1, 4), 1, "4 unrolled lanes instead of a simd loop"),
+        KnobSpec(Knob.EW_GRID, ("flat", "persistent"), "flat", "tasks over the tensor or persistent workers"),
+        cpu_exp_space(),
+    ]
+
+
+def row_space(region: Region) -> list[KnobSpec]:
+    merged = build_schedule(region, online=True).merged
+    return [
+        KnobSpec(Knob.ROW_BLOCK, (4096, 16384, 65536, 262144), 16384, "elements of rows per task"),
+        KnobSpec(Knob.ROW_PASS, ("multi", "online") if merged else ("multi",), "multi", "passes over the row"),
+        KnobSpec(Knob.ROW_VEC, (1, 4), 1, "independent accumulators"),
+        cpu_exp_space(),
+    ]
+
+
+def cpu_exp_space() -> KnobSpec:
+    # libm's expf/tanhf/erff are scalar calls that stop a loop from vectorising
+    return KnobSpec(Knob.CPU_EXP, ("libm", "poly"), "poly", "transcendental functions")
+
+
+@dataclass(slots=True)
+class CppSources:
+    """What the load_inline emitter needs: the C++ unit, its entry points and flags."""
+
+    text: str
+    functions: list[str]
+    flags: list[str]
+    launches: dict[int, list[str]]
+
+
+def sources(plan: Plan, s: Settings) -> CppSources:
+    fast = s[Knob.MATH] == "fast"
+    poly = fast or s.get(Knob.CPU_EXP) == "poly"
+    parts, names, launches = [HEADER + (FAST_MATH if poly else "")], [], {}
+    for region in plan.regions:
+        names.append(f"region_{region.index}")
+        if region.is_row:
+            parts.append(row_source(region, s))
+            launches[region.index] = [f"_ext.region_{region.index}(*ts, out, outer, R, inner)"]
+        else:
+            parts.append(ew_source(region, s))
+            launches[region.index] = [f"_ext.region_{region.index}(*ts, out, L, *bands)"]
+    return CppSources("\n".join(parts), names, FAST_CFLAGS if fast else CFLAGS, launches)

@@ -1,11 +1,13 @@
 """CUDA C++ kernels for fused regions, built with torch.utils.cpp_extension.load_inline.
 
 Elementwise kernels are templated on the index type (32-bit when the tensor is
-small enough, avoiding 64-bit division); the vec4 template reads and writes
+small enough, avoiding 64-bit division); the float4 variant (ew.vec=4) reads and writes
 float4 when pointers are 16-byte aligned and rows are 4-aligned, with a scalar
-tail. Row kernels: a block per row with a shared-memory tree (block), a warp per
-row with shuffles (warp), merged online passes (online), float4 rows (vec4);
-reducing a middle dimension uses one thread per (outer, inner) column. Too few rows or
+tail; threads per block, elements per thread and a flat or grid-stride grid are knobs
+(ew.*). Row kernels (row.*): a block of row.block threads per row with a shared-memory
+tree, or a warp per row with shuffles (row.map); one pass per reduction level or merged
+online passes (row.pass); float4 row loads (row.vec); reducing a middle dimension uses
+one thread per (outer, inner) column. Too few rows or
 columns to fill the GPU (a loss, a reduction over a leading dim): slices of each go to separate
 blocks/threads writing partial results to stream-ordered scratch (cudaMallocAsync), and a
 second kernel combines them (schedule.split_reductions says when that is exact).
@@ -21,11 +23,13 @@ returns nullptr or the CUDA launch error's text, which the wrapper raises.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from htam_engine.propose.offline.ir import ELEM, ROW, Region, needed
 from htam_engine.propose.offline.lower import Plan
 from htam_engine.propose.offline.printers import CPrinter, emit_defs, leaf_ref
 from htam_engine.propose.offline.schedule import Reduction, build_schedule, elem_defs, row_defs, split_reductions
-from htam_engine.propose.offline.templates import Variant
+from htam_engine.propose.offline.space import Knob, KnobSpec, Settings
 
 HEADER = """#include <cuda_runtime.h>
 #include <algorithm>
@@ -58,8 +62,7 @@ CPP_HEADER = """#include <torch/extension.h>
 # different candidates never meet, in one process or in one test translation unit.
 PREFIX = "@HTAM_PREFIX@"
 
-THREADS = 256
-EW_UNROLL = 4  # elements per thread in the scalar elementwise kernel
+THREADS = 256  # column and combine kernels
 CFLAGS = ["-O3"]
 CUDA_FLAGS = ["-O3"]
 FAST_CUDA_FLAGS = ["-O3", "--use_fast_math"]
@@ -114,11 +117,38 @@ def _wrapper(idx: int, lparams: list[str], params: list[str], args: list[str]) -
     ])
 
 
+# ---------------------------------------------------------------- design space
+
+
+def ew_space(region: Region) -> list[KnobSpec]:
+    return [
+        KnobSpec(Knob.EW_BLOCK, (128, 256, 512, 1024), 256, "threads per block"),
+        KnobSpec(Knob.EW_ITEMS, (1, 2, 4, 8), 4, "elements per thread"),
+        KnobSpec(Knob.EW_VEC, (1, 4), 1, "float4 loads and stores when aligned"),
+        KnobSpec(Knob.EW_GRID, ("flat", "persistent"), "flat", "one thread per element group or a grid-stride loop"),
+        KnobSpec(Knob.INDEX, ("auto", "int64"), "auto", "offset width"),
+    ]
+
+
+def row_space(region: Region) -> list[KnobSpec]:
+    merged = build_schedule(region, online=True).merged
+    specs = [
+        KnobSpec(Knob.ROW_BLOCK, (64, 128, 256, 512, 1024), 256, "threads per row block"),
+        KnobSpec(Knob.ROW_MAP, ("block", "warp"), "block", "a block or a warp per row"),
+        KnobSpec(Knob.ROW_PASS, ("multi", "online") if merged else ("multi",), "multi", "passes over the row"),
+        KnobSpec(Knob.ROW_VEC, (1, 4), 1, "float4 row loads when aligned"),
+    ]
+    if split_reductions(region) is not None:
+        specs.append(KnobSpec(Knob.SPLIT, ("auto", "off", "wide"), "auto", "split few long rows or columns"))
+    return specs
+
+
 # ---------------------------------------------------------------- elementwise
 
 
-def ew_source(region: Region, variant: Variant) -> str:
-    pr = CPrinter(cuda=True, fast=variant.fast)
+def ew_source(region: Region, s: Settings) -> str:
+    pr = CPrinter(cuda=True, fast=s[Knob.MATH] == "fast")
+    grid, vec4, items = s[Knob.EW_GRID], s[Knob.EW_VEC] == 4, s[Knob.EW_ITEMS]
     idx = region.index
     bands = [k for k, i in enumerate(region.inputs) if i.kind in ("band0", "band1")]
     band_params = [f"IT div{k}, IT mod{k}" for k in bands]
@@ -150,17 +180,17 @@ def ew_source(region: Region, variant: Variant) -> str:
 
     params = ", ".join(_kparams(region) + ["IT n", "IT L"] + band_params)
     src = [f"template <typename IT>", f"__global__ void k_region_{idx}({params}) {{"]
-    if variant.ew == "stride":
+    if grid == "persistent":
         src += _ind(["for (IT i = (IT)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (IT)gridDim.x * blockDim.x) {"]
                     + _ind(store("i")) + ["}"])
     else:
-        # EW_UNROLL elements per thread, a block-width apart (coalesced): more loads in flight per
+        # `items` elements per thread, a block-width apart (coalesced): more loads in flight per
         # thread than one element each, which leaves a memory-bound kernel short of the bandwidth
-        src += _ind([f"const IT base = (IT)blockIdx.x * (blockDim.x * {EW_UNROLL}) + threadIdx.x;", "#pragma unroll",
-                     f"for (int u = 0; u < {EW_UNROLL}; ++u) {{", "  const IT i = base + (IT)u * blockDim.x;",
+        src += _ind([f"const IT base = (IT)blockIdx.x * (blockDim.x * {items}) + threadIdx.x;", "#pragma unroll",
+                     f"for (int u = 0; u < {items}; ++u) {{", "  const IT i = base + (IT)u * blockDim.x;",
                      "  if (i < n) {"] + _ind(store("i"), 4) + ["  }", "}"])
     src.append("}")
-    if variant.ew == "vec4":
+    if vec4:
         src += ["", "template <typename IT>", f"__global__ void k_region_{idx}_vec4({params}) {{"]
         inner = ["const IT c = (IT)blockIdx.x * blockDim.x + threadIdx.x;", "const IT i0 = c * 4;",
                  "if (i0 + 4 <= n) {"]
@@ -179,18 +209,18 @@ def ew_source(region: Region, variant: Variant) -> str:
         inner += ["} else {", "  for (IT i = i0; i < n; ++i) {"] + _ind(store("i"), 4) + ["  }", "}"]
         src += _ind(inner) + ["}"]
     sizes = ["int64_t L"] + [f"int64_t div{k}, int64_t mod{k}" for k in bands]
-    host = _launcher_head(idx, _lparams(region) + ["int64_t n"] + sizes) + [f"  const int threads = {THREADS};"]
+    host = _launcher_head(idx, _lparams(region) + ["int64_t n"] + sizes) + [f"  const int threads = {s[Knob.EW_BLOCK]};"]
     band_args = [f"(IT)div{k}, (IT)mod{k}" for k in bands]
 
     def launches(it: str) -> list[str]:
         args = _kargs(region) + ["(IT)n", "(IT)L"] + band_args
         args = [a.replace("(IT)", f"({it})") for a in args]
-        if variant.ew == "stride":
-            grid = "(unsigned)std::max<int64_t>(1, std::min<int64_t>((n + threads - 1) / threads, (int64_t)htam_num_sms() * 8))"
-            return _launch(f"k_region_{idx}<{it}>", grid, "threads", args)
-        per_block = f"threads * {EW_UNROLL}"
+        if grid == "persistent":
+            dims = "(unsigned)std::max<int64_t>(1, std::min<int64_t>((n + threads - 1) / threads, (int64_t)htam_num_sms() * 8))"
+            return _launch(f"k_region_{idx}<{it}>", dims, "threads", args)
+        per_block = f"threads * {items}"
         scalar = _launch(f"k_region_{idx}<{it}>", f"(unsigned)((n + {per_block} - 1) / ({per_block}))", "threads", args)
-        if variant.ew != "vec4":
+        if not vec4:
             return scalar
         checks = " && ".join(
             [f"htam_aligned16(in{k})" for k, i in enumerate(region.inputs) if i.kind == "full"]
@@ -198,8 +228,12 @@ def ew_source(region: Region, variant: Variant) -> str:
         vec = _launch(f"k_region_{idx}_vec4<{it}>", "(unsigned)((n / 4 + 1 + threads - 1) / threads)", "threads", args)
         return [f"if ({checks}) {{"] + _ind(vec) + ["} else {"] + _ind(scalar) + ["}"]
 
-    host += _ind(["if (n == 0) return nullptr;", "if (n < (int64_t)1 << 30) {"] + _ind(launches("int32_t"))
-                 + ["} else {"] + _ind(launches("int64_t")) + ["}", "return htam_launch_status();"]) + ["}"]
+    if s[Knob.INDEX] == "int64":
+        body = launches("int64_t")
+    else:  # 32-bit index arithmetic (cheaper division for broadcast operands) while the tensor fits
+        body = ["if (n < (int64_t)1 << 30) {"] + _ind(launches("int32_t")) + ["} else {"] + _ind(
+            launches("int64_t")) + ["}"]
+    host += _ind(["if (n == 0) return nullptr;"] + body + ["return htam_launch_status();"]) + ["}"]
     return "\n".join(src + [""] + host) + "\n"
 
 
@@ -222,15 +256,17 @@ def _combine(op: str, acc: str, v: str) -> str:
 
 
 class _RowCuda:
-    """Per-row code for one kernel flavour: 'block' / 'online' / 'vec4' (block per row) or 'warp'."""
+    """Per-row code: a block of `threads` per row (or a warp per row), one pass per reduction level
+    or merged online passes, scalar or float4 loads."""
 
-    def __init__(self, region: Region, variant: Variant, flavour: str):
+    def __init__(self, region: Region, s: Settings, *, warp: bool, online: bool, vec: bool):
         self.r = region
-        self.flavour = flavour
-        self.pr = CPrinter(cuda=True, fast=variant.fast)
-        self.sched = build_schedule(region, online=flavour == "online")
+        self.warp = warp
+        self.threads = s[Knob.ROW_BLOCK]
+        self.pr = CPrinter(cuda=True, fast=s[Knob.MATH] == "fast")
+        self.sched = build_schedule(region, online=online)
         self.defined: set[int] = set()
-        self.vec = flavour == "vec4"
+        self.vec = vec
         self.lo, self.hi = "0", "R"  # the slice of the row this block walks (split kernels walk part)
 
     def ref(self, suffix: str = "", vec_loads: dict[int, str] | None = None):
@@ -256,8 +292,8 @@ class _RowCuda:
 
     def loop(self, per_element) -> list[str]:
         """A strided loop over the row calling per_element(suffix, vec_loads) for each element."""
-        step = "32" if self.flavour == "warp" else "blockDim.x"
-        start = "lane" if self.flavour == "warp" else "threadIdx.x"
+        step = "32" if self.warp else "blockDim.x"
+        start = "lane" if self.warp else "threadIdx.x"
         if not self.vec:
             return ([f"for (int64_t r = {self.lo} + {start}; r < {self.hi}; r += {step}) {{"]
                     + _ind(per_element("", None)) + ["}"])
@@ -277,7 +313,7 @@ class _RowCuda:
 
     def reduce_lines(self, tag: str, vars_ops: list[tuple[str, str]]) -> list[str]:
         """Combine per-thread accumulators across the row's threads; every thread gets the result."""
-        if self.flavour == "warp":
+        if self.warp:
             lines = ["for (int off = 16; off > 0; off >>= 1) {"]
             for var, combine in vars_ops:
                 lines.append(f"  {{ const float other = __shfl_xor_sync(0xffffffffu, {var}, off); "
@@ -361,7 +397,7 @@ class _RowCuda:
                 "const float a1 = ($m1 == -INFINITY) ? 0.0f : $s1 * __expf($m1 - mm); "
                 "const float a2 = ($m2 == -INFINITY) ? 0.0f : $s2 * __expf($m2 - mm); "
                 "$m1 = mm; $s1 = a1 + a2; }")
-        if self.flavour == "warp":
+        if self.warp:
             c = comb.replace("$m1", m).replace("$s1", s).replace("$m2", "om_").replace("$s2", "os_")
             return ["for (int off = 16; off > 0; off >>= 1) {",
                     f"  const float om_ = __shfl_xor_sync(0xffffffffu, {m}, off);",
@@ -380,7 +416,7 @@ class _RowCuda:
         comb = ("{ const float nn = $na + $nb; if (nn > 0.0f) { const float d = $mb - $ma; "
                 "$ma = $ma + d * ($nb / nn); $qa = $qa + $qb + d * d * ($na * $nb / nn); $na = nn; } }")
         n, m, q = f"wn{mu}", f"wm{mu}", f"wq{mu}"
-        if self.flavour == "warp":
+        if self.warp:
             c = comb.replace("$na", n).replace("$ma", m).replace("$qa", q)
             c = c.replace("$nb", "nb_").replace("$mb", "mb_").replace("$qb", "qb_")
             return ["for (int off = 16; off > 0; off >>= 1) {",
@@ -413,7 +449,7 @@ class _RowCuda:
         body.append("if (threadIdx.x == 0) {")
         body += [f"  part[(o * SPLIT + sp) * {n} + {j}] = v{red.ids[0]};" for j, red in enumerate(reds)]
         body.append("}")
-        decl = [f"__shared__ float sh_{v}[{THREADS}];" for v in dict.fromkeys(shared)]
+        decl = [f"__shared__ float sh_{v}[{self.threads}];" for v in dict.fromkeys(shared)]
         params = ", ".join(_kparams(self.r) + ["float* __restrict__ part", "int64_t R", "int64_t SPLIT", "int64_t CH",
                                                "float cnt"])
         src = [f"__global__ void {name}_part({params}) {{"] + _ind(decl + head + body) + ["}", ""]
@@ -432,7 +468,7 @@ class _RowCuda:
 
     def kernel(self, name: str) -> list[str]:
         params = ", ".join(_kparams(self.r) + ["int64_t outer", "int64_t R", "float cnt"])
-        if self.flavour == "warp":
+        if self.warp:
             head = ["const int64_t o = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;",
                     "const int lane = threadIdx.x & 31;", "if (o >= outer) return;"]
         else:
@@ -449,7 +485,7 @@ class _RowCuda:
         body += self.rows([out])
         ref = self.ref()
         if self.r.levels[out] == ROW:
-            first = "lane == 0" if self.flavour == "warp" else "threadIdx.x == 0"
+            first = "lane == 0" if self.warp else "threadIdx.x == 0"
             body.append(f"if ({first}) po[o] = {ref(out)};")
         else:
             def write(suffix: str, vec_loads: dict[int, str] | None) -> list[str]:
@@ -457,16 +493,16 @@ class _RowCuda:
                 return lines + [f"po[o * R + r{suffix}] = {self.ref(suffix, vec_loads)(out)};"]
 
             body += self.loop(write)
-        decl = [f"__shared__ float sh_{v}[{THREADS}];" for v in dict.fromkeys(shared)]
+        decl = [f"__shared__ float sh_{v}[{self.threads}];" for v in dict.fromkeys(shared)]
         return [f"__global__ void {name}({params}) {{"] + _ind(decl + head + body) + ["}"]
 
 
 class _ColumnCuda:
     """Reducing a middle dimension: one thread per (outer, inner) column, looping over R."""
 
-    def __init__(self, region: Region, variant: Variant):
+    def __init__(self, region: Region, s: Settings):
         self.r = region
-        self.pr = CPrinter(cuda=True, fast=variant.fast)
+        self.pr = CPrinter(cuda=True, fast=s[Knob.MATH] == "fast")
         self.sched = build_schedule(region, online=False)
         self.defined: set[int] = set()
 
@@ -547,33 +583,39 @@ class _ColumnCuda:
         return [f"__global__ void {name}({params}) {{"] + _ind(head + body) + ["}"]
 
 
-def row_source(region: Region, variant: Variant) -> str:
+def row_source(region: Region, s: Settings) -> str:
     idx = region.index
-    flavour = {"warp": "warp", "online": "online", "vec4": "vec4"}.get(variant.row, "block")
-    src = _RowCuda(region, variant, flavour).kernel(f"k_region_{idx}")
-    if flavour == "vec4":
-        src += [""] + _RowCuda(region, variant, "block").kernel(f"k_region_{idx}_rows")
-    src += [""] + _ColumnCuda(region, variant).kernel(f"k_region_{idx}_cols")
+    warp, vec, threads = s[Knob.ROW_MAP] == "warp", s[Knob.ROW_VEC] == 4, s[Knob.ROW_BLOCK]
+    online = s[Knob.ROW_PASS] == "online"
+    src = _RowCuda(region, s, warp=warp, online=online, vec=vec).kernel(f"k_region_{idx}")
+    if vec:  # unaligned rows or a length not a multiple of 4
+        src += [""] + _RowCuda(region, s, warp=warp, online=online, vec=False).kernel(f"k_region_{idx}_rows")
+    src += [""] + _ColumnCuda(region, s).kernel(f"k_region_{idx}_cols")
     args = _kargs(region)
     host = _launcher_head(idx, _lparams(region) + ["int64_t numel", "int64_t outer", "int64_t R", "int64_t inner"])
     host += ["  if (numel == 0) return nullptr;", "  const float cnt = (float)R;", "  if (inner == 1) {"]
-    if flavour == "warp":
-        rows = _launch(f"k_region_{idx}", f"(unsigned)((outer + {THREADS // 32} - 1) / {THREADS // 32})",
-                       str(THREADS), args + ["outer", "R", "cnt"])
-    else:
-        rows = _launch(f"k_region_{idx}", "(unsigned)outer", str(THREADS), args + ["outer", "R", "cnt"])
-    if flavour == "vec4":
+
+    def row_launch(kernel: str) -> list[str]:
+        if warp:
+            per = threads // 32
+            return _launch(kernel, f"(unsigned)((outer + {per} - 1) / {per})", str(threads), args + ["outer", "R", "cnt"])
+        return _launch(kernel, "(unsigned)outer", str(threads), args + ["outer", "R", "cnt"])
+
+    rows = row_launch(f"k_region_{idx}")
+    if vec:
         vec_inputs = [k for k, i in enumerate(region.inputs) if i.kind in ("full", "rpos")]
         checks = " && ".join(["R % 4 == 0"] + [f"htam_aligned16(in{k})" for k in vec_inputs])
-        plain = _launch(f"k_region_{idx}_rows", "(unsigned)outer", str(THREADS), args + ["outer", "R", "cnt"])
-        rows = [f"if ({checks}) {{"] + _ind(rows) + ["} else {"] + _ind(plain) + ["}"]
+        rows = [f"if ({checks}) {{"] + _ind(rows) + ["} else {"] + _ind(row_launch(f"k_region_{idx}_rows")) + ["}"]
     cols = _launch(f"k_region_{idx}_cols", f"(unsigned)((outer * inner + {THREADS} - 1) / {THREADS})",
                    str(THREADS), args + ["outer", "R", "inner", "cnt"])
-    split = split_reductions(region)
+    split = split_reductions(region) if s.get(Knob.SPLIT, "off") != "off" else None
     if split:
-        src += [""] + _RowCuda(region, variant, "block").split_kernels(f"k_region_{idx}", split)
-        src += [""] + _ColumnCuda(region, variant).split_kernels(f"k_region_{idx}_cols", split)
-        rows, cols = _split_rows(idx, args, len(split), rows), _split_cols(idx, args, len(split), cols)
+        wide = s[Knob.SPLIT] == "wide"
+        block = _RowCuda(region, s, warp=False, online=False, vec=False)
+        src += [""] + block.split_kernels(f"k_region_{idx}", split)
+        src += [""] + _ColumnCuda(region, s).split_kernels(f"k_region_{idx}_cols", split)
+        rows = _split_rows(idx, args, len(split), rows, threads, wide)
+        cols = _split_cols(idx, args, len(split), cols, wide)
     host += _ind(rows, 4) + ["  } else {"] + _ind(cols, 4) + ["  }", "  return htam_launch_status();", "}"]
     return "\n".join(src + [""] + host) + "\n"
 
@@ -595,23 +637,25 @@ def _split(when: str, split: str, count: str, launches: list[str], plain: list[s
     return [f"if ({when}) {{"] + _ind(body) + ["} else {"] + _ind(plain) + ["}"]
 
 
-def _split_rows(idx: int, args: list[str], n: int, plain: list[str]) -> list[str]:
+def _split_rows(idx: int, args: list[str], n: int, plain: list[str], threads: int, wide: bool) -> list[str]:
     """Few long rows (a loss, a whole-tensor reduction): slices of each row go to separate blocks."""
+    few, min_r, per_sm = (8, 16384, 8) if wide else (2, 65536, 4)
     return _split(
-        "outer < 2 * (int64_t)htam_num_sms() && R >= 65536",
-        "std::min<int64_t>((4 * sms + outer - 1) / outer, (R + 16383) / 16384)",
+        f"outer < {few} * (int64_t)htam_num_sms() && R >= {min_r}",
+        f"std::min<int64_t>(({per_sm} * sms + outer - 1) / outer, (R + 16383) / 16384)",
         f"outer * SPLIT * {n}",
-        [*_launch(f"k_region_{idx}_part", "(unsigned)(outer * SPLIT)", str(THREADS),
+        [*_launch(f"k_region_{idx}_part", "(unsigned)(outer * SPLIT)", str(threads),
                   args + ["part", "R", "SPLIT", "CH", "cnt"]),
          *_launch(f"k_region_{idx}_fin", "(unsigned)((outer + 255) / 256)", "256", args + ["part", "outer", "SPLIT", "cnt"])],
         plain)
 
 
-def _split_cols(idx: int, args: list[str], n: int, plain: list[str]) -> list[str]:
+def _split_cols(idx: int, args: list[str], n: int, plain: list[str], wide: bool) -> list[str]:
     """Few columns (a reduction over a leading dim): slices of the reduced dim go to separate threads."""
+    few, per_sm = (2048, 8192) if wide else (512, 2048)
     return _split(
-        "outer * inner < 512 * (int64_t)htam_num_sms() && R >= 64",
-        "std::min<int64_t>((2048 * sms + outer * inner - 1) / (outer * inner), (R + 31) / 32)",
+        f"outer * inner < {few} * (int64_t)htam_num_sms() && R >= 64",
+        f"std::min<int64_t>(({per_sm} * sms + outer * inner - 1) / (outer * inner), (R + 31) / 32)",
         f"outer * SPLIT * {n} * inner",
         [*_launch(f"k_region_{idx}_cols_part", f"(unsigned)((outer * inner * SPLIT + {THREADS} - 1) / {THREADS})",
                   str(THREADS), args + ["part", "outer", "R", "inner", "SPLIT", "CH", "cnt"]),
@@ -626,43 +670,30 @@ def row_wrapper(region: Region) -> str:
                     _targs(region) + ["out.numel()", "outer", "R", "inner"])
 
 
-def kernels(plan: Plan, variant: Variant) -> tuple[str, dict[int, list[str]]]:
-    from htam_engine.propose.offline.module import extension_name
+@dataclass(slots=True)
+class CudaSources:
+    """What the load_inline emitter needs: the .cu and C++ units, entry points and flags."""
 
-    sources, wrappers, names, launches = [HEADER], [CPP_HEADER], [], {}
+    cuda_text: str
+    cpp_text: str
+    functions: list[str]
+    cuda_flags: list[str]
+    launches: dict[int, list[str]]
+
+
+def sources(plan: Plan, s: Settings) -> CudaSources:
+    """The regions' kernels (.cu, CUDA headers only) and torch wrappers (C++ unit)."""
+    srcs, wrappers, names, launches = [HEADER], [CPP_HEADER], [], {}
     stream = "torch.cuda.current_stream(out.device).cuda_stream"
     for region in plan.regions:
         names.append(f"region_{region.index}")
         if region.is_row:
-            sources.append(row_source(region, variant))
+            srcs.append(row_source(region, s))
             wrappers.append(row_wrapper(region))
             launches[region.index] = [f"_ext.region_{region.index}(*ts, out, outer, R, inner, {stream})"]
         else:
-            sources.append(ew_source(region, variant))
+            srcs.append(ew_source(region, s))
             wrappers.append(ew_wrapper(region))
             launches[region.index] = [f"_ext.region_{region.index}(*ts, out, L, *bands, {stream})"]
-    cuda_text = "\n".join(sources)
-    prefix = extension_name(cuda_text).removeprefix("htam_offline_")
-    cuda_text = cuda_text.replace(PREFIX, f"htam_{prefix}_")
-    cpp_text = "\n".join(wrappers).replace(PREFIX, f"htam_{prefix}_") + "\n"
-    flags = FAST_CUDA_FLAGS if variant.fast else CUDA_FLAGS
-    name = extension_name(cuda_text + cpp_text + repr(flags))
-    code = [
-        "from torch.utils.cpp_extension import load_inline",
-        "",
-        f"_CPP_SOURCE = r'''\n{cpp_text}'''",
-        "",
-        f"_CUDA_SOURCE = r'''\n{cuda_text}'''",
-        "",
-        "_ext = load_inline(",
-        f"    name={name!r},",
-        "    cpp_sources=_CPP_SOURCE,",
-        "    cuda_sources=_CUDA_SOURCE,",
-        f"    functions={names!r},",
-        f"    extra_cflags={CFLAGS!r},",
-        f"    extra_cuda_cflags={flags!r},",
-        "    no_implicit_headers=True,",
-        "    verbose=False,",
-        ")",
-    ]
-    return "\n".join(code) + "\n", launches
+    flags = FAST_CUDA_FLAGS if s[Knob.MATH] == "fast" else CUDA_FLAGS
+    return CudaSources("\n".join(srcs), "\n".join(wrappers) + "\n", names, flags, launches)

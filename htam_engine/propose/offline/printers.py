@@ -1,7 +1,7 @@
 """Print region expressions as C++/CUDA or Triton source.
 
 Each printer turns one expression (given its arguments' already-printed names)
-into source text; the kernel templates decide where values live.
+into source text; the kernel generators decide where values live.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ class CPrinter:
         if op == "sigmoid":
             return self._div("1.0f", "(1.0f + " + self._exp("-" + a[0]) + ")")
         if op == "erf":
-            return f"htam_erf({a[0]})" if self.fast and not self.cuda else f"erff({a[0]})"
+            return f"htam_erf({a[0]})" if (self.fast or self.vexp) and not self.cuda else f"erff({a[0]})"
         if op == "log1p":
             if self.fast and not self.cuda:
                 return f"htam_log(1.0f + {a[0]})"
@@ -102,7 +102,7 @@ class CPrinter:
         if op == "pow":
             return f"powf({a[0]}, {a[1]})"
         if op in COMPARE:
-            sym = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}[op]
+            sym = {"gt": ">", "ge": ">=", "lt": "<", "le": "<=", "eq": "=="}[op]
             return f"({a[0]} {sym} {a[1]})"
         if op == "where":
             return f"({a[0]} ? {a[1]} : {a[2]})"
@@ -167,10 +167,13 @@ class TritonPrinter:
         if op == "pow":
             return f"tl.exp2({a[1]} * tl.log2({a[0]}))"
         if op in COMPARE:
-            sym = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}[op]
+            sym = {"gt": ">", "ge": ">=", "lt": "<", "le": "<=", "eq": "=="}[op]
             return f"({a[0]} {sym} {a[1]})"
         if op == "where":
             return f"tl.where({a[0]}, {a[1]}, {a[2]})"
+        if op in ("triu", "tril"):  # in a GEMM epilogue: row rm and column rn of the tile
+            keep = ">=" if op == "triu" else "<="
+            return f"tl.where(rn[None, :] - rm[:, None] {keep} {int(e.value)}, {a[0]}, 0.0)"
         raise ValueError(f"no Triton form for {op}")
 
 
@@ -183,6 +186,8 @@ def leaf_ref(region: Region, printer: CPrinter | TritonPrinter, count_name: str,
             return printer.lit(float(e.value))
         if e.op == "count":
             return count_name
+        if e.op == "pos":  # the element's position along the reduced row (the loop's index `r`)
+            return "r"
         if e.op == "load":
             return load(int(e.value))
         return name(i)
@@ -196,7 +201,7 @@ def emit_defs(region: Region, ids: list[int], printer: CPrinter | TritonPrinter,
     lines = []
     for i in ids:
         e = region.exprs[i]
-        if e.op in ("const", "count", "load"):
+        if e.op in ("const", "count", "load", "pos"):
             continue
         value = printer.expr(e, [ref(a) for a in e.args])
         ctype = printer.ctype(e) if isinstance(printer, CPrinter) else ""

@@ -74,17 +74,47 @@ SIGNATURES: dict[str, tuple[tuple[str, Any], ...]] = {
     "amax": (("dim", ()), ("keepdim", False)),
     "amin": (("dim", ()), ("keepdim", False)),
     "max_dim": (("dim", _REQ), ("keepdim", False)),
+    "argmax": (("dim", None), ("keepdim", False)),
+    "argmin": (("dim", None), ("keepdim", False)),
     "min_dim": (("dim", _REQ), ("keepdim", False)),
     "logsumexp": (("dim", _REQ), ("keepdim", False)),
     "softmax": (("dim", None), ("_stacklevel", 3), ("dtype", None)),
     "log_softmax": (("dim", None), ("_stacklevel", 3), ("dtype", None)),
     "layer_norm": (("normalized_shape", _REQ), ("weight", None), ("bias", None), ("eps", 1e-5)),
     "rms_norm": (("normalized_shape", _REQ), ("weight", None), ("eps", None)),
+    "triu": (("diagonal", 0),),
+    "tril": (("diagonal", 0),),
+    "group_norm": (("num_groups", _REQ), ("weight", None), ("bias", None), ("eps", 1e-5)),
+    "batch_norm": (("running_mean", _REQ), ("running_var", _REQ), ("weight", None), ("bias", None),
+                   ("training", False), ("momentum", 0.1), ("eps", 1e-5)),
+    "instance_norm": (("running_mean", None), ("running_var", None), ("weight", None), ("bias", None),
+                      ("use_input_stats", True), ("momentum", 0.1), ("eps", 1e-5)),
     "var": (("dim", None), ("unbiased", True), ("keepdim", False)),
     "std": (("dim", None), ("unbiased", True), ("keepdim", False)),
     "norm": (("p", "fro"), ("dim", None), ("keepdim", False)),
     "normalize": (("p", 2.0), ("dim", 1), ("eps", 1e-12)),
+    "max_pool": (("kernel_size", _REQ), ("stride", None), ("padding", 0), ("dilation", 1), ("ceil_mode", False),
+                 ("return_indices", False)),
+    "avg_pool": (("kernel_size", _REQ), ("stride", None), ("padding", 0), ("ceil_mode", False),
+                 ("count_include_pad", True), ("divisor_override", None)),
+    "mse_loss": (("target", _REQ), ("size_average", None), ("reduce", None), ("reduction", "mean")),
+    "l1_loss": (("target", _REQ), ("size_average", None), ("reduce", None), ("reduction", "mean")),
+    "smooth_l1_loss": (("target", _REQ), ("size_average", None), ("reduce", None), ("reduction", "mean"),
+                       ("beta", 1.0)),
+    "huber_loss": (("target", _REQ), ("reduction", "mean"), ("delta", 1.0)),
+    "kl_div": (("target", _REQ), ("size_average", None), ("reduce", None), ("reduction", "mean"),
+               ("log_target", False)),
+    "cross_entropy": (("target", _REQ), ("weight", None), ("size_average", None), ("ignore_index", -100),
+                      ("reduce", None), ("reduction", "mean"), ("label_smoothing", 0.0)),
+    "triplet_margin_loss": (("positive", _REQ), ("negative", _REQ), ("margin", 1.0), ("p", 2.0), ("eps", 1e-6),
+                            ("swap", False), ("size_average", None), ("reduce", None), ("reduction", "mean")),
+    "adaptive_avg_pool": (("output_size", _REQ),),
+    "adaptive_max_pool": (("output_size", _REQ), ("return_indices", False)),
 }
+# pooling ops are recognised per dimensionality: the canonical name carries it ("max_pool2d")
+for _nd in (1, 2, 3):
+    for _base in ("max_pool", "avg_pool", "adaptive_avg_pool", "adaptive_max_pool"):
+        SIGNATURES[f"{_base}{_nd}d"] = SIGNATURES[_base]
 
 _FUNCTIONS: dict[Any, str] = {}
 
@@ -142,15 +172,29 @@ _register("sum", torch.sum)
 _register("mean", torch.mean)
 _register("amax", torch.amax)
 _register("amin", torch.amin)
+_register("argmax", torch.argmax)
+_register("argmin", torch.argmin)
 _register("logsumexp", torch.logsumexp)
 _register("softmax", torch.softmax, F.softmax)
 _register("log_softmax", torch.log_softmax, F.log_softmax)
 _register("layer_norm", F.layer_norm)
+_register("batch_norm", F.batch_norm)
+_register("group_norm", F.group_norm)
+_register("triu", torch.triu)
+_register("tril", torch.tril)
+_register("instance_norm", F.instance_norm)
 _register("rms_norm", _g(F, "rms_norm", None))
 _register("var", torch.var)
 _register("std", torch.std)
 _register("norm", torch.norm)
 _register("normalize", F.normalize)
+for _loss in ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div", "cross_entropy", "triplet_margin_loss"):
+    _register(_loss, getattr(F, _loss))
+for _nd in (1, 2, 3):
+    _register(f"max_pool{_nd}d", getattr(F, f"max_pool{_nd}d"))
+    _register(f"avg_pool{_nd}d", getattr(F, f"avg_pool{_nd}d"))
+    _register(f"adaptive_avg_pool{_nd}d", getattr(F, f"adaptive_avg_pool{_nd}d"))
+    _register(f"adaptive_max_pool{_nd}d", getattr(F, f"adaptive_max_pool{_nd}d"))
 
 _METHODS: dict[str, str] = {
     name: name
@@ -158,7 +202,7 @@ _METHODS: dict[str, str] = {
         "relu", "sigmoid", "tanh", "abs", "exp", "log", "sqrt", "rsqrt", "neg", "square", "reciprocal",
         "log1p", "expm1", "erf", "pow", "add", "sub", "mul", "div", "maximum", "minimum", "clamp",
         "clamp_min", "clamp_max", "sum", "mean", "amax", "amin", "logsumexp", "softmax", "log_softmax",
-        "var", "std", "norm",
+        "var", "std", "norm", "argmax", "argmin", "triu", "tril",
     )
 }
 _METHODS.update({
@@ -194,6 +238,32 @@ _MODULES: dict[type, tuple[str, dict[str, str]]] = {
     nn.LayerNorm: ("layer_norm", {"normalized_shape": "normalized_shape", "eps": "eps"}),
     nn.Dropout: ("dropout", {"p": "p", "training": "training"}),
 }
+_MODULES.update({
+    nn.MSELoss: ("mse_loss", {"reduction": "reduction"}),
+    nn.L1Loss: ("l1_loss", {"reduction": "reduction"}),
+    nn.SmoothL1Loss: ("smooth_l1_loss", {"reduction": "reduction", "beta": "beta"}),
+    nn.HuberLoss: ("huber_loss", {"reduction": "reduction", "delta": "delta"}),
+    nn.KLDivLoss: ("kl_div", {"reduction": "reduction", "log_target": "log_target"}),
+    nn.CrossEntropyLoss: ("cross_entropy", {"weight": "weight", "ignore_index": "ignore_index",
+                                            "reduction": "reduction", "label_smoothing": "label_smoothing"}),
+    nn.TripletMarginLoss: ("triplet_margin_loss", {"margin": "margin", "p": "p", "eps": "eps", "swap": "swap",
+                                                   "reduction": "reduction"}),
+})
+_MODULES[nn.GroupNorm] = ("group_norm", {"num_groups": "num_groups", "eps": "eps"})
+for _nd in (1, 2, 3):
+    # running statistics are read from the module when the call uses them (eval mode)
+    _MODULES[getattr(nn, f"BatchNorm{_nd}d")] = ("batch_norm", {"eps": "eps", "training": "training"})
+    _MODULES[getattr(nn, f"InstanceNorm{_nd}d")] = ("instance_norm", {
+        "eps": "eps", "training": "training", "track_running_stats": "track_running_stats"})
+_POOL_ATTRS = {"kernel_size": "kernel_size", "stride": "stride", "padding": "padding", "ceil_mode": "ceil_mode"}
+for _nd in (1, 2, 3):
+    _MODULES[getattr(nn, f"MaxPool{_nd}d")] = (f"max_pool{_nd}d", {
+        **_POOL_ATTRS, "dilation": "dilation", "return_indices": "return_indices"})
+    _MODULES[getattr(nn, f"AvgPool{_nd}d")] = (f"avg_pool{_nd}d", {
+        **_POOL_ATTRS, "count_include_pad": "count_include_pad", "divisor_override": "divisor_override"})
+    _MODULES[getattr(nn, f"AdaptiveAvgPool{_nd}d")] = (f"adaptive_avg_pool{_nd}d", {"output_size": "output_size"})
+    _MODULES[getattr(nn, f"AdaptiveMaxPool{_nd}d")] = (f"adaptive_max_pool{_nd}d", {
+        "output_size": "output_size", "return_indices": "return_indices"})
 if hasattr(nn, "RMSNorm"):
     _MODULES[nn.RMSNorm] = ("rms_norm", {"normalized_shape": "normalized_shape", "eps": "eps"})
 
@@ -268,8 +338,10 @@ def recognize(node: torch.fx.Node, modules: dict[str, nn.Module]) -> OpCall | No
         if not node.args:
             return None
         bound: dict[str, Any] = {"input": node.args[0]}
+        for (pname, _), value in zip(SIGNATURES.get(name, ()), node.args[1:]):
+            bound[pname] = value  # further tensors of the call (a loss's target)
         for attr, pname in attrs.items():
-            bound[pname] = getattr(mod, attr)
+            bound[pname] = getattr(mod, attr, None)  # (AvgPool1d has no divisor_override)
         return OpCall(name, bound, module=str(node.target))
     if node.op == "call_function":
         fn = node.target
@@ -299,3 +371,52 @@ def is_kept(node: torch.fx.Node, modules: dict[str, nn.Module]) -> bool:
     if node.op == "call_method":
         return str(node.target) in KEPT_METHODS
     return False
+
+
+@dataclass(slots=True)
+class MatmulCall:
+    """A matrix product node: a @ b (matmul) or a @ w.T + bias (linear). Operands are fx nodes,
+    or "<module path>.<attr>" strings for a module's parameters."""
+
+    kind: str  # "matmul" | "linear"
+    a: Any
+    b: Any
+    bias: Any = None
+
+
+_MATMULS = {torch.matmul, torch.mm, torch.bmm, operator.matmul}
+
+
+def _einsum_as_matmul(equation: Any) -> bool:
+    """"...c,cd->...d": a product over the last index of the first operand with a 2-D second one."""
+    if not isinstance(equation, str) or "->" not in equation:
+        return False
+    lhs, out = equation.replace(" ", "").split("->")
+    ops = lhs.split(",")
+    if len(ops) != 2 or len(ops[1]) != 2 or "." in equation:
+        return False
+    x, (c, d) = ops[0], ops[1]
+    return bool(x) and x[-1] == c and out == x[:-1] + d and len(set(x + d)) == len(x) + 1
+
+
+def matmul_call(node: torch.fx.Node, modules: dict[str, nn.Module]) -> MatmulCall | None:
+    """The node's matrix product, or None when it is none (or one the GEMM generator leaves alone)."""
+    if node.op == "call_module":
+        mod = modules.get(str(node.target))
+        if type(mod) is nn.Linear and node.args:
+            bias = f"{node.target}.bias" if mod.bias is not None else None
+            return MatmulCall("linear", node.args[0], f"{node.target}.weight", bias)
+        return None
+    args, kwargs = node.args, dict(node.kwargs)
+    if node.op == "call_function":
+        if node.target in _MATMULS and len(args) == 2 and not kwargs:
+            return MatmulCall("matmul", args[0], args[1])
+        if node.target is F.linear and len(args) >= 2:
+            bias = args[2] if len(args) > 2 else kwargs.get("bias")
+            return MatmulCall("linear", args[0], args[1], bias)
+        if node.target is torch.einsum and len(args) == 3 and _einsum_as_matmul(args[0]):
+            return MatmulCall("matmul", args[1], args[2])
+        return None
+    if node.op == "call_method" and node.target in ("matmul", "mm", "bmm") and len(args) == 2 and not kwargs:
+        return MatmulCall("matmul", args[0], args[1])
+    return None

@@ -111,10 +111,24 @@ def split_reductions(region: Region) -> list[Reduction] | None:
     Used when rows are too few to fill the GPU (a loss or a reduction over a leading dim).
     """
     sched = build_schedule(region, online=False)
-    if len(sched.passes) != 1 or region.levels[region.out] == ELEM:
+    if len(sched.passes) != 1 or region.levels[region.out] == ELEM or region.index_output:
         return None
     reds = sched.passes[0]
     return reds if all(r.kind == "plain" for r in reds) else None
+
+
+def split_pass(region: Region) -> list[Reduction] | None:
+    """The reductions of a row region whose rows can be cut into slices, else None.
+
+    That holds when the merged schedule (online softmax, Welford) has a single pass: each
+    slice's partial state (a sum, a maximum, an online-softmax pair, a Welford triple)
+    combines exactly with the others', and everything after the pass needs only the combined
+    row values, whether the output is a row value or elementwise (a layer norm of few long rows).
+    """
+    if region.index_output:
+        return None  # an index does not combine from slices here
+    sched = build_schedule(region, online=True)
+    return sched.passes[0] if len(sched.passes) == 1 else None
 
 
 def row_defs(region: Region, roots: list[int], defined: set[int]) -> list[int]:
@@ -125,7 +139,7 @@ def row_defs(region: Region, roots: list[int], defined: set[int]) -> list[int]:
     out = []
     for i in ids:
         e = exprs[i]
-        if levels[i] == ELEM or e.op in REDUCE or e.op in ("load", "const", "count") or i in defined:
+        if levels[i] == ELEM or e.op in REDUCE or e.op in ("load", "const", "count", "pos") or i in defined:
             continue
         out.append(i)
     return out

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import io
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -29,6 +29,7 @@ class Traced:
     shapes: dict[str, tuple[int, ...]]  # node name -> output shape (tensor outputs only)
     dtypes: dict[str, torch.dtype]
     init_args: list[Any]
+    numbers: set[str] = field(default_factory=set)  # forward parameters get_inputs passes as Python numbers
 
 
 def _one_line(exc: BaseException) -> str:
@@ -68,4 +69,7 @@ def trace_problem(problem: Problem) -> Traced:
         if meta is not None and hasattr(meta, "shape"):
             shapes[node.name] = tuple(int(s) for s in meta.shape)
             dtypes[node.name] = meta.dtype
-    return Traced(gm=gm, model=model, shapes=shapes, dtypes=dtypes, init_args=init_args)
+    placeholders = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+    numbers = {name for name, value in zip(placeholders, inputs)
+               if isinstance(value, (int, float)) and not isinstance(value, bool)}
+    return Traced(gm=gm, model=model, shapes=shapes, dtypes=dtypes, init_args=init_args, numbers=numbers)

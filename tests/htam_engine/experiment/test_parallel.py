@@ -24,7 +24,7 @@ def request(template: str) -> ProposalRequest:
 async def test_a_process_pool_writes_what_the_proposer_writes_here():
     remote = ProcessProposer(OfflineProposer, workers=1)
     try:
-        for template in ("ew_fused_vec4", "ew_grid_stride"):
+        for template in ("vector_width", "persistent_grid"):  # moves of the elementwise generator
             here = await OfflineProposer().propose(request(template))
             there = await remote.propose(request(template))
             assert there.code == here.code and there.template == template

@@ -3,6 +3,8 @@
 Triton must be imported with the interpreter switched on from the start, which a test
 process that imported it earlier cannot promise; so the checks run here, in one batch.
 Input (stdin): JSON list of {"id", "problem", "overrides", "code", "rtol", "atol"}.
+Each output is compared with the float32 reference and, for a float32 output, with the reference
+run in float64 (as the evaluation does).
 Output (stdout, last line): JSON {id: {"ok": bool, "message": str}}.
 """
 
@@ -18,6 +20,7 @@ os.environ["TRITON_INTERPRET"] = "1"
 def check(case: dict) -> dict:
     import torch
 
+    from htam_engine.evaluate.checks.exact import Float64Reference
     from htam_engine.problems import instantiate, load_problem
 
     try:
@@ -32,9 +35,14 @@ def check(case: dict) -> dict:
         new = ns["ModelNew"](*init)
         torch.manual_seed(4)
         xs = inst.get_inputs()
+        exact = Float64Reference(ref).outputs(xs)
         with torch.no_grad():
             expected, actual = ref(*xs), new(*xs)
-        torch.testing.assert_close(actual, expected, rtol=case.get("rtol", 1e-4), atol=case.get("atol", 1e-4))
+        tol = {"rtol": case.get("rtol", 1e-4), "atol": case.get("atol", 1e-4)}
+        torch.testing.assert_close(actual, expected, **tol)
+        if exact is not None and isinstance(actual, torch.Tensor) and actual.dtype == torch.float32:
+            # the evaluation also measures a candidate against the reference run in float64
+            torch.testing.assert_close(actual.double(), exact, **tol, msg=lambda m: f"against float64: {m}")
         return {"ok": True, "message": ""}
     except Exception as exc:  # noqa: BLE001 - reported to the test
         return {"ok": False, "message": f"{type(exc).__name__}: {str(exc)[:800]}"}

@@ -56,15 +56,57 @@ RUNNER = Path(__file__).with_name("interp_runner.py")
 
 def interpret_batch(cases: list[dict]) -> dict[str, dict]:
     """Check Triton candidates in one fresh interpreter process (see interp_runner.py)."""
+    return _run_batch(RUNNER, cases, {"TRITON_INTERPRET": "1"})
+
+
+COMPILER = Path(__file__).with_name("compile_runner.py")
+
+
+def compile_batch(cases: list[dict]) -> dict[str, dict]:
+    """Compile every Triton kernel the candidates launch for an sm_90 GPU, in one fresh process
+    (see compile_runner.py)."""
+    return _run_batch(COMPILER, cases, {})
+
+
+def _run_batch(runner: Path, cases: list[dict], extra_env: dict[str, str]) -> dict[str, dict]:
     import json
     import subprocess
     import sys
 
     root = Path(__file__).resolve().parents[4]
-    env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=str(root))
-    proc = subprocess.run([sys.executable, str(RUNNER)], input=json.dumps(cases), capture_output=True, text=True,
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env.update(extra_env, PYTHONPATH=str(root))
+    proc = subprocess.run([sys.executable, str(runner)], input=json.dumps(cases), capture_output=True, text=True,
                           env=env, timeout=900)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if proc.returncode != 0 or not lines:
         raise RuntimeError(f"interpreter run failed ({proc.returncode}): {proc.stderr[-2000:]}")
     return json.loads(lines[-1])
+
+
+class InterpreterBatch:
+    """Triton candidates generated with given knobs, checked together in one interpreter process."""
+
+    def __init__(self) -> None:
+        self.cases: list[dict] = []
+        self.codes: dict[str, str] = {}
+
+    def add(self, cid: str, problem: Problem, knobs: dict | None = None, *, move: str | None = None,
+            run_overrides: dict | None = None, tol: float = 1e-4, edit=None) -> str:
+        from htam_engine.propose.offline import generate
+
+        code = generate(problem, "triton", move, knobs).code
+        self.codes[cid] = code
+        self.cases.append({"id": cid, "problem": problem.path, "overrides": run_overrides or problem.overrides,
+                           "code": edit(code) if edit else code, "rtol": tol, "atol": tol})
+        return code
+
+    def run(self) -> dict[str, dict]:
+        results = interpret_batch(self.cases)
+        results["_codes"] = self.codes
+        return results
+
+
+def assert_ok(checked: dict, cid: str) -> None:
+    assert cid in checked, sorted(checked)
+    assert checked[cid]["ok"], checked[cid]["message"]

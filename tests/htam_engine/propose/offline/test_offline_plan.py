@@ -64,9 +64,10 @@ def test_library_op_is_kept_and_the_tail_fused(tmp_path):
         """,
         "[torch.randn(4, 8)]", "[8, 16]")
     plan = plan_problem(p)
-    assert plan.kept == ["Linear"] and plan.has_library_op
-    assert plan.lines[0] == "t_gemm = self.gemm(x)"
+    assert plan.has_library_op and len(plan.gemms) == 1 and plan.gemms[0].kind == "linear"
+    assert plan.lines[0] == "t_gemm = _gemm_0(x, self.gemm.weight, self.gemm.bias)"
     assert plan.regions[0].reduce_dims == (1,) and plan.regions[0].out_keepdim
+    assert plan.gemms[0].epilogue is None  # a row region: not an epilogue the GEMM computes in registers
 
 
 def test_reduction_over_a_middle_dimension(tmp_path):
@@ -85,10 +86,10 @@ def test_reduction_over_a_middle_dimension(tmp_path):
 @pytest.mark.parametrize(
     ("forward", "reason"),
     [
-        ("return torch.cumsum(x, dim=1)", "cannot generate a kernel for torch.cumsum"),
-        ("return torch.argmax(x, dim=1)", "cannot generate a kernel for torch.argmax"),
-        ("return F.dropout(x, 0.5, True)", "dropout in training mode"),
-        ("return x.sum(dim=(0, 2))", "non-adjacent dims"),
+        ("return torch.cumsum(x, dim=1, dtype=torch.float64)", "cannot generate a kernel for torch.cumsum"),
+        ("return torch.sort(x, dim=1)[0]", "cannot generate a kernel for torch.sort"),
+        ("return torch.argmax(x, dim=1) + 1.0", "argmax/argmin whose index is used by further arithmetic"),
+        ("return x.unsqueeze(0).sum(dim=(1, 3))", "non-adjacent dims"),
     ],
 )
 def test_unsupported_operations_are_refused_with_a_reason(tmp_path, forward, reason):
@@ -101,14 +102,63 @@ def test_unsupported_operations_are_refused_with_a_reason(tmp_path, forward, rea
         plan_problem(p)
 
 
+def test_random_ops_stay_in_pytorch_and_the_rest_fuses(tmp_path):
+    """Dropout in training mode draws what the reference draws only if PyTorch draws it."""
+    p = write_problem(tmp_path, "drop", """
+        class Model(nn.Module):
+            def forward(self, x):
+                return torch.softmax(F.dropout(x * 2.0, 0.3, True), dim=1)
+        """, "[torch.randn(4, 8)]")
+    plan = plan_problem(p)
+    assert "torch.nn.functional.dropout" in plan.kept and len(plan.regions) == 2
+    assert "torch.nn.functional.dropout(t_mul, p=0.3, training=True" in "\n".join(plan.lines)
+
+
+def test_a_number_passed_to_forward_is_a_scalar_operand(tmp_path):
+    p = write_problem(tmp_path, "scalar", """
+        class Model(nn.Module):
+            def forward(self, a, s):
+                return a * s
+        """, "[torch.randn(4, 8), 3.5]")
+    region = plan_problem(p).regions[0]
+    assert [(i.source, i.kind) for i in region.inputs] == [("a", "full"), ("s", "scalar")]
+
+
+def test_reductions_over_dims_of_size_one_are_the_value_itself(tmp_path):
+    p = write_problem(tmp_path, "chain", """
+        class Model(nn.Module):
+            def forward(self, x):
+                x = torch.sum(x, dim=1, keepdim=True)
+                x = torch.max(x, dim=1, keepdim=True)[0]
+                return torch.logsumexp(x.mean(dim=1, keepdim=True), dim=1, keepdim=True)
+        """, "[torch.randn(4, 8)]")
+    plan = plan_problem(p)
+    assert len(plan.regions) == 1 and len(plan.regions[0].reductions()) == 1  # the sum alone
+
+
+def test_an_operand_broadcasting_beyond_a_reduction_starts_a_new_region(tmp_path):
+    p = write_problem(tmp_path, "bcast", """
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.bias = nn.Parameter(torch.randn(1, 8, 1, 1))
+            def forward(self, x):
+                return torch.min(x, dim=1, keepdim=True)[0] + self.bias
+        """, "[torch.randn(4, 8)]")
+    plan = plan_problem(p)
+    assert [r.kind for r in plan.regions] == ["row", "ew"] and plan.regions[1].out_shape == (1, 8, 4, 1)
+
+
 def test_plain_library_call_is_not_dressed_up_as_a_kernel(tmp_path):
     p = write_problem(tmp_path, "mm", """
         class Model(nn.Module):
             def forward(self, a, b):
                 return torch.matmul(a, b)
         """, "[torch.randn(4, 8), torch.randn(8, 4)]")
-    with pytest.raises(Unsupported, match="nothing to fuse"):
+    with pytest.raises(Unsupported, match="bare matrix product"):
         generate(p, "cpp")
+    code = generate(p, "triton").code  # a GEMM of ours
+    assert "torch.matmul" not in code.split("class ModelNew")[1] and "tl.dot(" in code
 
 
 def test_generated_module_is_self_contained(tmp_path):

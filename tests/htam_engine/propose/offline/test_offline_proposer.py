@@ -1,26 +1,26 @@
-"""The proposer's contract: the retrieved strategies' templates steer the code it writes."""
+"""The proposer's contract: strategies name moves, moves change settings, nothing is proposed twice."""
 
 from __future__ import annotations
 
 import pytest
 
 from htam_engine.evaluate.result import EvalResult, Status
-from htam_engine.families import Backend, Bottleneck, Family
+from htam_engine.families import Backend, Bottleneck, ProposalOutcome
 from htam_engine.memory.types import Retrieval, Selection, State, StrategyView
 from htam_engine.problems import load_problem
 from htam_engine.propose.base import ProposalRequest
-from htam_engine.propose.offline import TEMPLATE_IDS, OfflineProposer, supports
+from htam_engine.propose.offline import Knob, OfflineProposer, parse_move, parse_settings, plan_problem, plan_space
 
 from offline_support import write_problem
 
 
-def _request(problem, backend="triton", templates=(), **kw) -> ProposalRequest:
+def _request(problem, backend="triton", moves=(), direction="parallel_mapping", **kw) -> ProposalRequest:
     state = State("start", problem.family, Bottleneck.MEMORY, "none", Backend(backend))
-    strategies = [StrategyView(id=f"s{i}", direction="vectorization", title=t, description=t, template=t)
-                  for i, t in enumerate(templates)]
+    strategies = [StrategyView(id=f"{direction}/s{i}", direction=direction, title=m, description=m, template=m)
+                  for i, m in enumerate(moves)]
     return ProposalRequest(problem=problem, backend=Backend(backend), state=state,
-                           selection=Selection("vectorization", [], "argmax"),
-                           retrieval=Retrieval("vectorization", strategies, []), **kw)
+                           selection=Selection(direction, [], "argmax"),
+                           retrieval=Retrieval(direction, strategies, []), **kw)
 
 
 @pytest.fixture(scope="module")
@@ -28,79 +28,136 @@ def relu_problem():
     return load_problem("relu", {"batch_size": 4, "dim": 256})
 
 
-def test_template_ids_and_support_table():
-    assert set(TEMPLATE_IDS) == {
-        "ew_fused_scalar", "ew_fused_vec4", "ew_grid_stride", "ew_fast_math", "row_reduce_block",
-        "row_reduce_warp", "row_reduce_online", "row_reduce_vec4", "epilogue_fused", "epilogue_vec4"}
-    assert supports("row_reduce_warp", "cuda", Family.NORMALIZATION)
-    assert not supports("row_reduce_warp", "cpp", Family.NORMALIZATION)  # no warps on a CPU
-    assert not supports("ew_fused_vec4", Backend.CUDA, Family.REDUCTION)
-    assert not supports("no_such_template", "cuda", Family.ELEMENTWISE)
+async def test_the_fused_plan_comes_first_with_its_default_settings(relu_problem):
+    prop = await OfflineProposer().propose(_request(relu_problem, moves=["fuse_chain"], direction="operator_fusion"))
+    defaults = plan_space(plan_problem(relu_problem), Backend.TRITON).defaults()
+    assert prop.kind is ProposalOutcome.CANDIDATE and prop.template == "fuse_chain"
+    assert parse_settings(prop.code) == defaults and parse_move(prop.code) == "fuse_chain"
+    assert prop.strategy == "operator_fusion/s0"
 
 
-async def test_first_applicable_retrieved_template_wins(relu_problem):
+async def test_a_move_changes_exactly_its_knobs_from_the_best(relu_problem):
     proposer = OfflineProposer()
-    # a row template cannot change an elementwise problem, so the vec4 one (ranked second) is used
-    req = _request(relu_problem, templates=["row_reduce_warp", "ew_fused_vec4", "ew_grid_stride"])
-    prop = await proposer.propose(req)
-    assert prop.code and prop.template == "ew_fused_vec4" and prop.failure == ""
-    assert "tl.multiple_of" in prop.code and "ew_fused_vec4" in prop.prompt
+    best = (await proposer.propose(_request(relu_problem, moves=["fuse_chain"]))).code
+    prop = await proposer.propose(_request(relu_problem, moves=["vector_width"], direction="vectorization",
+                                           best_code=best, step=2))
+    before, after = parse_settings(best), parse_settings(prop.code)
+    assert after.changed(before) == {Knob.EW_VEC: 4}
+    assert "tl.multiple_of" in prop.code and "ew.vec: 1 -> 4" in prop.prompt
 
 
-async def test_direction_changes_the_code(relu_problem):
+async def test_samples_of_a_step_autotune_one_move_nearest_values_first(relu_problem):
+    proposer = OfflineProposer()
+    best = (await proposer.propose(_request(relu_problem, moves=["fuse_chain"]))).code
+    start = parse_settings(best)[Knob.EW_BLOCK]
+    blocks = []
+    for sample in range(4):
+        prop = await proposer.propose(_request(relu_problem, moves=["block_size"], best_code=best, step=2,
+                                               sample=sample))
+        blocks.append(parse_settings(prop.code)[Knob.EW_BLOCK])
+    assert blocks == [start * 2, start // 2, start * 4, start // 4]
+
+
+async def test_never_proposes_what_the_session_already_has(relu_problem):
+    proposer = OfflineProposer()
+    best = (await proposer.propose(_request(relu_problem, moves=["fuse_chain"]))).code
+    first = await proposer.propose(_request(relu_problem, moves=["block_size"], best_code=best, step=2,
+                                            proposed=(best,)))
+    again = await proposer.propose(_request(relu_problem, moves=["block_size"], best_code=best, step=3,
+                                            proposed=(best, first.code)))
+    assert parse_settings(again.code) != parse_settings(first.code)
+    assert again.code not in (best, first.code)
+
+
+async def test_without_the_sessions_list_it_remembers_what_it_wrote(relu_problem):
+    proposer = OfflineProposer()
+    best = (await proposer.propose(_request(relu_problem, moves=["fuse_chain"]))).code
+    codes = [(await proposer.propose(_request(relu_problem, moves=["block_size"], best_code=best, step=s))).code
+             for s in (2, 3, 4)]
+    assert len({parse_settings(c).key() for c in codes}) == 3
+
+
+async def test_a_move_with_nothing_left_says_so(relu_problem):
+    proposer = OfflineProposer()
+    best = (await proposer.propose(_request(relu_problem, moves=["fuse_chain"]))).code
+    vec = (await proposer.propose(_request(relu_problem, moves=["vector_width"], best_code=best, step=2))).code
+    done = await proposer.propose(_request(relu_problem, moves=["vector_width"], best_code=best, step=3,
+                                           proposed=(best, vec)))
+    assert done.code is None and done.kind is ProposalOutcome.EXHAUSTED
+    assert "vector_width" in done.failure and "nothing left" in done.failure
+
+
+async def test_a_move_already_at_its_target_is_exhausted_not_no_move(relu_problem):
+    proposer = OfflineProposer()
+    vec = (await proposer.propose(_request(relu_problem, moves=["vector_width"]))).code
+    again = await proposer.propose(_request(relu_problem, moves=["vector_width"], best_code=vec, step=2,
+                                            proposed=(vec,)))
+    assert again.kind is ProposalOutcome.EXHAUSTED
+
+
+async def test_a_move_that_does_not_touch_the_problem_is_no_move(relu_problem):
+    # an elementwise problem has no rows to split and no GEMM to tile
+    prop = await OfflineProposer().propose(_request(relu_problem, moves=["split_combine", "gemm_tiles"],
+                                                    direction="reduction_strategy"))
+    assert prop.code is None and prop.kind is ProposalOutcome.NO_MOVE
+    assert "split_combine" in prop.failure
+
+
+async def test_the_next_ranked_move_takes_over_when_the_first_is_spent(relu_problem):
+    proposer = OfflineProposer()
+    best = (await proposer.propose(_request(relu_problem, moves=["fuse_chain"]))).code
+    vec = (await proposer.propose(_request(relu_problem, moves=["vector_width"], best_code=best, step=2))).code
+    prop = await proposer.propose(_request(relu_problem, moves=["vector_width", "persistent_grid"], best_code=best,
+                                           step=3, proposed=(best, vec)))
+    assert prop.template == "persistent_grid" and parse_settings(prop.code)[Knob.EW_GRID] == "persistent"
+
+
+async def test_every_backend_writes_the_move(relu_problem):
     proposer = OfflineProposer()
     codes = {}
-    for tid in ("ew_fused_scalar", "ew_fused_vec4", "ew_grid_stride", "ew_fast_math"):
-        for backend in ("triton", "cuda", "cpp"):
-            prop = await proposer.propose(_request(relu_problem, backend, [tid]))
-            assert prop.template == tid
-            codes[(tid, backend)] = prop.code
-    assert len(set(codes.values())) == len(codes)
-    assert "float4" in codes[("ew_fused_vec4", "cuda")]
-    assert "gridDim.x" in codes[("ew_grid_stride", "cuda")]
+    for backend in ("triton", "cuda", "cpp"):
+        prop = await proposer.propose(_request(relu_problem, backend, ["persistent_grid"]))
+        codes[backend] = prop.code
+    assert "gridDim.x" in codes["cuda"] and "c += workers" in codes["cpp"] and "nprog" in codes["triton"]
 
 
-async def test_default_template_without_retrieval_and_streaming(relu_problem):
+async def test_streaming_and_no_usage(relu_problem):
     seen: list[str] = []
 
     async def sink(chunk: str) -> None:
         seen.append(chunk)
 
-    prop = await OfflineProposer().propose(_request(relu_problem, "cpp"), on_token=sink)
-    assert prop.template == "ew_fused_scalar" and "".join(seen) == prop.code
-    assert prop.model == "offline" and prop.usage.prompt_tokens == 0
-
-
-async def test_samples_walk_down_the_list_and_never_repeat_the_best(relu_problem):
-    proposer = OfflineProposer()
-    ranked = ["ew_fast_math", "ew_fused_vec4"]
-    first = await proposer.propose(_request(relu_problem, templates=ranked))
-    second = await proposer.propose(_request(relu_problem, templates=ranked, sample=1))
-    assert (first.template, second.template) == ("ew_fast_math", "ew_fused_vec4")
-    again = await proposer.propose(_request(relu_problem, templates=ranked, best_code=first.code))
-    assert again.template == "ew_fused_vec4"
+    prop = await OfflineProposer().propose(_request(relu_problem, "cpp", ["fuse_chain"]), on_token=sink)
+    assert "".join(seen) == prop.code and prop.model == "offline" and prop.usage.prompt_tokens == 0
 
 
 async def test_unsupported_problem_fails_with_a_reason(tmp_path):
-    p = write_problem(tmp_path, "cum", """
+    p = write_problem(tmp_path, "sort", """
         class Model(nn.Module):
             def forward(self, x):
-                return torch.cumsum(x, dim=1)
+                return torch.sort(x, dim=1)[0]
         """, "[torch.randn(4, 8)]")
-    prop = await OfflineProposer().propose(_request(p, "cuda", ["ew_fused_vec4"]))
-    assert prop.code is None and prop.failure == "offline proposer: cannot generate a kernel for torch.cumsum"
+    prop = await OfflineProposer().propose(_request(p, "cuda", ["fuse_chain"]))
+    assert prop.code is None and prop.kind is ProposalOutcome.UNSUPPORTED
+    assert prop.failure == "offline proposer: cannot generate a kernel for torch.sort"
 
 
-async def test_reflect_turns_outcomes_into_lessons(relu_problem):
+async def test_reflect_turns_outcomes_into_lessons_under_the_moves_direction(relu_problem):
     proposer = OfflineProposer()
-    req = _request(relu_problem, "cuda", ["ew_fused_vec4"])
+    req = _request(relu_problem, "cuda", ["vector_width"], direction="vectorization")
     prop = await proposer.propose(req)
     fast = EvalResult(status=Status.OK, correct=True, speedup_eager=1.8)
     lesson = await proposer.reflect(req, prop.code, fast)
     assert lesson is not None and lesson.direction == "vectorization" and "1.80x" in lesson.description
+    assert "ew.vec=4" in lesson.description
     broken = EvalResult.failure(Status.COMPILE_ERROR, "nvcc: error in line 3")
     lesson = await proposer.reflect(req, prop.code, broken)
     assert lesson is not None and "nvcc" in lesson.pitfalls
     even = EvalResult(status=Status.OK, correct=True, speedup_eager=1.0)
     assert await proposer.reflect(req, prop.code, even) is None
     assert await proposer.reflect(req, "class ModelNew: pass", fast) is None
+
+
+async def test_strategies_naming_a_replaced_template_still_reach_its_move(relu_problem):
+    prop = await OfflineProposer().propose(_request(relu_problem, moves=["ew_fused_vec4"], direction="vectorization"))
+    assert prop.template == "vector_width" and parse_settings(prop.code)[Knob.EW_VEC] == 4

@@ -1,8 +1,10 @@
-"""Triton candidates are correct for every template (run under TRITON_INTERPRET=1 on the CPU).
+"""Triton candidates are correct for every knob of the generators (TRITON_INTERPRET=1 on the CPU).
 
 Breadth lives here because the interpreter needs no compiler: each fused activation,
-reduction and normalization, broadcast operands, middle-dimension reductions,
-library-op epilogues, shapes the trace never saw, and half precision. All candidates
+reduction and normalization under each setting of the elementwise and row knobs (block,
+warps, vector hints, flat / persistent / tiled grids, 32- and 64-bit offsets, multi-pass,
+online and cached passes, split reductions), broadcast operands, middle-dimension
+reductions, library-op epilogues, shapes the trace never saw, and half precision. All candidates
 are generated here and checked in one fresh interpreter process (interp_runner.py).
 """
 
@@ -11,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from htam_engine.problems import load_problem
-from htam_engine.propose.offline import generate
+from htam_engine.propose.offline import Knob, generate
 
 from offline_support import HAS_CUDA, RMS_CHANNELS, interpret_batch, write_problem
 
@@ -32,9 +34,24 @@ class Model(nn.Module):
         f = (x - y) * self.w / (torch.abs(y) + 1.0) + torch.rsqrt(x * x + 1.0) + 2.0 ** x + torch.expm1(x)
         return a + b + c + d + e + f
 """
-EW_TEMPLATES = ["ew_fused_scalar", "ew_fused_vec4", "ew_grid_stride", "ew_fast_math"]
-ROW_TEMPLATES = ["row_reduce_block", "row_reduce_warp", "row_reduce_online", "row_reduce_vec4"]
-MID_TEMPLATES = ["row_reduce_block", "row_reduce_warp", "row_reduce_vec4"]
+# Settings of the Triton generators' knobs (the defaults plus one or two changed knobs each).
+EW_SETTINGS = {
+    "defaults": {},
+    "vec4": {Knob.EW_VEC: 4},
+    "persistent": {Knob.EW_GRID: "persistent", Knob.EW_BLOCK: 256},
+    "tiles": {Knob.EW_GRID: "rows", Knob.EW_BLOCK: 256},
+    "fast": {Knob.MATH: "fast"},
+    "int64": {Knob.INDEX: "int64"},
+    "int64-persistent": {Knob.INDEX: "int64", Knob.EW_GRID: "persistent", Knob.EW_BLOCK: 256},
+    "int64-tiles": {Knob.INDEX: "int64", Knob.EW_GRID: "rows", Knob.EW_BLOCK: 512, Knob.EW_WARPS: 2},
+}
+ROW_SETTINGS = {
+    "multi": {Knob.ROW_PASS: "multi", Knob.ROW_BLOCK: 64},
+    "online": {Knob.ROW_PASS: "online", Knob.ROW_BLOCK: 64, Knob.ROW_WARPS: 2},
+    "cached": {Knob.ROW_PASS: "cached"},
+    "fast": {Knob.MATH: "fast", Knob.ROW_BLOCK: 128},
+}
+MID_SETTINGS = {"defaults": {}, "narrow": {Knob.COL_BLOCK: 16}, "fast": {Knob.MATH: "fast"}}
 ROWS = {
     "softmax": "return torch.softmax(x * 3.0, dim=-1)",
     "log_softmax": "return F.log_softmax(x, dim=1)",
@@ -74,9 +91,9 @@ class Model(nn.Module):
 """
 
 
-def _case(cases: list[dict], cid: str, problem, template: str | None, run_overrides=None, tol=1e-4,
+def _case(cases: list[dict], cid: str, problem, knobs: dict | None = None, run_overrides=None, tol=1e-4,
           edit=lambda code: code) -> str:
-    g = generate(problem, "triton", template)
+    g = generate(problem, "triton", None, knobs)
     cases.append({"id": cid, "problem": problem.path, "overrides": run_overrides or problem.overrides,
                   "code": edit(g.code), "rtol": tol, "atol": tol})
     return g.code
@@ -96,27 +113,34 @@ def checked(tmp_path_factory):
     cases: list[dict] = []
     codes: dict[str, str] = {}
     acts = write_problem(d, "acts", ACTIVATIONS, "[torch.randn(6, 37), torch.randn(6, 1)]", "[37]")
-    for t in EW_TEMPLATES:
-        _case(cases, f"acts-{t}", acts, t)
+    for name, knobs in EW_SETTINGS.items():
+        codes[f"acts-{name}"] = _case(cases, f"acts-{name}", acts, knobs)
     for name, body in ROWS.items():
         p = write_problem(d, name, f"class Model(nn.Module):\n    def forward(self, x):\n        {body}\n",
                           "[torch.randn(5, 67)]")
-        for t in ROW_TEMPLATES:
-            if t != "row_reduce_online" or name in ONLINE:
-                _case(cases, f"{name}-{t}", p, t)
+        for setting, knobs in ROW_SETTINGS.items():
+            if setting != "online" or name in ONLINE:
+                _case(cases, f"{name}-{setting}", p, knobs)
     for name, (body, inputs) in SPLITS.items():
         p = write_problem(d, name, f"class Model(nn.Module):\n    def forward(self, x, y):\n        {body}\n", inputs)
-        codes[f"split-{name}"] = _case(cases, f"split-{name}", p, "row_reduce_block", edit=_without_unsplit_launches)
+        for mode in ("auto", "wide"):
+            codes[f"split-{name}-{mode}"] = _case(cases, f"split-{name}-{mode}", p,
+                                                  {Knob.SPLIT: mode, Knob.ROW_BLOCK: 256, Knob.ROW_PASS: "multi"},
+                                                  edit=_without_unsplit_launches)
     ln = write_problem(d, "ln", LAYER_NORM, "[torch.randn(4, 300)]", "[300]")
-    for t in ("row_reduce_online", "row_reduce_block"):
-        codes[t] = _case(cases, f"ln-{t}", ln, t)
+    for setting, knobs in ROW_SETTINGS.items():
+        codes[f"ln-{setting}"] = _case(cases, f"ln-{setting}", ln, knobs)
+    # two long rows: a layer norm cut into slices, statistics combined, each slice normalized
+    few = write_problem(d, "ln_few", LAYER_NORM, "[torch.randn(2, 3000)]", "[3000]")
+    codes["ln-split"] = _case(cases, "ln-split", few, {Knob.SPLIT: "wide", Knob.ROW_BLOCK: 128,
+                                                        Knob.ROW_PASS: "online"}, edit=_without_unsplit_launches)
     rms = write_problem(d, "rms_channels", RMS_CHANNELS, "[torch.randn(2, 6, 5, 7)]", "[6]")
-    for t in MID_TEMPLATES:
-        _case(cases, f"rms_channels-{t}", rms, t)
+    for setting, knobs in MID_SETTINGS.items():
+        _case(cases, f"rms_channels-{setting}", rms, knobs)
     conv = write_problem(d, "conv", CONV_TAIL, "[torch.randn(batch, 3, 9, 10)]", "[3, 8, (8, 1, 1)]",
                          consts="batch = 2")
-    for t in ("epilogue_fused", "epilogue_vec4"):
-        codes[t] = _case(cases, f"conv-{t}", conv, t)
+    for setting, knobs in {"defaults": {}, "online": {Knob.ROW_PASS: "online"}}.items():
+        codes[f"conv-{setting}"] = _case(cases, f"conv-{setting}", conv, knobs)
     unseen = write_problem(d, "unseen", """
         class Model(nn.Module):
             def __init__(self, n):
@@ -130,7 +154,7 @@ def checked(tmp_path_factory):
                          "        return torch.softmax(x, dim=-1) * 2.0\n", "[torch.randn(3, 40, dtype=torch.float16)]")
     _case(cases, "half", half, None, tol=2e-3)
     relu = load_problem("relu", {"batch_size": 3, "dim": 1000})
-    _case(cases, "builtin-relu", relu, "ew_fused_vec4")
+    _case(cases, "builtin-relu", relu, {Knob.EW_VEC: 4})
     results = interpret_batch(cases)
     results["_codes"] = codes
     return results
@@ -141,41 +165,69 @@ def _assert_ok(checked: dict, cid: str) -> None:
     assert checked[cid]["ok"], checked[cid]["message"]
 
 
-@pytest.mark.parametrize("template", EW_TEMPLATES)
-def test_every_activation_every_elementwise_template(checked, template):
-    _assert_ok(checked, f"acts-{template}")
+@pytest.mark.parametrize("setting", sorted(EW_SETTINGS))
+def test_every_activation_every_elementwise_setting(checked, setting):
+    _assert_ok(checked, f"acts-{setting}")
 
 
-@pytest.mark.parametrize("template", ROW_TEMPLATES)
-@pytest.mark.parametrize("case", sorted(ROWS))
-def test_row_reductions_every_row_template(checked, case, template):
-    if template == "row_reduce_online" and case not in ONLINE:
-        pytest.skip("no online pattern in this case")
-    _assert_ok(checked, f"{case}-{template}")
-
-
-@pytest.mark.parametrize("case", sorted(SPLITS))
-def test_few_long_reductions_are_split_across_programs(checked, case):
-    assert "_part[" in checked["_codes"][f"split-{case}"]
-    _assert_ok(checked, f"split-{case}")
-
-
-def test_layer_norm_with_and_without_welford(checked):
+def test_elementwise_knobs_change_the_kernel(checked):
     codes = checked["_codes"]
-    assert "wm" in codes["row_reduce_online"] and "wm" not in codes["row_reduce_block"]
-    _assert_ok(checked, "ln-row_reduce_online")
-    _assert_ok(checked, "ln-row_reduce_block")
+    assert "tl.multiple_of" in codes["acts-vec4"] and "tl.multiple_of" not in codes["acts-defaults"]
+    assert "for blk in range(first, nblocks, nprog)" in codes["acts-persistent"]
+    assert "rmask[:, None]" in codes["acts-tiles"]
+    fast_exp = "* 1.4426950408889634)"  # exp as exp2 of a scaled argument
+    assert fast_exp in codes["acts-fast"] and fast_exp not in codes["acts-defaults"]
+    # 64-bit offsets: no 32-bit branch at all
+    assert "if BIG" not in codes["acts-int64"].split("def _k_region_0")[1].split("def ")[0]
+    assert "tl.program_id(0).to(tl.int64)" in codes["acts-int64-tiles"]
 
 
-@pytest.mark.parametrize("template", MID_TEMPLATES)
-def test_reduction_over_a_middle_dimension(checked, template):
-    _assert_ok(checked, f"rms_channels-{template}")
+@pytest.mark.parametrize("setting", sorted(ROW_SETTINGS))
+@pytest.mark.parametrize("case", sorted(ROWS))
+def test_row_reductions_every_row_setting(checked, case, setting):
+    if setting == "online" and case not in ONLINE:
+        pytest.skip("no online pattern in this case")
+    _assert_ok(checked, f"{case}-{setting}")
 
 
-@pytest.mark.parametrize("template", ["epilogue_fused", "epilogue_vec4"])
-def test_library_op_epilogues(checked, template):
-    assert "self.conv(x)" in checked["_codes"][template]
-    _assert_ok(checked, f"conv-{template}")
+@pytest.mark.parametrize("mode", ["auto", "wide"])
+@pytest.mark.parametrize("case", sorted(SPLITS))
+def test_few_long_reductions_are_split_across_programs(checked, case, mode):
+    assert "_part[" in checked["_codes"][f"split-{case}-{mode}"]
+    _assert_ok(checked, f"split-{case}-{mode}")
+
+
+@pytest.mark.parametrize("setting", sorted(ROW_SETTINGS))
+def test_layer_norm_every_row_setting(checked, setting):
+    _assert_ok(checked, f"ln-{setting}")
+
+
+def test_layer_norm_passes_differ(checked):
+    codes = checked["_codes"]
+
+    def main_kernel(code: str) -> str:
+        return code.split("def _k_region_0(")[1].split("@triton.jit")[0]
+
+    assert "wm" in main_kernel(codes["ln-online"]) and "wm" not in main_kernel(codes["ln-multi"])  # Welford
+    # the cached pass loads the row once (and keeps the online loop for rows too long to cache)
+    assert "_cached[" in codes["ln-cached"] and "_cached[" not in codes["ln-online"]
+
+
+def test_layer_norm_of_few_long_rows_is_split_and_normalized_per_slice(checked):
+    code = checked["_codes"]["ln-split"]
+    assert "_fin[(outer, SPLIT)]" in code and "pn" in code  # combined Welford triples, a program per slice
+    _assert_ok(checked, "ln-split")
+
+
+@pytest.mark.parametrize("setting", sorted(MID_SETTINGS))
+def test_reduction_over_a_middle_dimension(checked, setting):
+    _assert_ok(checked, f"rms_channels-{setting}")
+
+
+@pytest.mark.parametrize("setting", ["defaults", "online"])
+def test_library_op_epilogues(checked, setting):
+    assert "self.conv(x)" in checked["_codes"][f"conv-{setting}"]
+    _assert_ok(checked, f"conv-{setting}")
 
 
 def test_shapes_the_trace_never_saw(checked):

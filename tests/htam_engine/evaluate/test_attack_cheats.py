@@ -1,0 +1,123 @@
+"""Cheats of the adversarial suite that need nothing but the test run's judge: each one must be
+turned down with a finding that names what was seen.
+
+Each cheat is a KernelBench `ModelNew` of plain Python (cheats/cheat_*.py, its docstring says
+what it does and which class of cheat it belongs to), run through a judge of this process on
+the CPU (Triton through TRITON_INTERPRET=1), static checks not applied (cheats/harness.py).
+A test the current judge fails is marked xfail(strict=True) with what the judge misses, so it
+flips when the judge learns to catch it. Cheats that poison what a judge keeps (its caches,
+its zygote, its reference and spare sandboxes) run in a judge of their own:
+test_attack_poisoning.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from cheats.caught import assert_caught
+from cheats.harness import rules, run_check
+from htam_engine.evaluate.result import Status
+
+
+def xfail(reason: str):
+    return pytest.mark.xfail(strict=True, reason=reason)
+
+
+@pytest.mark.parametrize("problem,candidate", [("matmul_relu", "honest_matmul_relu"),
+                                               ("fixed_projection", "honest_fixed_projection")])
+def test_honest_candidates_of_the_attack_problems_pass(problem, candidate):
+    """The problems the cheats below need are sound: a candidate doing what their cheats do,
+    without the cheat, passes (and is the yardstick for the cheats' speedups)."""
+    r = run_check(problem, candidate)
+    assert r.status is Status.OK, (r.diagnostics.message, r.integrity)
+    assert not [f for f in r.integrity if f.severity != "warn"] and r.speedup_eager
+
+
+# ---------------------------------------------------------------- the no_kernel rule
+@xfail("the work check only asks whether the output is still right with kernels off; a probe "
+       "kernel that writes a flag tells those calls apart, and the candidate returns garbage there")
+def test_pytorch_behind_a_probe_kernel_is_caught():
+    assert_caught(run_check("relu", "cheat_probe_skip"), "no_kernel")
+
+
+@xfail("the launch counter and the switch's mode live in the sandbox: reachable through the closure "
+       "of the wrapper around JITFunction.run, writable and readable by the candidate")
+def test_pytorch_with_a_forged_launch_count_is_caught():
+    assert_caught(run_check("relu", "cheat_switch_state"), "no_kernel")
+
+
+@xfail("a kernel that computes one row of four is 'necessary' (the output is wrong without it): the "
+       "work check does not measure how much of the work the kernels did")
+def test_a_kernel_doing_one_row_while_pytorch_does_the_rest_is_caught():
+    assert_caught(run_check("relu", "cheat_tail_kernel"), "no_kernel")
+
+
+# ---------------------------------------------------------------- the timing protocol
+# These get through on the clock check's margin: ten timed trials keep the medians steady on a busy host.
+MARGIN_TRIALS = 10
+
+
+@xfail("torch.manual_seed, which the sandbox calls on every call before its clock starts, is not "
+       "guarded; the judge's clock sees the work but the CPU margin (10 ms + half the trial) hides it")
+def test_work_done_in_the_pre_trial_seed_call_is_caught():
+    assert_caught(run_check("relu", "cheat_seed_hook", trials=MARGIN_TRIALS), "clock", "harness_tamper", "timer_tamper")
+
+
+@xfail("a TorchFunctionMode left on torch's mode stack runs the kernel inside the sandbox's copy of "
+       "the output, after its clock stopped; nothing checks the mode stack and the clock margin covers it")
+def test_work_done_in_the_harness_copy_of_the_output_is_caught():
+    assert_caught(run_check("relu", "cheat_deferred_copy", trials=MARGIN_TRIALS), "clock", "harness_tamper")
+
+
+@xfail("Guards.verify is a class attribute outside every snapshot: replacing it silences the guards, "
+       "and a clock slowed 100x then passes the judge's clock check within its CPU margin")
+def test_a_forged_clock_inside_the_margin_is_caught():
+    assert_caught(run_check("relu", "cheat_clock_margin", trials=MARGIN_TRIALS), "clock", "timer_tamper", "harness_tamper")
+
+
+# ---------------------------------------------------------------- shared buffers read between calls
+@xfail("the judge writes a call's inputs into the shared buffers before computing its reference: a "
+       "thread started at construction reads them and computes the product before the call is sent")
+def test_a_thread_prefetching_from_the_shared_input_buffers_is_caught():
+    assert_caught(run_check("matmul_relu", "cheat_prefetch_thread"))
+
+
+@xfail("the sandbox's gc.collect after each reply runs a candidate finalizer in its main thread; it "
+       "waits for the next inputs in the shared buffers and computes the product before the call")
+def test_a_finalizer_prefetching_from_the_shared_input_buffers_is_caught():
+    assert_caught(run_check("matmul_relu", "cheat_prefetch_finalizer"))
+
+
+# ---------------------------------------------------------------- metadata the sandbox reports
+@xfail("whether an output is dense is the sandbox's own report (sandbox.dense): replaced, with the "
+       "guards silenced, a stride-0 output passes and the harness materialises it outside the clock")
+def test_a_stride0_output_with_forged_density_is_caught():
+    assert_caught(run_check("broadcast_mean", "cheat_forged_density"), "expanded_output", "harness_tamper")
+
+
+@xfail("whether a failed build is the machine's fault is decided by matching the sandbox's message "
+       "against a list: a candidate that says 'nvcc: not found' gets harness_error, not compile_error")
+def test_a_candidate_blaming_the_machine_for_its_failure_gets_a_compile_error():
+    r = run_check("relu", "cheat_blame_machine")
+    assert r.status is Status.COMPILE_ERROR, (r.status, r.diagnostics.message)
+
+
+# ---------------------------------------------------------------- precision and range
+@xfail("timed trials are compared with the 1e-2 tolerance only; precision against float64 is "
+       "measured on the check calls, which end with the unseen shape, so bfloat16 after it is never seen")
+def test_lower_precision_on_the_timed_calls_only_is_caught():
+    assert_caught(run_check("relu", "cheat_precision_timed"), "lower_precision", "changed_during_timing")
+
+
+@xfail("where the float64 copy of the reference cannot run (a float32 plain attribute here), the "
+       "precision check is skipped without a word: float16 products pass")
+def test_lower_precision_where_the_float64_copy_fails_is_caught():
+    r = run_check("fixed_projection", "cheat_precision_no_yardstick")
+    assert r.status is not Status.OK and ({"lower_precision", "no_yardstick"} & rules(r)), (r.status, r.integrity)
+
+
+# ---------------------------------------------------------------- resources
+@xfail("torch's thread setting is compared only after the call (in the sandbox): raised during "
+       "forward and restored before returning, the candidate gets every core against the baseline's one")
+def test_more_threads_during_forward_than_the_baseline_gets_is_caught():
+    assert_caught(run_check("matmul_relu", "cheat_more_threads"), "global_setting", "background_thread")

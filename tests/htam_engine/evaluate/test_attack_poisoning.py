@@ -1,0 +1,174 @@
+"""Cheats that reach past their own sandbox: the processes beside it (the reference sandbox that
+times the baselines, the spare sandbox forked for the next candidate, the zygote) and the files
+every later evaluation reads (the compile cache's records, the interpreter's startup, inductor's
+cache, the timing locks, the disk). Each must leave the next honest candidate's verdict and
+speedup as they would have been.
+
+Every test runs in a judge of its own (cheats/isolated.py: its caches and the sandboxes'
+PYTHONPATH under a temporary folder), so what a cheat poisons is thrown away with it. A test
+the current judge fails is marked xfail(strict=True) with what the judge misses.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import threading
+import time
+
+import pytest
+
+from cheats.isolated import IsolatedJudge, isolated_judge
+from htam_engine.evaluate.result import Status
+
+OK = Status.OK
+
+
+def xfail(reason: str):
+    return pytest.mark.xfail(strict=True, reason=reason)
+
+
+@pytest.fixture(scope="module")
+def judge(tmp_path_factory):
+    """One isolated judge for the cheats whose poison can be washed off between tests."""
+    with isolated_judge(tmp_path_factory.mktemp("attack-judge")) as j:
+        yield j
+
+
+@pytest.fixture
+def clean(judge: IsolatedJudge):
+    """The module's judge, washed after the test: stopped processes continued, failure records,
+    junk and lock files gone, the reference and spare sandboxes replaced."""
+    yield judge
+    for p in judge.processes():
+        p.resume()
+    for record in (judge.root / "cache" / "build").glob("*/.htam-build-failed.json"):
+        record.unlink()
+    (judge.root / "cache" / "junk.bin").unlink(missing_ok=True)
+    if judge.judge.baseline is not None:
+        judge.judge.baseline.close()
+        judge.judge.baseline = None
+    if judge.judge._spare is not None:
+        judge.judge._spare.kill()
+        judge.judge._spare = None
+
+
+def honest_ok(r) -> None:
+    assert r.status is OK, (r.status, r.diagnostics.message, r.integrity)
+
+
+# ---------------------------------------------------------------- processes beside the sandbox
+def test_stopping_the_reference_sandbox_does_not_move_the_baseline(clean):
+    """Caught by pausing the candidate's whole tree while the baselines run."""
+    honest = clean.run("matmul_relu", "honest_matmul_relu")
+    honest_ok(honest)
+    r = clean.run("matmul_relu", "cheat_stop_reference")
+    if r.status is OK:
+        # Not inflated: the eager baseline measured beside the cheat is the one measured without it.
+        assert r.ref_runtime_ms < 2.5 * honest.ref_runtime_ms, (r.ref_runtime_ms, honest.ref_runtime_ms)
+
+
+# Not strict: on this 2-core host the watcher's polling hits the baseline calls in some runs only.
+@pytest.mark.xfail(strict=False, reason=(
+    "the pause and the kill reach the sandbox's tree only: a watcher double-forked after the sandbox turned off "
+    "its subreaper flag and stopped the zygote (so no sweep ends it) outlives the sandbox and stops the reference "
+    "sandbox inside eager trials beside the candidate and alone: seen at 1.4x, 1.8x, 2.4x against an honest "
+    "0.4-0.8x with no finding; in other runs it misses the alone rounds (baseline_disturbed, alone figure used)"))
+def test_a_candidate_leaves_no_process_behind_to_slow_its_baselines(clean):
+    honest = clean.run("matmul_relu", "honest_matmul_relu", trials=8)
+    honest_ok(honest)
+    r = clean.run("matmul_relu", "cheat_stop_reference_orphan", trials=8)
+    if r.status is OK:
+        assert r.ref_runtime_ms < 2.5 * honest.ref_runtime_ms, (r.ref_runtime_ms, honest.ref_runtime_ms)
+
+
+@xfail("the next candidate's spare sandbox is forked while this one runs, as a sibling it can "
+       "SIGSTOP; a stopped sandbox counts as alive, and the next candidate waits on it until its timeout")
+def test_stopping_the_spare_sandbox_leaves_the_next_candidate_alone(clean, monkeypatch):
+    import htam_engine.evaluate.channel as channel
+
+    monkeypatch.setattr(channel, "HARNESS_DEADLINE_S", 10.0)  # a frozen sandbox costs 10 s here, not 600
+    honest_ok(clean.run("relu", "honest_relu_triton"))
+    clean.run("relu", "cheat_stop_spare")
+    honest_ok(clean.run("relu", "honest_relu_triton", timeout_s=10.0))
+
+
+@xfail("the zygote is a process of the sandbox's user: stopped by a candidate it counts as alive; the "
+       "next candidate's fork times out, the judge kills the zygote's tree with that candidate's sandbox in "
+       "it (its runtime_error) and every evaluation after gets harness_error")
+def test_stopping_the_zygote_leaves_later_candidates_alone(tmp_path, monkeypatch):
+    import htam_engine.evaluate.zygote_client as zygote_client
+
+    monkeypatch.setattr(zygote_client, "FORK_S", 5.0)  # a frozen zygote costs 5 s a fork here, not 60
+    with isolated_judge(tmp_path) as j:
+        honest_ok(j.run("relu", "honest_relu_triton"))
+        j.run("relu", "cheat_stop_zygote")
+        later = [j.run("relu", "honest_relu_triton") for _ in range(2)]  # the spare, then a fresh fork
+    for r in later:
+        honest_ok(r)
+
+
+# ---------------------------------------------------------------- files later evaluations read
+@xfail("the judge replays a build failure from .htam-build-failed.json in the source's build folder, "
+       "which the sandbox can write: every source evaluated before now fails to 'compile'")
+def test_failure_records_written_by_a_candidate_do_not_fail_later_candidates(clean):
+    honest_ok(clean.run("relu", "honest_relu_triton"))
+    clean.run("relu", "cheat_failed_marker")
+    honest_ok(clean.run("relu", "honest_relu_triton"))
+
+
+@xfail("the timing locks are files in the cache folder the sandbox can write: deleted, a judge "
+       "opening the name makes a new file and times while another judge still holds the old one")
+def test_deleting_the_timing_locks_does_not_let_two_judges_time_at_once(clean):
+    honest_ok(clean.run("relu", "honest_relu_triton"))  # the lock files exist from here on
+    other = open(clean.root / "cache" / "locks" / "time-cpu.lock", "a+")  # another judge, timing
+    fcntl.flock(other.fileno(), fcntl.LOCK_EX)
+    release_at = time.monotonic() + 5.0
+
+    def release() -> None:
+        time.sleep(max(0.0, release_at - time.monotonic()))
+        fcntl.flock(other.fileno(), fcntl.LOCK_UN)
+        other.close()
+
+    holder = threading.Thread(target=release)
+    holder.start()
+    try:
+        clean.run("relu", "cheat_unlink_locks")
+        later = clean.run("relu", "honest_relu_triton")
+        finished = time.monotonic()
+    finally:
+        holder.join()
+    honest_ok(later)
+    assert finished >= release_at, f"timed {release_at - finished:.1f} s before the other judge let go of the device"
+
+
+@xfail("nothing bounds or cleans up what a sandbox writes to disk: 256 MB stay in the shared cache folder")
+def test_a_candidate_cannot_leave_hundreds_of_megabytes_behind(clean):
+    clean.run("relu", "cheat_fill_disk")
+    junk = clean.root / "cache" / "junk.bin"
+    assert not junk.exists() or junk.stat().st_size < (64 << 20), junk.stat().st_size
+
+
+@xfail("the sandboxes' PYTHONPATH starts with a folder their user can write; a sitecustomize.py there "
+       "runs in every zygote started afterwards (the candidate kills the current one), and slows the Model "
+       "of every reference sandbox forked from it")
+def test_a_sitecustomize_planted_by_a_candidate_does_not_slow_later_baselines(tmp_path):
+    with isolated_judge(tmp_path) as j:
+        before = j.run("relu", "honest_relu_triton")
+        honest_ok(before)
+        j.run("relu", "cheat_sitecustomize")
+        after = j.run("relu", "honest_relu_triton")
+    honest_ok(after)
+    assert after.ref_runtime_ms < 10 * before.ref_runtime_ms + 1.0, (before.ref_runtime_ms, after.ref_runtime_ms)
+
+
+@xfail("inductor loads a generated module it finds in its cache folder (shared by the user's processes) "
+       "as it is: the candidate compiles the problem's Model itself and slows the generated module, which "
+       "the reference sandbox then runs as the torch.compile baseline")
+def test_a_poisoned_inductor_cache_does_not_slow_the_compile_baseline(tmp_path):
+    with isolated_judge(tmp_path) as j:
+        j.run("relu", "cheat_inductor_cache", time_compile_baseline=True)
+        after = j.run("relu", "honest_relu_triton", time_compile_baseline=True)
+    honest_ok(after)
+    assert after.compile_ref_runtime_ms is not None
+    # Unpoisoned, compiled ReLU on 4 x 256 takes well under a millisecond here; the poison adds 20.
+    assert after.compile_ref_runtime_ms < 10.0, after.compile_ref_runtime_ms

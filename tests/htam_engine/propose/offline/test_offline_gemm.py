@@ -1,0 +1,143 @@
+"""Triton GEMMs in exact float32, with fused epilogues, are correct for every GEMM knob (interpreter).
+
+The matrix-product layouts of KernelBench level 1 (square, batched, transposed views, a 3-D
+tensor times a matrix, einsum, tall-skinny, long K split into slices) and level 2's linear
+layers with their tails fused into the epilogue (bias per column, scalars, a residual of the
+output's shape, broadcast per-row values).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from htam_engine.propose.offline import Knob, Unsupported, generate, plan_problem, plan_space
+
+from offline_support import HAS_CUDA, InterpreterBatch, assert_ok, write_problem
+
+pytestmark = pytest.mark.skipif(HAS_CUDA, reason="interpreter checks run on CPU-only machines")
+
+PRODUCTS = {
+    "square": ("return torch.matmul(a, b)", "[torch.randn(37, 37), torch.randn(37, 37)]"),
+    "batched": ("return torch.bmm(a, b)", "[torch.randn(3, 20, 33), torch.randn(3, 33, 18)]"),
+    "t_a": ("return torch.matmul(a.T, b)", "[torch.randn(40, 21), torch.randn(40, 30)]"),
+    "t_b": ("return a @ b.T", "[torch.randn(21, 40), torch.randn(30, 40)]"),
+    "t_both": ("return torch.matmul(a.T, b.T)", "[torch.randn(40, 21), torch.randn(30, 40)]"),
+    "tensor3d": ("return torch.matmul(a, b)", "[torch.randn(2, 17, 24), torch.randn(24, 19)]"),
+    "einsum": ('return torch.einsum("bijl,lk->bijk", a, b)', "[torch.randn(2, 3, 5, 16), torch.randn(16, 9)]"),
+    "tall": ("return torch.matmul(a, b)", "[torch.randn(90, 6), torch.randn(6, 70)]"),
+    "long_k": ("return torch.matmul(a, b)", "[torch.randn(12, 1100), torch.randn(1100, 20)]"),
+    # the triangle is the epilogue; tiles it zeroes skip their product
+    "triu": ("return torch.triu(torch.matmul(a, b), diagonal=1)", "[torch.randn(70, 40), torch.randn(40, 70)]"),
+    "tril": ("return torch.tril(a @ b) * 2.0", "[torch.randn(70, 40), torch.randn(40, 66)]"),
+}
+# tile, split-K (the long-K case runs 4 slices), 64-bit offsets, pipelining and swizzle settings
+GEMM_SETTINGS = {
+    "small": {Knob.GEMM_TILE: "32x32x32"},
+    "split": {Knob.GEMM_TILE: "32x32x32", Knob.GEMM_SPLIT_K: 4},
+    "wide": {Knob.GEMM_TILE: "64x32x32", Knob.INDEX: "int64", Knob.GEMM_GROUP: 1, Knob.GEMM_STAGES: 2},
+}
+SUMMED = """
+class Model(nn.Module):
+    def __init__(self, i, o):
+        super().__init__()
+        self.gemm = nn.Linear(i, o)
+    def forward(self, x):
+        y = self.gemm(x) / 2.0 * 3.0
+        return torch.tanh(torch.sum(y, dim=1, keepdim=True))
+"""
+LINEAR_TAIL = """
+class Model(nn.Module):
+    def __init__(self, i, o):
+        super().__init__()
+        self.gemm = nn.Linear(i, o)
+        self.scale = nn.Parameter(torch.randn(o) * 0.5 + 1.0)
+    def forward(self, x, r, g):
+        y = self.gemm(x) * self.scale
+        y = F.gelu(y) + r - 0.5 * g
+        return torch.clamp(y, min=-1.0)
+"""
+
+
+@pytest.fixture(scope="module")
+def checked(tmp_path_factory):
+    d = tmp_path_factory.mktemp("offline_gemm")
+    batch = InterpreterBatch()
+    for name, (body, inputs) in PRODUCTS.items():
+        p = write_problem(d, name, f"class Model(nn.Module):\n    def forward(self, a, b):\n        {body}\n", inputs)
+        for setting, knobs in GEMM_SETTINGS.items():
+            batch.add(f"{name}-{setting}", p, knobs)
+    tail = write_problem(d, "linear_tail", LINEAR_TAIL,
+                         "[torch.randn(6, 40), torch.randn(6, 24), torch.randn(6, 1)]", "[40, 24]")
+    batch.add("tail-fused", tail, {Knob.GEMM_KERNEL: "triton", Knob.GEMM_TILE: "32x32x32"})
+    # a short K is never split by the launch; forcing 2 slices checks the sum kernel's epilogue
+    batch.add("tail-fused-split", tail, {Knob.GEMM_KERNEL: "triton", Knob.GEMM_TILE: "32x32x32", Knob.GEMM_SPLIT_K: 2},
+              edit=lambda c: c.replace("triton.cdiv(K, 4 * BK)", "2"))
+    batch.add("tail-library", tail, {Knob.GEMM_KERNEL: "library"})
+    summed = write_problem(d, "summed", SUMMED, "[torch.randn(6, 40)]", "[40, 24]")
+    batch.add("summed-first", summed, move="sum_first")
+    batch.add("summed-gemm", summed, {Knob.GEMM_KERNEL: "triton", Knob.GEMM_TILE: "32x32x32"})
+    return batch.run()
+
+
+@pytest.mark.parametrize("setting", sorted(GEMM_SETTINGS))
+@pytest.mark.parametrize("case", sorted(PRODUCTS))
+def test_matrix_products_every_gemm_setting(checked, case, setting):
+    assert_ok(checked, f"{case}-{setting}")
+
+
+def test_products_are_exact_float32_and_read_transposed_views_in_place(checked):
+    code = checked["_codes"]["t_both-small"]
+    assert 'input_precision="ieee"' in code and "allow_tf32" not in code
+    assert "getattr(a, 'T')" in code and "_gemm_0(t_getattr_1, t_getattr_2)" in code  # the views, not copies
+    assert ".contiguous()" not in code.split("def _gemm_0")[1].split("class ModelNew")[0]
+
+
+def test_long_k_is_split_into_slices_summed_by_a_second_kernel(checked):
+    code = checked["_codes"]["long_k-split"]
+    assert "_k_gemm_0_sum[" in code and "SPLIT_K=split" in code
+    assert_ok(checked, "long_k-split")
+
+
+def test_64_bit_offsets_without_a_32_bit_branch(checked):
+    kernel = checked["_codes"]["square-wide"].split("def _k_gemm_0(")[1].split("@triton.jit")[0]
+    assert "rm = rm.to(tl.int64)" in kernel and "if BIG" not in kernel
+
+
+def test_the_tail_runs_in_the_gemm_epilogue(checked):
+    fused = checked["_codes"]["tail-fused"]
+    assert "_region_0(" not in fused.split("class ModelNew")[1]  # one kernel: the region's call is gone
+    assert "tl.erf(" in fused.split("def _k_gemm_0(")[1].split("@triton.jit")[0]
+    assert_ok(checked, "tail-fused")
+    assert_ok(checked, "tail-fused-split")
+
+
+def test_library_product_with_the_tail_fused_after_it(checked):
+    library = checked["_codes"]["tail-library"]
+    assert "torch.nn.functional.linear(a, b, bias)" in library and "_region_0(" in library
+    assert_ok(checked, "tail-library")
+
+
+def test_a_bare_product_is_a_triton_gemm_only(tmp_path):
+    p = write_problem(tmp_path, "mm", "class Model(nn.Module):\n    def forward(self, a, b):\n"
+                      "        return a @ b\n", "[torch.randn(4, 8), torch.randn(8, 4)]")
+    space = plan_space(plan_problem(p), "triton")
+    assert space.specs[Knob.GEMM_KERNEL].values == ("triton",)  # the library alone is not a candidate
+    for backend in ("cuda", "cpp"):
+        with pytest.raises(Unsupported, match="bare matrix product"):
+            generate(p, backend)
+
+
+def test_a_triangular_output_skips_the_tiles_it_zeroes(checked):
+    code = checked["_codes"]["triu-small"]
+    assert "k_hi = tl.where(pid_n * BN + BN - 1 - pid_m * BM < 1, k_lo, k_hi)" in code
+    assert "torch.triu" not in code.split("class ModelNew")[1]
+    assert_ok(checked, "triu-small")
+    assert_ok(checked, "tril-split")
+
+
+def test_a_product_summed_over_its_columns_is_summed_first(checked):
+    code = checked["_codes"]["summed-first"].split("class ModelNew")[1]
+    assert "= _gemm_0(" not in code and "_colsum = _region_0(self.gemm.weight)" in code
+    assert "_biassum = _region_1(self.gemm.bias)" in code
+    assert_ok(checked, "summed-first")
+    assert_ok(checked, "summed-gemm")  # the plan without the rewrite, for comparison
