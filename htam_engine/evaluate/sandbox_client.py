@@ -29,6 +29,9 @@ __all__ = ["Budget", "HarnessStartError", "SandboxDied", "SandboxLimits", "Sandb
 
 POLL_S = 0.2
 KILL_WAIT_S = 5.0
+# SIGSTOP takes effect when a process is next scheduled (or leaves a system call it cannot be
+# interrupted in): paused() waits up to this long for every process to report itself stopped.
+STOP_SETTLE_S = 0.1
 
 
 class SandboxError(Exception):
@@ -212,6 +215,7 @@ class SandboxProcess:
         candidate's can run, load the host or queue device work while the baselines are timed."""
         family = self._family()
         self._signal(family, signal.SIGSTOP)
+        _wait_stopped(family, STOP_SETTLE_S)
         try:
             yield
         finally:
@@ -273,3 +277,24 @@ def fork_sandbox(zygote: ZygoteProcess, role: str, device: str, limits: SandboxL
     sandbox = SandboxProcess(pid, socket.socket(fileno=fd), role, zygote.exit_status)
     sandbox.limits = limits
     return sandbox
+
+
+def _wait_stopped(pids: list[int], within_s: float) -> None:
+    """Until every process in `pids` is stopped or gone, for at most `within_s` seconds."""
+    import psutil
+
+    settled = {psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP, psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD}
+    deadline = time.monotonic() + within_s
+    pending = list(pids)
+    while pending:
+        still = []
+        for pid in pending:
+            try:
+                if psutil.Process(pid).status() not in settled:
+                    still.append(pid)
+            except psutil.Error:
+                pass
+        pending = still
+        if not pending or time.monotonic() > deadline:
+            return
+        time.sleep(0.001)

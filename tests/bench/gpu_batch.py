@@ -51,6 +51,9 @@ sys.path.insert(0, str(ROOT))
 
 OUT = Path(os.environ.get("OUT") or ".")
 REPORT: dict[str, Any] = {}
+# Where the throughput part evaluates: cuda candidates on a GPU; --device cpu runs the same
+# part end to end on a machine without one (cpp candidates at CPU sizes, a check of the script).
+TARGET = {"device": "cuda", "backend": "cuda"}
 
 
 def load_previous() -> None:
@@ -126,7 +129,7 @@ def run_batch(args: argparse.Namespace) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------- throughput
 async def offline_candidates(limit: int) -> list[tuple[Any, str, str]]:
-    """(problem, code, move) for distinct CUDA sources of the offline proposer."""
+    """(problem, code, move) for distinct sources of the offline proposer (TARGET's backend)."""
     from htam_engine.families import Backend
     from htam_engine.memory import make_state
     from htam_engine.memory.types import Retrieval, Selection, StrategyView
@@ -139,13 +142,14 @@ async def offline_candidates(limit: int) -> list[tuple[Any, str, str]]:
     out: list[tuple[Any, str, str]] = []
     for name in builtin_names():
         try:
-            problem = load_problem(name, device="cuda")
+            problem = load_problem(name, device=TARGET["device"])
         except Exception:  # noqa: BLE001
             continue
-        state = make_state("start", problem.family, Backend.CUDA, "unknown", None)
+        backend = Backend(TARGET["backend"])
+        state = make_state("start", problem.family, backend, "unknown", None)
         for tid in MOVE_IDS:  # a retrieval naming one move steers the proposer to it
             hint = StrategyView(id=f"bench-{tid}", direction="", title=tid, description="", template=tid)
-            req = ProposalRequest(problem=problem, backend=Backend.CUDA, state=state,
+            req = ProposalRequest(problem=problem, backend=backend, state=state,
                                   selection=Selection("", [], "bench"), retrieval=Retrieval("", [hint], []))
             try:
                 prop = await proposer.propose(req)
@@ -176,10 +180,10 @@ async def evaluate_all(cands: list[tuple[Any, str, str]], workers: int) -> tuple
     from htam_engine.evaluate.config import EvalConfig
     from htam_engine.evaluate.pool import WorkerPool
 
-    pool = WorkerPool(workers, "cuda")
+    pool = WorkerPool(workers, TARGET["device"])
     # The torch.compile baseline is per problem (cached across its candidates), not per candidate:
     # leave it out so both modes measure candidate work only (compile, check, time vs eager).
-    cfg = EvalConfig(backend="cuda", device="cuda", timeout_s=900.0, time_compile_baseline=False)
+    cfg = EvalConfig(backend=TARGET["backend"], device=TARGET["device"], timeout_s=900.0, time_compile_baseline=False)
     rows: list[dict[str, Any]] = []
 
     async def one(problem: Any, code: str, tid: str) -> None:
@@ -207,7 +211,7 @@ def run_throughput(args: argparse.Namespace) -> dict[str, Any]:
     found = asyncio.run(offline_candidates(args.parallel + 1))
     cands, warm = found[: args.parallel], found[args.parallel:]
     if not cands:
-        raise RuntimeError("the offline proposer produced no CUDA candidates")
+        raise RuntimeError(f"the offline proposer produced no {TARGET['backend']} candidates")
     out: dict[str, Any] = {"candidates": len(cands), "workers": args.workers, "cpu_cores": os.cpu_count()}
     # Each mode starts from an empty cache warmed by one extra candidate (not counted), which
     # builds the shared precompiled header: a one-time cost per machine, not per candidate.
@@ -348,15 +352,23 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=2, help="compiles per variant in the compile part")
     ap.add_argument("--batch-deadline", type=float, default=3600.0,
                     help="seconds after which the batch part stops and reports what finished")
+    ap.add_argument("--device", default=None, choices=["cuda", "cpu"],
+                    help="cuda (default where a GPU is visible); cpu runs the throughput part with cpp candidates")
     args = ap.parse_args()
     import torch
 
-    if not torch.cuda.is_available():
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if device == "cpu" and set(args.parts.split(",")) != {"throughput"}:
+        print("without a GPU only --parts throughput runs (--device cpu)")
+        sys.exit(0)
+    if device == "cuda" and not torch.cuda.is_available():
         print("needs a CUDA GPU")
         sys.exit(0)
+    TARGET.update(device=device, backend="cuda" if device == "cuda" else "cpp")
     load_previous()
-    REPORT["device"] = {"name": torch.cuda.get_device_name(0), "torch": torch.__version__, "cuda": torch.version.cuda,
-                        "cores": os.cpu_count(), "gpus": torch.cuda.device_count()}
+    REPORT["device"] = {"name": torch.cuda.get_device_name(0) if device == "cuda" else "cpu", "torch": torch.__version__,
+                        "cuda": torch.version.cuda, "cores": os.cpu_count(),
+                        "gpus": torch.cuda.device_count() if device == "cuda" else 0}
     parts = {"compile": run_compile, "throughput": run_throughput, "batch": run_batch}
     for name in args.parts.split(","):
         parts[name.strip()](args)

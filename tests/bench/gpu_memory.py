@@ -234,6 +234,7 @@ def main() -> int:
     print(f"\nworst peak / (input + output): {max(ratios):.2f} (target <= {TARGET:g}); "
           f"{sum(r <= TARGET for r in ratios)} of {len(ratios)} within" if ratios else "\nno figure measured")
     out = Path(os.environ.get("OUT") or ".") / "gpu_memory.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"device": device, "backend": args.backend, "trials": trials, "budget_bytes": budget,
                                "target": TARGET, "rows": rows}, indent=2))
     print(f"written: {out}")

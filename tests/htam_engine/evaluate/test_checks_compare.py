@@ -11,7 +11,10 @@ import torch
 from htam_engine.evaluate.checks.compare import compare_outputs
 from htam_engine.evaluate.config import DEFAULT_TOLERANCES
 
-TOL = dict(DEFAULT_TOLERANCES)
+# The whole-output bound's cases are written for a float32 tolerance of 1e-2 (a looser one a
+# person can choose), where all-zeros softmax over a 4096-wide row slips under atol; the
+# default is KernelBench's 1e-4 (test_the_default_float32_tolerance_is_kernelbenchs).
+TOL = dict(DEFAULT_TOLERANCES, float32=1e-2)
 
 
 def cmp(new, ref, noise=None):
@@ -90,6 +93,13 @@ def test_tolerance_follows_the_output_dtype():
     assert cmp(ref.float() + 1e-3, ref.float()) is None  # float32: 1e-2
     half = torch.ones(10, dtype=torch.float16)
     assert cmp(half + 0.005, half) is None
+
+
+def test_the_default_float32_tolerance_is_kernelbenchs():
+    ref = torch.ones(10)
+    assert compare_outputs(ref + 5e-5, ref, DEFAULT_TOLERANCES, "s") is None
+    m = compare_outputs(ref + 1e-3, ref, DEFAULT_TOLERANCES, "s")  # within 1e-2, not within 1e-4
+    assert m is not None and "atol=rtol=0.0001" in m.note
 
 
 def test_integer_and_bool_outputs_compare_exactly():

@@ -20,7 +20,9 @@ import torch
 from htam_engine.evaluate.checks import compare
 from htam_engine.evaluate.config import DEFAULT_TOLERANCES
 
-TOL = dict(DEFAULT_TOLERANCES)
+# The cases (all-zeros softmax under atol, noise floors) are written for a float32 tolerance of
+# 1e-2, a looser one than the default (KernelBench's 1e-4), as in test_checks_compare.py.
+TOL = dict(DEFAULT_TOLERANCES, float32=1e-2)
 
 
 def _perturbed(ref: torch.Tensor, at: list[int], by: float) -> torch.Tensor:

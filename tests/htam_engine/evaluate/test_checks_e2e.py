@@ -67,7 +67,7 @@ def test_all_zeros_softmax_is_incorrect_with_a_mismatch_summary(evaluator, probl
     assert r.status is Status.INCORRECT
     mm = r.diagnostics.mismatch
     assert mm is not None and mm.input_set == "get_inputs#0" and "whole-output" in mm.note
-    assert mm.expected_shape == [2, 4096] and mm.expected_dtype == "float32"
+    assert mm.expected_shape == [2, 32768] and mm.expected_dtype == "float32"
 
 
 def test_a_candidate_that_turns_stale_during_timing_is_rejected_on_a_timed_trial(evaluator, problems):

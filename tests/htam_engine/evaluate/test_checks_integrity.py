@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from cheats.harness import finding, rules, run_check
+from htam_engine.evaluate.config import DEFAULT_TOLERANCES
 from htam_engine.evaluate.result import Status
 
 REJECTED, INCORRECT = Status.REJECTED, Status.INCORRECT
@@ -64,7 +65,8 @@ CAUGHT = [
     # 7. lazy tensor subclasses; outputs partly uninitialized
     ("relu", "cheat_lazy", REJECTED, "lazy_output", "Deferred"),
     ("relu", "cheat_partial_write", REJECTED, "uninitialized_memory", "differ"),
-    # 8. quietly lower precision (within 1e-2, far from float64), also only after the first calls
+    # 8. quietly lower precision (within a looser tolerance a person chose, 1e-2, far from float64;
+    #    under the default 1e-4 the comparison alone fails it), also only after the first calls
     ("relu", "cheat_low_precision", INCORRECT, "lower_precision", "lower precision"),
     ("relu", "cheat_precision_later", INCORRECT, "lower_precision", "lower precision"),
     # 9. forged verdict frames on every descriptor it can find: the sandbox's own channel
@@ -77,9 +79,14 @@ CAUGHT = [
 ]
 
 
+# A looser float32 tolerance than KernelBench's 1e-4, as a person may set it: lower precision
+# then passes the comparison and only the float64 check can see it.
+LOOSE = {"tolerances": dict(DEFAULT_TOLERANCES, float32=1e-2)}
+CONFIG = {"cheat_low_precision": LOOSE, "cheat_precision_later": LOOSE}
+
 @pytest.mark.parametrize("problem,candidate,status,rule,words", CAUGHT, ids=[c[1] for c in CAUGHT])
 def test_cheat_is_caught_with_a_finding_that_says_what_was_seen(problem, candidate, status, rule, words):
-    r = run_check(problem, candidate)
+    r = run_check(problem, candidate, **CONFIG.get(candidate, {}))
     assert r.status is status, (r.status, r.diagnostics.message, r.integrity)
     assert not r.correct and r.runtime_ms is None and r.speedup_eager is None
     assert rule in rules(r), r.integrity
@@ -159,7 +166,7 @@ def test_all_zeros_softmax_fails_the_whole_output_bound():
     assert r.status is INCORRECT
     assert "whole-output relative error" in r.diagnostics.mismatch.note
     # Every element is within atol: the element-wise test alone would have passed it.
-    assert r.diagnostics.mismatch.max_abs_error < 1e-2
+    assert r.diagnostics.mismatch.max_abs_error < 1e-4
 
 
 def test_closed_form_loss_fails():

@@ -2,7 +2,7 @@ import torch
 import torch.nn as nn
 
 batch_size = 2
-dim = 4096
+dim = 32768
 
 
 class Model(nn.Module):
