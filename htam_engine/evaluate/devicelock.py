@@ -61,11 +61,32 @@ class DeviceLock:
         self.name = name
         self.slots = check_slots(device)
         self.announce = announce
+        self.held_alone = False  # inside alone(): every phase already has the device to itself
+
+    @contextlib.contextmanager
+    def alone(self) -> Iterator[None]:
+        """A whole evaluation with the device to itself: every slot (so no other worker keeps
+        state on the device), then the exclusive lock. For an evaluation that ran out of memory
+        beside others. The slots are taken before the gate, so a worker holding one can still
+        pass the gate to finish its timing and free it."""
+        if self.held_alone:
+            yield
+            return
+        self.announce("wait_lock")
+        with contextlib.ExitStack() as stack:
+            for i in range(self.slots):
+                stack.enter_context(file_lock(f"{self.name}-slot{i}"))
+            stack.enter_context(self.timing())
+            self.held_alone = True
+            try:
+                yield
+            finally:
+                self.held_alone = False
 
     @contextlib.contextmanager
     def holding_state(self) -> Iterator[None]:
         """Around everything that keeps models and inputs on the device: one slot."""
-        if not self.slots:
+        if not self.slots or self.held_alone:
             yield
             return
         self.announce("wait_lock")
@@ -75,7 +96,7 @@ class DeviceLock:
     @contextlib.contextmanager
     def checking(self) -> Iterator[None]:
         """Checks: alongside other checkers, never during a timing."""
-        if not self.slots:
+        if not self.slots or self.held_alone:
             yield
             return
         with file_lock(f"{self.name}-gate"):
@@ -86,6 +107,9 @@ class DeviceLock:
     @contextlib.contextmanager
     def timing(self) -> Iterator[None]:
         """Baselines and timing: the device to itself."""
+        if self.held_alone:
+            yield
+            return
         self.announce("wait_lock")
         with file_lock(f"{self.name}-gate") if self.slots else contextlib.nullcontext():
             with file_lock(self.name):

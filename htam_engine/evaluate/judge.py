@@ -59,8 +59,18 @@ _SANDBOX_START_S = 300.0
 _KEPT_PROBLEMS = 2
 
 
+# How an out-of-memory reads in a message. The second: where the caching allocator's report of an
+# out-of-memory fails itself (seen in sandboxes on an H200 box with other evaluations beside them).
+_OOM_MARKERS = ("out of memory", "cudacachingallocator")
+
+
+def out_of_memory_text(text: str) -> bool:
+    low = text.lower()
+    return any(m in low for m in _OOM_MARKERS)
+
+
 def _oom(exc: BaseException) -> bool:
-    return isinstance(exc, (torch.cuda.OutOfMemoryError, MemoryError)) or "out of memory" in str(exc).lower()
+    return isinstance(exc, (torch.cuda.OutOfMemoryError, MemoryError)) or out_of_memory_text(str(exc))
 
 
 def capacity_message(exc: BaseException, device: str) -> str:
@@ -230,7 +240,15 @@ class Judge:
                  memory_mb: float) -> tuple[EvalResult, bool]:
         """One candidate, start to finish: (the result, whether this judge is fit for the next)."""
         ev = Evaluation(self, problem, code, config, backend, key, memory_mb)
-        return ev.run()
+        result, healthy = ev.run()
+        if healthy and ev.short_of_memory and self.lock.slots > 1 and not self.lock.held_alone:
+            # Beside other evaluations the device ran out; alone it may fit (a batch at KernelBench's
+            # official sizes on an H200: four judges of ~80 GiB each). Only what fails alone counts.
+            release_memory(self.device)
+            with self.lock.alone():
+                ev = Evaluation(self, problem, code, config, backend, key, memory_mb)
+                result, healthy = ev.run()
+        return result, healthy
 
     def close(self) -> None:
         if self._spare is not None:
@@ -262,6 +280,7 @@ class Evaluation(TimedRounds):
         self.extension_ops = False
         self._mutates = False  # the reference changes its inputs in place (so each call gets a fresh draw)
         self._checks: CheckRun | None = None
+        self.short_of_memory = False  # it failed on an out-of-memory (its own or a sandbox's)
 
     # ------------------------------------------------------------------ the whole request
     def run(self) -> tuple[EvalResult, bool]:
@@ -300,6 +319,9 @@ class Evaluation(TimedRounds):
 
     def _fail(self, status: Status, message: str) -> None:
         r = self.result
+        if status in (Status.RUNTIME_ERROR, Status.HARNESS_ERROR) and (
+                out_of_memory_text(message) or "sandbox died" in message or "sandbox failed" in message):
+            self.short_of_memory = True  # a sandbox killed by the device's memory dies without saying so
         if r.status is Status.OK:  # the first failure names the evaluation
             r.status, r.correct = status, False
             r.diagnostics.message = message
@@ -409,7 +431,7 @@ class Evaluation(TimedRounds):
             with self.judge.lock.checking():
                 return self._check_once(loaded, reference, init)
         except CandidateFailed as e:
-            if not (self.judge.lock.slots > 1 and "out of memory" in str(e).lower()):
+            if not (self.judge.lock.slots > 1 and out_of_memory_text(str(e))):
                 raise
         except Exception as e:  # noqa: BLE001 - the judge's own out-of-memory, beside other checkers
             if not (self.judge.lock.slots > 1 and _oom(e)):

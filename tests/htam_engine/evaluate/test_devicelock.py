@@ -138,3 +138,39 @@ def test_the_cpu_has_no_slots_and_checks_take_no_lock(tmp_path, monkeypatch):
 
         _run(checker)
         _wait(done, "checker")
+
+
+def test_an_evaluation_alone_waits_for_every_slot_and_keeps_the_device_to_itself(gpu_lock):
+    """What an evaluation that ran out of memory beside others is re-run under: no other worker
+    holds state on the device (every slot is taken, after the one a worker still holds is freed),
+    nobody checks or times meanwhile, and the evaluation's own phases inside do not wait on it."""
+    lock, other = gpu_lock(2), DeviceLock("cuda", "time-gpu0")
+    holding, release, alone_in, checked = (threading.Event() for _ in range(4))
+
+    def worker_with_state() -> None:
+        with other.holding_state():
+            holding.set()
+            release.wait(10)
+
+    def evaluation_alone() -> None:
+        with lock.alone():
+            alone_in.set()
+            with lock.holding_state(), lock.checking(), lock.timing():  # no wait on itself
+                time.sleep(0.2)
+
+    _run(worker_with_state)
+    _wait(holding, "the other worker's slot")
+    _run(evaluation_alone)
+    time.sleep(0.3)
+    assert not alone_in.is_set(), "alone() went ahead while another worker held state on the device"
+    release.set()
+    _wait(alone_in, "alone() after the slot was freed")
+
+    def later_checker() -> None:
+        with other.holding_state(), other.checking():
+            checked.set()
+
+    _run(later_checker)
+    time.sleep(0.05)
+    assert not checked.is_set(), "a checker got in while an evaluation had the device alone"
+    _wait(checked, "the checker after alone() ended")
