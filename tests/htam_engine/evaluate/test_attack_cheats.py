@@ -89,8 +89,6 @@ def test_a_finalizer_prefetching_from_the_shared_input_buffers_is_caught():
 
 
 # ---------------------------------------------------------------- metadata the sandbox reports
-@xfail("whether an output is dense is the sandbox's own report (sandbox.dense): replaced, with the "
-       "guards silenced, a stride-0 output passes and the harness materialises it outside the clock")
 def test_a_stride0_output_with_forged_density_is_caught():
     assert_caught(run_check("broadcast_mean", "cheat_forged_density"), "expanded_output", "harness_tamper")
 
