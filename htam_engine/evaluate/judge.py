@@ -36,6 +36,7 @@ from htam_engine.evaluate.clock import copy_bandwidth
 from htam_engine.evaluate.config import EvalConfig
 from htam_engine.evaluate.devicelock import DeviceLock
 from htam_engine.evaluate.diagnostics import one_line, parse_compiler_output, trim_log
+from htam_engine.evaluate.limits import file_limit_note
 from htam_engine.evaluate.reference import BaselineSandbox, ReferenceFailed, ReferenceModel
 from htam_engine.evaluate.result import CompilerMessage, EvalResult, Finding, Mismatch, Status
 from htam_engine.evaluate.rounds import BASELINE_PREP_S, HarnessFault, TimedRounds
@@ -342,7 +343,8 @@ class Evaluation(TimedRounds):
             self.short_of_memory = True  # a sandbox killed by the device's memory dies without saying so
         if r.status is Status.OK:  # the first failure names the evaluation
             r.status, r.correct = status, False
-            r.diagnostics.message = message
+            file_mb = SandboxLimits.of(self.cfg, self.device).file_mb  # what its sandbox was started under
+            r.diagnostics.message = message + file_limit_note(message, file_mb)
 
     def _conclude(self) -> None:
         """The verdict from everything recorded: reject findings win, then failures, mismatches."""

@@ -137,11 +137,12 @@ def test_deleting_the_timing_locks_does_not_let_two_judges_time_at_once(clean):
     assert finished >= release_at, f"timed {release_at - finished:.1f} s before the other judge let go of the device"
 
 
-@xfail("nothing bounds or cleans up what a sandbox writes to disk: 256 MB stay in the shared cache folder")
-def test_a_candidate_cannot_leave_hundreds_of_megabytes_behind(clean):
-    clean.run("relu", "cheat_fill_disk")
+def test_a_candidate_cannot_leave_hundreds_of_megabytes_behind(clean, monkeypatch):
+    monkeypatch.setenv("HTAM_SANDBOX_FILE_MB", "32")  # the default (4 GiB) bounds a file the same way, higher
+    r = clean.run("relu", "cheat_fill_disk")
     junk = clean.root / "cache" / "junk.bin"
-    assert not junk.exists() or junk.stat().st_size < (64 << 20), junk.stat().st_size
+    assert not junk.exists() or junk.stat().st_size <= (32 << 20), junk.stat().st_size
+    assert r.status is not OK and "sandbox_file_mb" in r.diagnostics.message, (r.status, r.diagnostics.message)
 
 
 @xfail("the sandboxes' PYTHONPATH starts with a folder their user can write; a sitecustomize.py there "
