@@ -50,6 +50,8 @@ SETTINGS: tuple[Setting, ...] = (
             "a command prefix for the sandboxes candidates run in, e.g. bwrap (it wraps their zygote)"),
     Setting("worker_cpu_s", "evaluate", "HTAM_WORKER_CPU_S", int, 6 * 3600,
             "CPU seconds any one sandbox process may use (a backstop, not the timeout)"),
+    Setting("sandbox_file_mb", "evaluate", "HTAM_SANDBOX_FILE_MB", int, 4096,
+            "largest file a sandbox process (a candidate, its compiler) may write, in MB (0: no limit)"),
     Setting("debug", "cli", "HTAM_DEBUG", bool, False, "print tracebacks instead of one-line errors"),
     Setting("model", "model", "HTAM_MODEL", str, "gpt-4o-mini", "model name at the endpoint"),
     Setting("base_url", "model", "HTAM_BASE_URL", str, "", "OpenAI-compatible endpoint (also OPENAI_BASE_URL)"),
@@ -64,7 +66,7 @@ SETTINGS: tuple[Setting, ...] = (
 BY_KEY: dict[str, Setting] = {s.key: s for s in SETTINGS}
 # Variables htam sets for its own worker processes (not settings a person gives).
 INTERNAL_ENV = ("HTAM_WORKER_FDS", "HTAM_WORKER_DEVICE", "HTAM_WORKER_LOCK", "HTAM_WORKER_CPU_THREADS",
-                "HTAM_WORKER_AS_MB", "HTAM_ZYGOTE_FD")
+                "HTAM_WORKER_AS_MB", "HTAM_WORKER_FILE_MB", "HTAM_ZYGOTE_FD")
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off", "")
 
 
@@ -186,6 +188,12 @@ def worker_wrapper() -> str:
 
 def worker_cpu_s() -> int:
     return int(value("worker_cpu_s"))
+
+
+def sandbox_file_mb() -> int | None:
+    """The largest file a sandbox may write (MB), or None for no limit."""
+    mb = int(value("sandbox_file_mb"))
+    return mb if mb > 0 else None
 
 
 def debug() -> bool:

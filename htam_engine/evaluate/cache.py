@@ -10,6 +10,8 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import os
+import threading
 import time
 from pathlib import Path
 from typing import Any, Iterator
@@ -54,6 +56,89 @@ def _lock_path(name: str) -> Path:
     return path
 
 
+# Per lock path, a descriptor of the file this process first found there, kept open (never
+# locked) for the life of the process: whoever unlinks the path later cannot take from it the
+# file that every judge which opened it before still locks. A forked child starts afresh (a
+# sandbox closes every inherited descriptor, and their numbers are reused).
+_ANCHORS: dict[str, int] = {}
+_ANCHORS_PID = os.getpid()
+_ANCHORS_GUARD = threading.Lock()
+
+
+def _anchors() -> dict[str, int]:
+    global _ANCHORS_PID
+    if _ANCHORS_PID != os.getpid():
+        _ANCHORS.clear()
+        _ANCHORS_PID = os.getpid()
+    return _ANCHORS
+
+
+def _open_lock_file(path: Path) -> int:
+    return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+
+
+def _fresh_open(path: Path) -> int:
+    """A new open file (so its lock conflicts with every other, threads of this process too) of
+    the file this process anchored at `path`, even where that file was unlinked since."""
+    with _ANCHORS_GUARD:
+        anchors = _anchors()
+        anchor = anchors.get(str(path))
+        if anchor is None:
+            anchor = anchors[str(path)] = _open_lock_file(path)
+        try:
+            return os.open(f"/proc/self/fd/{anchor}", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:  # no /proc: the file at the path
+            return _open_lock_file(path)
+
+
+def _reanchor(path: Path) -> int:
+    """The file now at `path` becomes the anchor; a new open file of it."""
+    fd = _open_lock_file(path)
+    with _ANCHORS_GUARD:
+        anchors = _anchors()
+        old = anchors.get(str(path))
+        anchors[str(path)] = os.dup(fd)
+    if old is not None:
+        os.close(old)
+    return fd
+
+
+def _is_at(fd: int, path: Path) -> bool:
+    """Whether `fd` is still the file at `path` (not unlinked, not replaced)."""
+    try:
+        at = os.stat(path)
+    except FileNotFoundError:
+        return False
+    mine = os.fstat(fd)
+    return (mine.st_dev, mine.st_ino) == (at.st_dev, at.st_ino)
+
+
+def _take(name: str, mode: int) -> list[int] | None:
+    """The lock `name` in `mode` (with LOCK_NB: None while another holds it). Lock files live in a
+    folder every sandbox can write. One that was unlinked or replaced is locked first (the
+    judges that opened it before wait on it), then the file now at the path, until the one
+    locked last is still the path's. Returns the descriptors locked, to let go of."""
+    path = _lock_path(name)
+    fd, held = _fresh_open(path), []
+    while True:
+        try:
+            fcntl.flock(fd, mode)
+        except BlockingIOError:
+            os.close(fd)
+            _let_go(held)
+            return None
+        held.append(fd)
+        if _is_at(fd, path):
+            return held
+        fd = _reanchor(path)
+
+
+def _let_go(held: list[int]) -> None:
+    for fd in reversed(held):
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
 @contextlib.contextmanager
 def file_lock(name: str, shared: bool = False) -> Iterator[None]:
     """An exclusive (or shared) lock across every process using this cache dir.
@@ -61,34 +146,28 @@ def file_lock(name: str, shared: bool = False) -> Iterator[None]:
     fcntl locks die with their holder, so a worker killed mid-compile or mid-timing
     never leaves a stale lock behind.
     """
-    with open(_lock_path(name), "a+") as fh:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    held = _take(name, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+    assert held is not None  # a blocking lock is always taken
+    try:
+        yield
+    finally:
+        _let_go(held)
 
 
 @contextlib.contextmanager
 def any_file_lock(names: list[str], poll_s: float = 0.05) -> Iterator[str]:
     """The first of several exclusive locks to be free (a counting semaphore across processes)."""
-    handles = [open(_lock_path(n), "a+") for n in names]
-    try:
-        while True:
-            for name, fh in zip(names, handles):
-                try:
-                    fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    continue
-                try:
-                    yield name
-                finally:
-                    fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
-                return
-            time.sleep(poll_s)
-    finally:
-        for fh in handles:
-            fh.close()
+    while True:
+        for name in names:
+            held = _take(name, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if held is None:
+                continue
+            try:
+                yield name
+            finally:
+                _let_go(held)
+            return
+        time.sleep(poll_s)
 
 
 def read_json(path: Path) -> dict[str, Any]:

@@ -19,17 +19,16 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import json
 import os
 import re
 import time
 import traceback
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
 
 from htam_engine.evaluate import wire
-from htam_engine.evaluate.cache import build_dir
 from htam_engine.evaluate.channel import Channel
 from htam_engine.evaluate.checks.observe import Observations
 from htam_engine.evaluate.checks.sequence import CandidateFailed, CheckRun, Stop
@@ -37,8 +36,9 @@ from htam_engine.evaluate.clock import copy_bandwidth
 from htam_engine.evaluate.config import EvalConfig
 from htam_engine.evaluate.devicelock import DeviceLock
 from htam_engine.evaluate.diagnostics import one_line, parse_compiler_output, trim_log
+from htam_engine.evaluate.limits import file_limit_note
 from htam_engine.evaluate.reference import BaselineSandbox, ReferenceFailed, ReferenceModel
-from htam_engine.evaluate.result import EvalResult, Finding, Mismatch, Status
+from htam_engine.evaluate.result import CompilerMessage, EvalResult, Finding, Mismatch, Status
 from htam_engine.evaluate.rounds import BASELINE_PREP_S, HarnessFault, TimedRounds
 from htam_engine.evaluate.sandbox_client import (Budget, HarnessStartError, SandboxDied, SandboxError, SandboxMemory,
                                                  SandboxLimits, SandboxProcess, SandboxProtocol, SandboxTimeout,
@@ -49,7 +49,6 @@ from htam_engine.problems.loader import LoadedProblem, load_for_judge
 from htam_engine.problems.model import ProblemError
 
 Send = Callable[[dict[str, Any]], None]
-_FAILED = ".htam-build-failed.json"
 # torch's message when ninja/the compiler failed (as opposed to a Python error at import).
 _BUILD_FAILED = "Error building extension"
 # Build failures that are the machine's, not the candidate's.
@@ -57,6 +56,8 @@ _ENVIRONMENT = re.compile(r"nvcc: not found|No such file or directory: '?(nvcc|c
                           r"|Ninja is required|command not found: (nvcc|c\+\+)|cannot find -lcudart", re.I)
 _SANDBOX_START_S = 300.0
 _KEPT_PROBLEMS = 2
+# Build failures a judge remembers (the most recent; each a trimmed log).
+_KEPT_FAILURES = 256
 
 
 # How an out-of-memory reads in a message. The second: where the caching allocator's report of an
@@ -119,6 +120,17 @@ def release_memory(device: str) -> None:
             torch.cuda.empty_cache()
 
 
+@dataclass(frozen=True, slots=True)
+class BuildFailure:
+    """A build that failed in the compiler: the same source fails the same way, so the judge that
+    saw it does not build it again. Kept in the judge's memory only: a record on disk is a file
+    every sandbox can write, and a forged one would fail an honest candidate."""
+
+    message: str
+    compiler: tuple[CompilerMessage, ...]
+    log: str
+
+
 class Judge:
     """One per judge process: the zygote, a spare sandbox, the loaded problems and baselines."""
 
@@ -147,6 +159,7 @@ class Judge:
         self.problems: collections.OrderedDict[str, tuple[LoadedProblem, ReferenceModel | None]] = \
             collections.OrderedDict()
         self.baseline: BaselineSandbox | None = None
+        self.build_failures: collections.OrderedDict[str, BuildFailure] = collections.OrderedDict()  # by key
         self._bandwidth: float | None = None
         self._fork_spare(SandboxLimits.of(EvalConfig(), device))  # the usual limits, until a request says
 
@@ -202,6 +215,12 @@ class Judge:
         while len(self.problems) > _KEPT_PROBLEMS:
             self.problems.popitem(last=False)
         return self.problems[key]
+
+    def remember_build_failure(self, key: str, failure: BuildFailure) -> None:
+        self.build_failures[key] = failure
+        self.build_failures.move_to_end(key)
+        while len(self.build_failures) > _KEPT_FAILURES:
+            self.build_failures.popitem(last=False)
 
     def keep_reference(self, loaded: LoadedProblem, reference: ReferenceModel) -> None:
         if loaded.key in self.problems:
@@ -324,7 +343,8 @@ class Evaluation(TimedRounds):
             self.short_of_memory = True  # a sandbox killed by the device's memory dies without saying so
         if r.status is Status.OK:  # the first failure names the evaluation
             r.status, r.correct = status, False
-            r.diagnostics.message = message
+            file_mb = SandboxLimits.of(self.cfg, self.device).file_mb  # what its sandbox was started under
+            r.diagnostics.message = message + file_limit_note(message, file_mb)
 
     def _conclude(self) -> None:
         """The verdict from everything recorded: reject findings win, then failures, mismatches."""
@@ -355,8 +375,9 @@ class Evaluation(TimedRounds):
     def _run(self) -> None:
         judge, cfg, r = self.judge, self.cfg, self.result
         t0 = time.perf_counter()
-        failed = build_dir(self.key) / _FAILED
-        if failed.exists() and self._replay_failure(failed):
+        failed = judge.build_failures.get(self.key)
+        if failed is not None:
+            self._replay_failure(failed)
             judge.stage(Stage.COMPILE)
             r.stages.compile_s = time.perf_counter() - t0
             raise Stop()
@@ -368,7 +389,7 @@ class Evaluation(TimedRounds):
         self.loaded = loaded
         self.channel = Channel(judge.candidate_sandbox(SandboxLimits.of(cfg, self.device)), self.device,
                                self.memory_mb, self.budget, judge.stage)
-        self._build(failed)
+        self._build()
         r.stages.compile_s = time.perf_counter() - t0
         init = list(loaded.main.get_init_inputs())
         with judge.lock.holding_state():
@@ -389,7 +410,7 @@ class Evaluation(TimedRounds):
                     alone = self._time_baselines_alone(baseline)
             self._record_times(samples, alone, out_bytes)
 
-    def _build(self, failed: Any) -> None:
+    def _build(self) -> None:
         assert self.channel is not None
         r = self.result
         self.judge.stage(Stage.COMPILE)
@@ -408,21 +429,16 @@ class Evaluation(TimedRounds):
             raise Stop()
         self._fail(Status.COMPILE_ERROR, reply.message)
         if _BUILD_FAILED in reply.log:
-            # The same source would fail the same way: remember it, never rebuild it.
-            atomic_write_text(failed, json.dumps(r.to_dict()))
+            self.judge.remember_build_failure(self.key, BuildFailure(r.diagnostics.message,
+                                                                     tuple(r.diagnostics.compiler), r.diagnostics.log))
         raise Stop()
 
-    def _replay_failure(self, failed: Any) -> bool:
-        """Fill the result from a cached build failure of this exact source; False if unreadable."""
-        try:
-            cached = EvalResult.from_dict(json.loads(open(failed).read()))
-        except (OSError, ValueError, KeyError, TypeError):
-            return False
-        self._fail(Status.COMPILE_ERROR, cached.diagnostics.message)
-        self.result.diagnostics.compiler = cached.diagnostics.compiler
-        self.result.diagnostics.log = cached.diagnostics.log
+    def _replay_failure(self, failed: BuildFailure) -> None:
+        """Fill the result from this judge's own record of this exact source's build failure."""
+        self._fail(Status.COMPILE_ERROR, failed.message)
+        self.result.diagnostics.compiler = list(failed.compiler)
+        self.result.diagnostics.log = failed.log
         self.result.stages.compile_cached = True
-        return True
 
     def _check(self, loaded: LoadedProblem, reference: ReferenceModel | None, init: list[Any]) -> CheckRun:
         """Construct both models, compare their parameters, run the checked calls (beside other
@@ -443,7 +459,7 @@ class Evaluation(TimedRounds):
         release_memory(self.device)
         self.channel = Channel(self.judge.candidate_sandbox(SandboxLimits.of(self.cfg, self.device)), self.device,
                                self.memory_mb, self.budget, self.judge.stage)
-        self._build(build_dir(self.key) / _FAILED)
+        self._build()
         with self.judge.lock.timing():
             return self._check_once(loaded, getattr(self, "reference", None), init)
 

@@ -16,8 +16,23 @@ from htam_engine import settings
 _PR_SET_PDEATHSIG, _PR_GET_DUMPABLE, _PR_SET_DUMPABLE, _PR_SET_CHILD_SUBREAPER = 1, 3, 4, 36
 
 
+# Where a sandbox's message shows a write stopped by its file size limit: Python's own
+# (it ignores SIGXFSZ, so the write fails), a killed process's, a shell's or compiler's.
+FILE_LIMIT_MARKERS = ("File too large", "SIGXFSZ", "File size limit exceeded")
+
+
+def file_limit_note(message: str, mb: int | None) -> str:
+    """What to add to the message of a failure that a sandbox's file size limit of `mb` MB caused
+    ("" where it did not)."""
+    if mb is None or not any(m in message for m in FILE_LIMIT_MARKERS):
+        return ""
+    return (f" (a sandbox may write no file larger than {mb} MB: the sandbox_file_mb setting, "
+            f"{settings.BY_KEY['sandbox_file_mb'].env})")
+
+
 def apply_sandbox_limits() -> None:
-    """No core files, bounded open files, the configured address space, a CPU-time backstop."""
+    """No core files, bounded open files, the configured address space and file size, a CPU-time
+    backstop."""
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     want = 4096 if hard == resource.RLIM_INFINITY else min(hard, 4096)
@@ -26,6 +41,12 @@ def apply_sandbox_limits() -> None:
     if as_mb:
         limit = int(as_mb) * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    # So a candidate cannot fill the disk that the caches and every later evaluation share
+    # (per file: a few GiB leave room for a compiler's objects and a precompiled header).
+    file_mb = os.environ.get("HTAM_WORKER_FILE_MB")
+    _soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    if file_mb and (hard == resource.RLIM_INFINITY or hard > int(file_mb) << 20):
+        resource.setrlimit(resource.RLIMIT_FSIZE, (int(file_mb) << 20, int(file_mb) << 20))
     # A backstop, not the timeout: CPU seconds any one process of the tree may burn, so a
     # child that escaped every kill (its own session, re-parented) still ends one day.
     cpu_s = settings.worker_cpu_s()

@@ -30,7 +30,7 @@ from htam_engine.evaluate.protocol import ProtocolError, ReplyReader, send_reque
 from htam_engine.evaluate.stages import Stage, parse_stage
 
 # Set per sandbox by its zygote from the request's limits, never inherited.
-SANDBOX_LIMIT_ENV = ("HTAM_WORKER_AS_MB", "HTAM_WORKER_CPU_THREADS")
+SANDBOX_LIMIT_ENV = ("HTAM_WORKER_AS_MB", "HTAM_WORKER_CPU_THREADS", "HTAM_WORKER_FILE_MB")
 # Environment variables never handed to candidate code.
 _SECRET = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH", re.I)
 START_TIMEOUT_S = 180.0

@@ -20,7 +20,7 @@ from htam_engine.evaluate.channel import Channel, fresh_seed
 from htam_engine.evaluate.checks.compare import compare_outputs, tensors
 from htam_engine.evaluate.checks.inputs import draw
 from htam_engine.evaluate.checks.memory import tensor_leaves
-from htam_engine.evaluate.checks.observe import Observations, candidate_output, record_notes
+from htam_engine.evaluate.checks.observe import Observations, candidate_output, check_precision, record_notes
 from htam_engine.evaluate.checks.sequence import CandidateFailed, CheckRun, Stop
 from htam_engine.evaluate.clock import clock_check, spread
 from htam_engine.evaluate.reference import BaselineSandbox
@@ -94,8 +94,16 @@ class TimedRounds:
 
     def _time(self, checks: CheckRun, bs: BaselineSandbox | None) -> tuple[dict[str, list[tuple[float, float]]], int]:
         """Rounds of candidate, eager and compiled calls on fresh inputs; every candidate trial's
-        output verified against the judge's reference for that trial's inputs. Returns the
-        (judge wall ms, reported ms) samples per model and the output's bytes."""
+        output verified against the judge's reference for that trial's inputs, and its precision
+        against the float64 yardstick as on the checked calls. Returns the (judge wall ms,
+        reported ms) samples per model and the output's bytes."""
+        assert self.channel is not None
+        try:
+            return self._time_rounds(checks, bs)
+        finally:
+            self.reference.drop_exact()  # the float64 copy lives only while calls are verified
+
+    def _time_rounds(self, checks: CheckRun, bs: BaselineSandbox | None) -> tuple[Samples, int]:
         assert self.channel is not None
         judge, cfg, r, loaded = self.judge, self.cfg, self.result, self.loaded
         judge.stage(Stage.TIME)
@@ -114,10 +122,12 @@ class TimedRounds:
             values = draw(loaded.main.get_inputs, draw_seed)
             staged = self.channel.stage_inputs(values)
             staged_b = self.baseline_channel.stage_inputs(values) if models and self.baseline_channel else None
+            exact = self.reference.exact(values, seed)  # before the float32 run, which may change the inputs
             ref_out = self.reference.outputs(values, seed, label)
             out_bytes = sum(t.numel() * t.element_size() for t in tensors(ref_out))
             res = self.channel.call(staged, "main", ref_out, seed, Stage.TIME)
-            self._verify_timed(checks, res, values, ref_out, label)
+            self._verify_timed(checks, res, values, ref_out, exact, label)
+            del exact  # before the next round's is computed
             if timed:
                 samples["main"].append((res.wall_ms, res.reply.ms))
                 batch.append(res.reply.ms)
@@ -183,7 +193,8 @@ class TimedRounds:
                     samples[model_id].append((b.wall_ms, b.reply.ms))
         return samples
 
-    def _verify_timed(self, checks: CheckRun, res: Any, values: list[Any], ref_out: Any, label: str) -> None:
+    def _verify_timed(self, checks: CheckRun, res: Any, values: list[Any], ref_out: Any, exact: Any,
+                      label: str) -> None:
         reply = res.reply
         if not reply.ok:
             raise CandidateFailed(f"ModelNew.forward raised on {label}: {reply.message}", reply.kind)
@@ -200,8 +211,10 @@ class TimedRounds:
             if m is not None and not any(f.rule == "caching" for f in self.obs.findings):
                 self.obs.find("changed_during_timing", f"on {label} the output does not match the reference for "
                                                        f"its inputs ({m.note}): it behaved differently once timed")
-        if self.obs.rejected:
-            raise Stop()
+            elif m is None:
+                check_precision(out, ref_out, exact, label, self.obs)
+        if self.obs.rejected or any(f.rule == "lower_precision" for f in self.obs.findings):
+            raise Stop()  # the verdict is settled: no more trials to time
 
     def _record_times(self, samples: dict[str, list[tuple[float, float]]],
                       alone: dict[str, list[tuple[float, float]]], out_bytes: int) -> None:

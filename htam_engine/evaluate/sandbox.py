@@ -52,17 +52,6 @@ def failure_kind(exc: BaseException) -> str:
     return "compile_error" if any(k in text for k in _BUILD_FAULTS) else "runtime_error"
 
 
-def dense(t: torch.Tensor) -> bool:
-    """Non-overlapping and dense: no stride-0 expansion, every element of its span used once."""
-    n = t.numel()
-    if n <= 1:
-        return True
-    dims = [(size, stride) for size, stride in zip(t.shape, t.stride()) if size > 1]
-    if any(stride == 0 for _, stride in dims):
-        return False
-    return 1 + sum((size - 1) * abs(stride) for size, stride in dims) == n
-
-
 def fingerprint(name: str, t: torch.Tensor) -> wire.ParamPrint:
     v = t.detach()
     if v.is_complex():
@@ -249,7 +238,7 @@ class Sandbox:
             v = leaf.value
             if isinstance(v, torch.Tensor):
                 meta = wire.LeafMeta(leaf.path, "tensor", type(v).__name__, list(v.shape), list(v.stride()),
-                                     dtype_name(v.dtype), str(v.device), dense(v),
+                                     dtype_name(v.dtype), str(v.device),
                                      next((i for i, x in enumerate(inputs) if overlaps(v, x)), -1))
                 buf = targets.get(leaf.path)
                 if (buf is not None and type(v) is torch.Tensor and v.shape == buf.shape and v.dtype == buf.dtype

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import torch
 
@@ -80,6 +80,22 @@ def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
         strides.append(step)
         step *= max(n, 1)
     return tuple(reversed(strides))
+
+
+def is_dense(shape: Sequence[int], stride: Sequence[int]) -> bool:
+    """Non-overlapping and dense: no stride-0 expansion, every element of its span used once.
+    Decided from the numbers alone, so the judge can decide it from what a sandbox reported."""
+    if len(shape) != len(stride):
+        return False
+    numel = 1
+    for size in shape:
+        numel *= size
+    if numel <= 1:
+        return True
+    dims = [(size, st) for size, st in zip(shape, stride) if size > 1]
+    if any(st == 0 for _, st in dims):
+        return False
+    return 1 + sum((size - 1) * abs(st) for size, st in dims) == numel
 
 
 def _view(flat_bytes: torch.Tensor, layout: Layout) -> torch.Tensor:

@@ -153,10 +153,9 @@ class LeafMeta:
     kind: str  # tensor | number | none | other
     type_name: str
     shape: list[int] = field(default_factory=list)
-    stride: list[int] = field(default_factory=list)
+    stride: list[int] = field(default_factory=list)  # the judge decides density from these
     dtype: str = ""
     device: str = ""
-    dense: bool = True  # non-overlapping and dense (no stride-0 expansion)
     aliases: int = -1  # index of an input whose storage this output overlaps, or -1
     copied: bool = False  # written into its shared buffer
     value: Any = None  # number leaves

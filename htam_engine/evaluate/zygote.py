@@ -60,11 +60,12 @@ def _close_all_but(*keep: int) -> None:
 
 
 def _child(sock: socket.socket, zygote_sock: socket.socket, role: str, device: str, as_mb: int | None,
-           cpu_threads: int | None) -> None:
+           cpu_threads: int | None, file_mb: int | None) -> None:
     """The forked child: cut loose from the zygote, take its limits, serve as a sandbox. Never returns."""
     code = 1
     try:
-        for name, value in (("HTAM_WORKER_AS_MB", as_mb), ("HTAM_WORKER_CPU_THREADS", cpu_threads)):
+        for name, value in (("HTAM_WORKER_AS_MB", as_mb), ("HTAM_WORKER_CPU_THREADS", cpu_threads),
+                            ("HTAM_WORKER_FILE_MB", file_mb)):
             if value:
                 os.environ[name] = str(int(value))
             else:
@@ -110,12 +111,12 @@ class Zygote:
         else:
             self.sock.sendall(data)
 
-    def fork(self, role: str, device: str, as_mb: int | None, cpu_threads: int | None) -> None:
+    def fork(self, role: str, device: str, as_mb: int | None, cpu_threads: int | None, file_mb: int | None) -> None:
         judge_end, child_end = socket.socketpair()
         pid = os.fork()
         if pid == 0:
             judge_end.close()
-            _child(child_end, self.sock, role, device, as_mb, cpu_threads)
+            _child(child_end, self.sock, role, device, as_mb, cpu_threads, file_mb)
         child_end.close()
         self.sandboxes.add(pid)
         try:
@@ -174,7 +175,8 @@ class Zygote:
                 self.kill_all()
                 return 0
             if req.get("op") == "fork":
-                self.fork(str(req["role"]), str(req["device"]), req.get("as_mb"), req.get("cpu_threads"))
+                self.fork(str(req["role"]), str(req["device"]), req.get("as_mb"), req.get("cpu_threads"),
+                          req.get("file_mb"))
             elif req.get("op") == "status":
                 self.sweep()
                 self._send({"t": "status", "pid": req["pid"], "code": self.exits.get(req["pid"])})

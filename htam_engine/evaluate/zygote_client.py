@@ -30,12 +30,13 @@ class SandboxLimits:
 
     as_mb: int | None = None  # RLIMIT_AS, on the CPU only (CUDA maps far more than it uses)
     cpu_threads: int | None = None  # torch/OpenMP threads (the reference sandbox gets the same)
+    file_mb: int | None = None  # RLIMIT_FSIZE: the largest file it may write (the sandbox_file_mb setting)
 
     @classmethod
     def of(cls, config: Any, device: str, role: str = "candidate") -> "SandboxLimits":
         as_mb = config.memory_limit_mb if role == "candidate" and not device.startswith("cuda") else None
         threads = config.cpu_threads if not device.startswith("cuda") else None
-        return cls(int(as_mb) if as_mb else None, int(threads) if threads else None)
+        return cls(int(as_mb) if as_mb else None, int(threads) if threads else None, settings.sandbox_file_mb())
 
 
 class HarnessStartError(Exception):
@@ -134,7 +135,7 @@ class ZygoteProcess:
         assert self.sock is not None
         try:
             send_request(self.sock.fileno(), {"op": "fork", "role": role, "device": device, "as_mb": limits.as_mb,
-                                              "cpu_threads": limits.cpu_threads})
+                                              "cpu_threads": limits.cpu_threads, "file_mb": limits.file_mb})
             msg, fd = _recv_message(self.sock, FORK_S, want_fd=True)
         except (ProtocolError, OSError) as exc:
             self.kill()

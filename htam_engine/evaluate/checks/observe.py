@@ -21,7 +21,7 @@ from htam_engine.evaluate.checks.memory import tensor_leaves
 from htam_engine.evaluate.checks.compare import flatten, relative_error, tensors
 from htam_engine.evaluate.checks.memory import aliased_outputs, same_values
 from htam_engine.evaluate.result import Finding, Mismatch
-from htam_engine.evaluate.sandbox import dense
+from htam_engine.evaluate.shared import is_dense
 
 # Precision: the candidate's distance to float64 (||out - exact|| / ||exact||) may be this
 # many times the reference's own, and never less than the floor for the output dtype. For
@@ -132,7 +132,7 @@ def _tensor_leaf(meta: wire.LeafMeta, ref: torch.Tensor, index: int, ref_aliases
     if torch.device(meta.device).type != ref.device.type:
         obs.note_mismatch(_mismatch(_where(path, f"on {meta.device} instead of {ref.device}"), label, ref, meta))
         return None
-    if not meta.dense and dense(ref):
+    if not is_dense(meta.shape, meta.stride) and is_dense(ref.shape, ref.stride()):
         obs.find("expanded_output", f"{_where(path, 'the output')} on {label} has strides {list(meta.stride)} for "
                                     f"shape {list(meta.shape)}: expanded (stride 0) or overlapping, where the "
                                     "reference's output is dense")

@@ -15,7 +15,8 @@ from __future__ import annotations
 import pytest
 
 from cheats.caught import assert_caught
-from cheats.harness import rules, run_check
+from cheats.harness import finding, rules, run_check
+from htam_engine.evaluate.config import DEFAULT_TOLERANCES
 from htam_engine.evaluate.result import Status
 
 
@@ -89,8 +90,6 @@ def test_a_finalizer_prefetching_from_the_shared_input_buffers_is_caught():
 
 
 # ---------------------------------------------------------------- metadata the sandbox reports
-@xfail("whether an output is dense is the sandbox's own report (sandbox.dense): replaced, with the "
-       "guards silenced, a stride-0 output passes and the harness materialises it outside the clock")
 def test_a_stride0_output_with_forged_density_is_caught():
     assert_caught(run_check("broadcast_mean", "cheat_forged_density"), "expanded_output", "harness_tamper")
 
@@ -103,10 +102,13 @@ def test_a_candidate_blaming_the_machine_for_its_failure_gets_a_compile_error():
 
 
 # ---------------------------------------------------------------- precision and range
-@xfail("timed trials are compared with the 1e-2 tolerance only; precision against float64 is "
-       "measured on the check calls, which end with the unseen shape, so bfloat16 after it is never seen")
 def test_lower_precision_on_the_timed_calls_only_is_caught():
-    assert_caught(run_check("relu", "cheat_precision_timed"), "lower_precision", "changed_during_timing")
+    # Under a looser tolerance a person may set (1e-2), bfloat16 passes the comparison: only the
+    # float64 yardstick sees it, so the timed trials get the precision check the checked calls get.
+    r = run_check("relu", "cheat_precision_timed", tolerances=dict(DEFAULT_TOLERANCES, float32=1e-2))
+    assert_caught(r, "lower_precision")
+    message = finding(r, "lower_precision").message
+    assert "lower precision" in message and ("warm-up call" in message or "timed trial" in message), message
 
 
 @xfail("where the float64 copy of the reference cannot run (a float32 plain attribute here), the "

@@ -3,7 +3,8 @@ compiler, the judge writes `.htam-build-failed.json` into that source's build fo
 then on replays the failure instead of building it again. The folders live in the cache the
 sandbox writes its own build into. This candidate computes honestly and drops a failure
 record into every other build folder: every later evaluation of a source seen before comes
-back as a compile error without being built.
+back as a compile error without being built. (The judge keeps its build failures in its own
+memory and reads no such record.)
 
 Class: files the sandbox can write (the compile cache), poisoning later candidates."""
 

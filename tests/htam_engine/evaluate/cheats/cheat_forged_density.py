@@ -2,7 +2,8 @@
 to pass. Whether an output is dense is decided by the sandbox's own `dense` function, and the
 guards that would report a replaced harness function are silenced by replacing the method that
 reports them (a class attribute no snapshot covers). The sandbox's copy into the shared buffer
-then materialises the expanded values outside the timed window.
+then materialises the expanded values outside the timed window. (The judge decides density
+from the shape and strides the sandbox reports, so the replaced function decides nothing.)
 
 Class: metadata the sandbox reports (density), harness tampering below the snapshot."""
 

@@ -1,0 +1,60 @@
+"""The cache folder's locks against a sandbox that unlinks or replaces their files (it can write
+that folder): a judge that held the lock before still excludes every other, and the next judge
+to open the name finds the file the others lock. Threads stand in for judges (fcntl locks
+conflict between open files, also within one process)."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+
+import pytest
+
+from htam_engine.evaluate.cache import any_file_lock, file_lock
+
+
+@pytest.fixture()
+def locks(tmp_path, monkeypatch):
+    monkeypatch.setenv("HTAM_CACHE_DIR", str(tmp_path))
+    return tmp_path / "locks"
+
+
+def _taken_only_after(name: str, release) -> None:
+    """A judge taking lock `name` waits until `release()` lets go of the one holding it."""
+    got = threading.Event()
+
+    def take() -> None:
+        with file_lock(name):
+            got.set()
+
+    threading.Thread(target=take, daemon=True).start()
+    assert not got.wait(0.3), "took the lock while another judge held it"
+    release()
+    assert got.wait(10)
+
+
+@pytest.mark.parametrize("tamper", ["unlink", "replace"])
+def test_a_lock_whose_file_was_unlinked_or_replaced_still_excludes(locks, tamper):
+    with file_lock("time-cpu"):
+        pass  # this process opened the file before the tampering, as a judge has
+    path = locks / "time-cpu.lock"
+    other = open(path, "a+")  # another judge, timing
+    fcntl.flock(other.fileno(), fcntl.LOCK_EX)
+    if tamper == "unlink":
+        path.unlink()
+    else:
+        (locks / "planted").write_text("")
+        os.replace(locks / "planted", path)
+    _taken_only_after("time-cpu", other.close)
+    # From then on the file at the path is the lock: a judge holding it there excludes this one.
+    other = open(path, "a+")
+    fcntl.flock(other.fileno(), fcntl.LOCK_EX)
+    _taken_only_after("time-cpu", other.close)
+
+
+def test_a_free_slot_is_found_after_its_file_was_unlinked(locks):
+    with any_file_lock(["slot0", "slot1"]) as first:
+        (locks / f"{first}.lock").unlink()
+        with any_file_lock(["slot0", "slot1"]) as second:
+            assert second != first  # the unlinked slot, still held, is not handed out twice
