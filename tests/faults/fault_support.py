@@ -67,11 +67,18 @@ def descendants() -> list[psutil.Process]:
         return []
 
 
+# Workers an earlier test file left running in this process (under pytest-xdist a process runs
+# several files; tests/faults/conftest.py fills this per file): not this file's to count.
+IGNORED_WORKERS: set[int] = set()
+
+
 def worker_processes() -> list[psutil.Process]:
-    """Live evaluation workers started by this process."""
+    """Live evaluation workers started by this process (for the test file under way)."""
     found = []
     for p in descendants():
         try:
+            if p.pid in IGNORED_WORKERS:
+                continue
             if WORKER_MODULE in " ".join(p.cmdline()) and p.status() != psutil.STATUS_ZOMBIE:
                 found.append(p)
         except psutil.Error:
