@@ -70,6 +70,15 @@ def out_of_memory_text(text: str) -> bool:
     return any(m in low for m in _OOM_MARKERS)
 
 
+def worth_running_alone(result: EvalResult) -> bool:
+    """Whether a failure beside other evaluations may be the device's memory, not the candidate:
+    the harness's own faults (its out-of-memory, a reference sandbox that died) and a candidate's
+    out-of-memory. A sandbox killed for the device's memory dies without saying why."""
+    if result.status is Status.HARNESS_ERROR:
+        return True
+    return result.status is Status.RUNTIME_ERROR and out_of_memory_text(result.diagnostics.message)
+
+
 def _oom(exc: BaseException) -> bool:
     return isinstance(exc, (torch.cuda.OutOfMemoryError, MemoryError)) or out_of_memory_text(str(exc))
 
@@ -260,7 +269,7 @@ class Judge:
         """One candidate, start to finish: (the result, whether this judge is fit for the next)."""
         ev = Evaluation(self, problem, code, config, backend, key, memory_mb)
         result, healthy = ev.run()
-        if healthy and ev.short_of_memory and self.lock.slots > 1 and not self.lock.held_alone:
+        if healthy and worth_running_alone(result) and self.lock.slots > 1 and not self.lock.held_alone:
             # Beside other evaluations the device ran out; alone it may fit (a batch at KernelBench's
             # official sizes on an H200: four judges of ~80 GiB each). Only what fails alone counts.
             release_memory(self.device)
@@ -297,9 +306,7 @@ class Evaluation(TimedRounds):
         self.baseline_channel: Channel | None = None
         self.healthy = True
         self.extension_ops = False
-        self._mutates = False  # the reference changes its inputs in place (so each call gets a fresh draw)
         self._checks: CheckRun | None = None
-        self.short_of_memory = False  # it failed on an out-of-memory (its own or a sandbox's)
 
     # ------------------------------------------------------------------ the whole request
     def run(self) -> tuple[EvalResult, bool]:
@@ -338,9 +345,6 @@ class Evaluation(TimedRounds):
 
     def _fail(self, status: Status, message: str) -> None:
         r = self.result
-        if status in (Status.RUNTIME_ERROR, Status.HARNESS_ERROR) and (
-                out_of_memory_text(message) or "sandbox died" in message or "sandbox failed" in message):
-            self.short_of_memory = True  # a sandbox killed by the device's memory dies without saying so
         if r.status is Status.OK:  # the first failure names the evaluation
             r.status, r.correct = status, False
             file_mb = SandboxLimits.of(self.cfg, self.device).file_mb  # what its sandbox was started under
