@@ -38,6 +38,7 @@ from htam_engine.evaluate.devicelock import DeviceLock
 from htam_engine.evaluate.diagnostics import one_line, parse_compiler_output, trim_log
 from htam_engine.evaluate.limits import file_limit_note
 from htam_engine.evaluate.reference import BaselineSandbox, ReferenceFailed, ReferenceModel
+from htam_engine.evaluate.oom import is_out_of_memory, out_of_memory_text
 from htam_engine.evaluate.result import CompilerMessage, EvalResult, Finding, Mismatch, Status
 from htam_engine.evaluate.rounds import BASELINE_PREP_S, HarnessFault, TimedRounds
 from htam_engine.evaluate.sandbox_client import (Budget, HarnessStartError, SandboxDied, SandboxError, SandboxMemory,
@@ -60,16 +61,6 @@ _KEPT_PROBLEMS = 2
 _KEPT_FAILURES = 256
 
 
-# How an out-of-memory reads in a message. The second: where the caching allocator's report of an
-# out-of-memory fails itself (seen in sandboxes on an H200 box with other evaluations beside them).
-_OOM_MARKERS = ("out of memory", "cudacachingallocator")
-
-
-def out_of_memory_text(text: str) -> bool:
-    low = text.lower()
-    return any(m in low for m in _OOM_MARKERS)
-
-
 def worth_running_alone(result: EvalResult) -> bool:
     """Whether a failure beside other evaluations may be the device's memory, not the candidate:
     the harness's own faults (its out-of-memory, a reference sandbox that died) and a candidate's
@@ -77,10 +68,6 @@ def worth_running_alone(result: EvalResult) -> bool:
     if result.status is Status.HARNESS_ERROR:
         return True
     return result.status is Status.RUNTIME_ERROR and out_of_memory_text(result.diagnostics.message)
-
-
-def _oom(exc: BaseException) -> bool:
-    return isinstance(exc, (torch.cuda.OutOfMemoryError, MemoryError)) or out_of_memory_text(str(exc))
 
 
 def capacity_message(exc: BaseException, device: str) -> str:
@@ -331,7 +318,7 @@ class Evaluation(TimedRounds):
         except (HarnessFault, HarnessStartError, NoPrivatePool, ProblemError) as e:
             self._fail(Status.HARNESS_ERROR, str(e))
         except Exception as e:  # noqa: BLE001 - the judge's own fault: reported, and this judge retired
-            if _oom(e):
+            if is_out_of_memory(e):
                 self._fail(Status.HARNESS_ERROR, capacity_message(e, self.device))
             else:
                 self._fail(Status.HARNESS_ERROR, f"the judge failed: {one_line(e)}")
@@ -454,7 +441,7 @@ class Evaluation(TimedRounds):
             if not (self.judge.lock.slots > 1 and out_of_memory_text(str(e))):
                 raise
         except Exception as e:  # noqa: BLE001 - the judge's own out-of-memory, beside other checkers
-            if not (self.judge.lock.slots > 1 and _oom(e)):
+            if not (self.judge.lock.slots > 1 and is_out_of_memory(e)):
                 raise
         self.obs = Observations()
         assert self.channel is not None

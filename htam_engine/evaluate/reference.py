@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from htam_engine.evaluate import wire
+from htam_engine.evaluate.oom import is_out_of_memory
 from htam_engine.evaluate.sandbox_client import SandboxProcess
 from htam_engine.evaluate.seeding import seed_all
 
@@ -66,10 +67,8 @@ class ReferenceModel:
             with torch.no_grad():
                 seed_all(seed)
                 return self.model(*inputs)
-        except torch.cuda.OutOfMemoryError:
-            raise
         except Exception as e:  # noqa: BLE001 - the problem's fault
-            if "out of memory" in str(e).lower():
+            if is_out_of_memory(e):
                 raise
             raise ReferenceFailed(f"the reference Model raised on {label}: {_one_line(e)}") from e
 
@@ -83,10 +82,8 @@ class ReferenceModel:
             with torch.no_grad():
                 seed_all(seed)
                 return self._exact(*[_to_double(x) for x in inputs])
-        except torch.cuda.OutOfMemoryError:
-            raise
         except Exception as e:  # noqa: BLE001 - a dtype-specific op, a hard-coded .float(): no yardstick
-            if "out of memory" in str(e).lower():
+            if is_out_of_memory(e):
                 raise
             self._exact_broken, self._exact = True, None
             return None

@@ -2,7 +2,8 @@
 others runs again with the device alone (never the candidate's fault for the memory others held):
 the messages are the ones seen on an H200 box in a batch at KernelBench's official sizes."""
 
-from htam_engine.evaluate.judge import out_of_memory_text, worth_running_alone
+from htam_engine.evaluate.judge import worth_running_alone
+from htam_engine.evaluate.oom import out_of_memory_text
 from htam_engine.evaluate.result import EvalResult, Status
 
 NVML_ASSERT = ('ModelNew.forward raised on get_inputs#0: RuntimeError: NVML_SUCCESS == DriverAPI::get()->'
