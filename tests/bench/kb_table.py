@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import math
 import os
@@ -241,24 +242,50 @@ def main() -> int:
                      backend=args.backend, proposer="offline", jobs=jobs, workers=workers, trials=args.trials)
     batch = Batch(spec)
 
+    written = {"at": time.time()}
+
     def on_done(d: Any) -> None:
         row = d.row or {}
         print(f"[{d.index}/{d.total}] {d.problem}: {d.error or row.get('status')} "
               f"eager {_fmt(row.get('speedup_eager'))} compile {_fmt(row.get('speedup_compile'))} "
               f"({time.time() - t0:.0f} s)", flush=True)
+        if args.out and time.time() - written["at"] > PARTIAL_EVERY_S:
+            # a table so far, so a run killed from outside still leaves one behind
+            report(args, levels, problems, refused, batch.write_results(problems), out, jobs, t0, quiet=True)
+            written["at"] = time.time()
 
-    async def bounded() -> dict[str, Any]:
+    async def bounded() -> tuple[dict[str, Any], bool]:
+        """The batch's results, and whether it ended by itself. At the deadline the results are
+        read from the session files as they are: waiting for the in-flight evaluations to wind
+        down (the pool's close) took longer than the margin a caller leaves after the deadline."""
         if not problems:
-            return {"rows": [], "unfinished": []}
-        left = args.deadline - (time.time() - t0)
-        try:
-            return await asyncio.wait_for(batch.run(problems, on_done=on_done), max(1.0, left))
-        except asyncio.TimeoutError:
-            print(f"deadline of {args.deadline:.0f} s reached ({time.time() - t0:.0f} s): reporting what finished",
-                  flush=True)
-            return batch.write_results(problems)
+            return {"rows": [], "unfinished": []}, True
+        task = asyncio.ensure_future(batch.run(problems, on_done=on_done))
+        done, _ = await asyncio.wait({task}, timeout=max(1.0, args.deadline - (time.time() - t0)))
+        if task in done:
+            return task.result(), True
+        print(f"deadline of {args.deadline:.0f} s reached ({time.time() - t0:.0f} s): reporting what finished",
+              flush=True)
+        return batch.write_results(problems), False
 
-    doc = asyncio.run(bounded())
+    loop = asyncio.new_event_loop()
+    doc, ended = loop.run_until_complete(bounded())
+    report(args, levels, problems, refused, doc, out, jobs, t0)
+    if not ended:
+        # the workers and their judges still hold the device; the next bench needs it
+        stop_descendants()
+        os._exit(0)
+    loop.close()
+    return 0
+
+
+# While a run lasts, the table so far is rewritten at most this often (seconds).
+PARTIAL_EVERY_S = 30.0
+
+
+def report(args: Any, levels: list[int], problems: list[Any], refused: dict[str, str], doc: dict[str, Any],
+           out: Path, jobs: int, t0: float, quiet: bool = False) -> None:
+    """kb_table.md / kb_table.json (with --out) from a batch's results, and the table printed."""
     cut = set(doc.get("unfinished", []))
     rows = []
     for r in doc["rows"]:
@@ -278,20 +305,35 @@ def main() -> int:
     not_reached = [p.id for p in problems if p.id not in started]
     unfinished = [pid for pid in doc.get("unfinished", []) if pid in started]
     wall = time.time() - t0
+    trials = f"{args.trials} timed trials" if args.trials else "htam's default timed trials"
     header = (f"KernelBench levels {args.levels}, {args.backend} on {args.device}, offline proposer, at most "
-              f"{args.steps} steps, {args.samples} sample(s), {jobs} in flight; wall {wall:.0f} s of a "
+              f"{args.steps} steps, {args.samples} sample(s), {trials}, {jobs} in flight; wall {wall:.0f} s of a "
               f"{args.deadline:.0f} s deadline; {len(unfinished)} cut off mid-run (their steps so far count), "
               f"{len(not_reached)} not reached")
     table = markdown_table(rows, refused, not_reached, summary, header)
-    print("\n" + table, flush=True)
-    print(f"sessions in {out}")
     record = {"settings": vars(args), "summary": summary, "rows": rows, "unsupported": refused,
               "cut_off": unfinished, "not_reached": not_reached, "wall_s": round(wall, 1)}
+    if not quiet:
+        print("\n" + table, flush=True)
+        print(f"sessions in {out}")
     if args.out:
-        (Path(args.out) / "kb_table.json").write_text(json.dumps(record, indent=1, default=str))
-        (Path(args.out) / "kb_table.md").write_text(table)
-        print(f"table in {Path(args.out) / 'kb_table.md'} and {Path(args.out) / 'kb_table.json'}")
-    return 0
+        from htam_engine.storage import atomic_write_text
+
+        atomic_write_text(Path(args.out) / "kb_table.json", json.dumps(record, indent=1, default=str))
+        atomic_write_text(Path(args.out) / "kb_table.md", table)
+        if not quiet:
+            print(f"table in {Path(args.out) / 'kb_table.md'} and {Path(args.out) / 'kb_table.json'}")
+
+
+def stop_descendants() -> None:
+    """Kill this process's children and theirs (the worker pool, judges, sandboxes)."""
+    import psutil
+
+    family = psutil.Process().children(recursive=True)
+    for child in family:
+        with contextlib.suppress(psutil.Error):
+            child.kill()
+    psutil.wait_procs(family, timeout=10)
 
 
 def _pick_of(problem_id: str) -> str:
