@@ -75,3 +75,16 @@ def test_slots_spread_over_gpus_only_for_bare_cuda(monkeypatch):
     assert slot_devices(2, "cpu") == ["cpu", "cpu"]
     with pytest.raises(ValueError):
         WorkerPool(size=0)
+
+
+async def test_a_problems_next_candidate_goes_to_the_judge_that_holds_its_baselines(small_problem):
+    """Two idle workers: the second candidate of a problem goes to the worker that evaluated the
+    first (its reference sandbox is reused), not to the one idle longest."""
+    async with WorkerPool(size=2, device="cpu") as pool:
+        first = await pool.evaluate(small_problem, triton_variant(), fast_config())
+        served = pool.last_problems()
+        second = await pool.evaluate(small_problem, triton_variant("y = y + 0.0"), fast_config())
+        assert pool.last_problems() == served  # the same slot again; the other never used
+    assert [first.status, second.status] == [Status.OK, Status.OK], second.diagnostics.message
+    assert served.count(None) == 1
+    assert not first.stages.reference_reused and second.stages.reference_reused
