@@ -9,7 +9,7 @@ zygote (never reused for another candidate); the baselines run in a reference sa
 never ran candidate code, kept per loaded problem.
 
 Order: build (sandbox) -> construct and check (a check slot, the device lock shared) ->
-prepare the baselines (build, torch.compile, warm-up; shared) -> timed rounds, each candidate,
+prepare the baselines (build and torch.compile unlocked, warm-up shared) -> timed rounds, each candidate,
 eager, compiled on fresh inputs, every candidate trial verified (the device alone) -> the
 work check, with custom kernels switched off (shared) -> verdict. Any reject-level finding
 changes the verdict.

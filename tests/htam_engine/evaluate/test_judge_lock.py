@@ -1,6 +1,7 @@
 """The device lock in a judge: on a GPU a slot covers everything after compile, checks and the
-baselines' preparation hold the lock shared (a few judges at once, none while one times); on the
-CPU they take no lock. Timing holds it exclusively on both.
+baselines' warm-up calls hold the lock shared (a few judges at once, none while one times), while
+building the reference sandbox and torch.compile's compile take none (CPU work, like a
+candidate's build); on the CPU checks take no lock. Timing holds it exclusively on both.
 
 A judge runs in this process on the small problem with the honest Triton candidate
 (TRITON_INTERPRET=1); the stage messages record whether the lock was held.
@@ -90,12 +91,12 @@ def _stages(judge, small_problem, monkeypatch, slots: int, code: str = TRITON_CH
     return seen
 
 
-GPU_ORDER = [("compile", False), ("wait_lock", False), ("check", True), ("baseline", True), ("wait_lock", False),
+GPU_ORDER = [("compile", False), ("wait_lock", False), ("check", True), ("baseline", False), ("wait_lock", False),
              ("time", True), ("check", True), ("wait_lock", False), ("baseline", True)]
 
 
 @pytest.mark.parametrize("slots,expected", [
-    # a GPU: wait for a slot, check and prepare the baselines holding the lock shared, wait again,
+    # a GPU: wait for a slot, check holding the lock shared, prepare the baselines, wait again,
     # time holding it alone, the work check shared again, then the baselines alone once more
     # (the candidate's sandbox gone) holding it alone
     (1, GPU_ORDER),
