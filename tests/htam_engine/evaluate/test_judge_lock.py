@@ -69,7 +69,7 @@ def _stages(judge, small_problem, monkeypatch, slots: int, code: str = TRITON_CH
             status: Status = Status.OK) -> list[tuple[str, bool]]:
     lock = f"time-test-{uuid.uuid4().hex[:8]}"
     # The policy a CUDA device gets, applied to the CPU (no GPU here): the lock mechanics are the same.
-    monkeypatch.setattr(devicelock, "check_slots", lambda device: slots)
+    monkeypatch.setattr(devicelock, "check_slots", lambda device, total_memory=None: slots)
     seen: list[tuple[str, bool]] = []
 
     def send(msg: dict) -> None:
@@ -121,7 +121,7 @@ def test_check_out_of_memory_with_the_device_alone_is_a_runtime_error(judge, sma
     assert [s for s, _ in stages].count("check") == 1
 
 
-def test_gpu_devices_get_check_slots_by_memory(monkeypatch):
+def test_gpu_devices_get_units_of_memory(monkeypatch):
     monkeypatch.delenv(devicelock.SLOTS_ENV, raising=False)
     assert devicelock.check_slots("cpu") == 0
     monkeypatch.setenv(devicelock.SLOTS_ENV, "2")
@@ -129,8 +129,10 @@ def test_gpu_devices_get_check_slots_by_memory(monkeypatch):
     monkeypatch.delenv(devicelock.SLOTS_ENV)
     import torch
 
-    for gib, slots in [(141, 4), (80, 2), (40, 1), (24, 1), (512, 4)]:  # H200, H100, A100-40, L4, capped
-        props = type("Props", (), {"total_memory": gib << 30})()
+    # units of 4 GiB of what the judges' contexts leave (32 GiB, at most a quarter): H200 (as it reports
+    # itself), H100, A100-40, L4, capped at 32
+    for gib, slots in [(139.8, 26), (80, 15), (40, 7), (24, 4), (512, 32)]:
+        props = type("Props", (), {"total_memory": int(gib * (1 << 30))})()
         monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device, p=props: p)
         assert devicelock.check_slots("cuda") == slots, gib
 
