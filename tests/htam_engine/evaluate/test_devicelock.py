@@ -201,6 +201,9 @@ def _need(units: int) -> int:
 def _holder(units: int, entered, release, log: str = "", tag: str = "") -> None:
     """A worker: hold an evaluation's units until told to let go (or its parent kills it)."""
     lock = _units_lock()
+    if log:
+        with open(log, "a") as fh:
+            fh.write(f"{tag} asks {time.monotonic()}\n")
     with lock.holding_state(_need(units)):
         if log:
             with open(log, "a") as fh:
@@ -308,7 +311,8 @@ def test_a_big_evaluation_waits_until_enough_units_are_free_then_takes_only_thos
 
 def test_a_waiting_big_evaluation_is_not_starved_by_a_stream_of_small_ones(procs, tmp_path):
     """Small evaluations keep arriving, overlapping so that some unit is always held; the big one
-    (every unit) still gets in within a bound: while it waits, no small one is admitted."""
+    (every unit) still gets in within a bound: once it asked, no more small ones are admitted
+    (but the one or two racing it for the admission lock)."""
     log, stop = str(tmp_path / "log"), FORK.Event()
 
     def stream(tag: str, delay: float) -> None:
@@ -329,28 +333,29 @@ def test_a_waiting_big_evaluation_is_not_starved_by_a_stream_of_small_ones(procs
     _, big_in, big_release = _up(procs, 4, log, "big")
     _wait(big_in, "the big evaluation, with small ones arriving all along")
     waited = time.monotonic() - arrived
-    assert waited < 3.0, f"the big evaluation waited {waited:.1f} s for small ones that came after it"
+    assert waited < 5.0, f"the big evaluation waited {waited:.1f} s for small ones that came after it"
     time.sleep(0.5)
     big_release.set()
     time.sleep(0.5)
     stop.set()
     lines = [line.split() for line in open(log).read().splitlines()]
+    asked = next(float(t) for tag, what, t in lines if tag == "big" and what == "asks")
     big_at = next(float(t) for tag, what, t in lines if tag == "big" and what == "in")
-    # nobody got in between the big one's arrival (plus the time it takes to ask) and its entry
-    late = [t for tag, what, t in lines if tag != "big" and arrived + 0.5 < float(t) < big_at]
-    assert not late, f"small evaluations admitted while the big one waited: {late}"
+    late = [tag for tag, what, t in lines if tag != "big" and asked + 0.05 < float(t) < big_at]
+    assert len(late) <= 2, f"small evaluations admitted while the big one waited: {late}"
     assert any(tag != "big" and float(t) > big_at for tag, what, t in lines), "the stream stopped"
 
 
 def test_a_worker_killed_while_holding_units_or_waiting_for_them_frees_them(procs):
     holder, held_in, _ = _up(procs, 4)  # every unit
     _wait(held_in, "the holder")
-    waiter, waiter_in, _ = _up(procs, 2)  # waits holding the admission lock
+    waiter, waiter_in, _ = _up(procs, 4)  # waits holding the admission lock
     time.sleep(0.5)
     small, small_in, small_release = _up(procs, 1)  # waits for admission
     assert not small_in.wait(0.5)
     holder.kill()
     _wait(waiter_in, "the waiter after the holder was killed")
+    assert not small_in.wait(0.5)
     waiter.kill()
     _wait(small_in, "the small evaluation after the waiter was killed")
     small_release.set()
