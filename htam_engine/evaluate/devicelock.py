@@ -152,7 +152,7 @@ class DeviceLock:
         self.announce = announce
         self.poll_s = poll_s
         self.held_alone = False  # inside alone(): every phase already has the device to itself
-        self.last_units = 0  # how many units the last holding_state took
+        self.last_units = 0  # how many units the last holding_state took (the judge resets it)
         self._local = threading.local()  # the units this thread holds (threads stand in for workers in tests)
 
     def units_for(self, need_bytes: int | None) -> int:
@@ -168,8 +168,9 @@ class DeviceLock:
         return max(1, min(self.slots, math.ceil(need_bytes / self.unit_bytes)))
 
     def shared_with_others(self) -> bool:
-        """Whether the last evaluation left units to others (so running out may be their doing)."""
-        return 0 < self.last_units < self.slots
+        """Whether others may have had the device's memory beside the evaluation since `last_units`
+        was reset to 0 (so running out may be their doing): it left them units, or took none."""
+        return self.slots > 1 and self.last_units < self.slots
 
     @contextlib.contextmanager
     def _units(self, count: int) -> Iterator[None]:

@@ -255,6 +255,7 @@ class Judge:
                  memory_mb: float) -> tuple[EvalResult, bool]:
         """One candidate, start to finish: (the result, whether this judge is fit for the next)."""
         ev = Evaluation(self, problem, code, config, backend, key, memory_mb)
+        self.lock.last_units = 0  # what this evaluation takes (none if it fails before its checks)
         result, healthy = ev.run()
         if healthy and worth_running_alone(result) and self.lock.shared_with_others() and not self.lock.held_alone:
             # Beside other evaluations the device ran out; alone it may fit (a batch at KernelBench's

@@ -417,3 +417,16 @@ def test_a_worker_holding_units_cannot_take_more(tmp_path, monkeypatch):
             pass
     with lock.holding_state(_need(1)):  # and it let go of them
         assert _free_units() == 3
+
+
+def test_only_an_evaluation_that_left_units_to_others_may_blame_them(tmp_path, monkeypatch):
+    monkeypatch.setenv("HTAM_CACHE_DIR", str(tmp_path))
+    lock = _units_lock()
+    assert lock.shared_with_others()  # it took none yet: others may have had the memory
+    with lock.holding_state(_need(3)):
+        pass
+    assert lock.shared_with_others()
+    with lock.holding_state(_need(100)):  # every unit: nobody else had state on the device
+        pass
+    assert not lock.shared_with_others()
+    assert not DeviceLock("cpu", NAME, total_memory=64 * GIB, units=1).shared_with_others()
