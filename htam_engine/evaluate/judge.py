@@ -96,7 +96,7 @@ def warm_meta_ops() -> None:
 
 
 def warm_device(device: str) -> None:
-    """The CUDA context and the kernels every check uses, at judge start, not under a check slot."""
+    """The CUDA context and the kernels every check uses, at judge start, not holding units of its memory."""
     if device.startswith("cuda"):
         with contextlib.suppress(Exception):
             x = torch.randn(64, 64, device=device)
