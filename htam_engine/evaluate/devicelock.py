@@ -8,10 +8,13 @@ and models together fit. Across processes this is:
   UNIT_GIB); a worker holds as many as its evaluation needs (`holding_state(need_bytes)`,
   from its check to the end of its timing), each an exclusive unit lock ("slot" in the
   lock's file name). Units are taken only under an admission lock, held while collecting
-  them: nobody else takes a unit meanwhile, so a big evaluation waiting for units is not
-  starved by a stream of small ones, and it waits only for the holders in front of it
-  (they let go of units without admission). A process never takes units while it holds
-  some (`alone()` runs after an evaluation let go of its own), so admission cannot deadlock;
+  them (every free one at once, then polling for the rest): nobody else takes a unit
+  meanwhile, so a big evaluation waiting for units is not starved by a stream of small ones,
+  and it waits only for the holders in front of it (they let go of units without admission).
+  Workers blocked on the admission lock together get it in the kernel's order, not their
+  arrival's; once a worker has it, nobody passes it. A process never takes units while it
+  holds some (`alone()` runs after an evaluation let go of its own), so admission cannot
+  deadlock;
 - the device lock, taken shared while checking and exclusive while timing;
 - a gate that a timer holds while it waits for and holds the exclusive lock, and that a
   checker passes through before taking the shared one, so a waiting timer is not starved
