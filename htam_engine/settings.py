@@ -45,7 +45,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("pch_after", "evaluate", "HTAM_PCH_AFTER", int, 2,
             "build it once a flag set has compiled this many distinct extensions"),
     Setting("gpu_check_slots", "evaluate", "HTAM_GPU_CHECK_SLOTS", int, 0,
-            "workers that may check candidates on one GPU at once (0: one per 32 GB, at most 4)"),
+            "units a GPU's memory is cut into, each evaluation taking as many as its inputs' size needs "
+            "(0: one per 4 GiB left by the judges' contexts, at most 32; N: at most N evaluations at once, "
+            "1 one at a time)"),
     Setting("worker_wrapper", "evaluate", "HTAM_WORKER_WRAPPER", str, "",
             "a command prefix for the sandboxes candidates run in, e.g. bwrap (it wraps their zygote)"),
     Setting("worker_cpu_s", "evaluate", "HTAM_WORKER_CPU_S", int, 6 * 3600,
@@ -177,7 +179,8 @@ def pch_after() -> int:
 
 
 def gpu_check_slots() -> int | None:
-    """The slots a person chose, or None to size them from the GPU's memory."""
+    """The units of GPU memory a person chose (devicelock.py: N units of a GPU's usable memory, so
+    at most N evaluations hold state on it at once), or None to size them from the GPU's memory."""
     slots = int(value("gpu_check_slots"))
     return max(1, slots) if slots > 0 else None
 

@@ -154,6 +154,16 @@ def file_lock(name: str, shared: bool = False) -> Iterator[None]:
         _let_go(held)
 
 
+def try_file_lock(name: str) -> list[int] | None:
+    """The exclusive lock `name` if it is free now (None while another holds it), to hand back to
+    `release_file_lock`; the kernel frees it if this process dies first."""
+    return _take(name, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def release_file_lock(held: list[int]) -> None:
+    _let_go(held)
+
+
 @contextlib.contextmanager
 def any_file_lock(names: list[str], poll_s: float = 0.05) -> Iterator[str]:
     """The first of several exclusive locks to be free (a counting semaphore across processes)."""

@@ -1,81 +1,219 @@
-"""Who may use a device at once: timing alone, checks a few at a time.
+"""Who may use a device at once: timing alone, checks beside others as far as memory allows.
 
 Timing must have the device to itself, or other work skews it. Checks only need memory,
-so on a GPU a few workers may check at once, but not so many that their input sets,
-outputs and models run the GPU out of memory. Across processes this is:
+so on a GPU several workers may hold state at once, as long as their input sets, outputs
+and models together fit. Across processes this is:
 
-- slots: at most `check_slots(device)` workers hold live GPU state (from their check to
-  the end of their timing); each holds one of that many exclusive slot locks;
+- units: the device's usable memory is cut into `check_slots(device)` units (one per
+  UNIT_GIB); a worker holds as many as its evaluation needs (`holding_state(need_bytes)`,
+  from its check to the end of its timing), each an exclusive unit lock ("slot" in the
+  lock's file name). Units are taken only under an admission lock, held while collecting
+  them (every free one at once, then polling for the rest): nobody else takes a unit
+  meanwhile, so a big evaluation waiting for units is not starved by a stream of small ones,
+  and it waits only for the holders in front of it (they let go of units without admission).
+  Workers blocked on the admission lock together get it in the kernel's order, not their
+  arrival's; once a worker has it, nobody passes it. A process never takes units while it
+  holds some (`alone()` runs after an evaluation let go of its own), so admission cannot
+  deadlock;
 - the device lock, taken shared while checking and exclusive while timing;
 - a gate that a timer holds while it waits for and holds the exclusive lock, and that a
   checker passes through before taking the shared one, so a waiting timer is not starved
   by a stream of checkers.
 
-On the CPU there are no slots and checks take no lock (a worker's memory is capped by its
-own limit); timing is exclusive as on a GPU. Every lock is an fcntl lock in the cache dir,
-released by the kernel when its holder dies.
+Locks are taken in one order (admission, units, gate, device lock) and none is waited on
+while holding a later one. On the CPU there are no units and checks take no lock (a
+worker's memory is capped by its own limit); timing is exclusive as on a GPU. Every lock is
+an fcntl lock in the cache dir, released by the kernel when its holder dies.
 """
 
 from __future__ import annotations
 
 import contextlib
-from typing import Callable, Iterator
+import math
+import threading
+import time
+from typing import Any, Callable, Iterator
 
 from htam_engine import settings
-from htam_engine.evaluate.cache import any_file_lock, file_lock
+from htam_engine.evaluate.cache import file_lock, release_file_lock, try_file_lock
 
 SLOTS_ENV = settings.BY_KEY["gpu_check_slots"].env
+GIB = 1 << 30
 
-# GPU memory set aside per concurrent check: a check at GPU sizes holds a few input sets,
-# the outputs and a float64 reference (a few GB for the built-in suite's largest problems).
-GIB_PER_SLOT = 32
-MAX_SLOTS = 4
+# One unit of device memory: small enough that a small problem's evaluation (well under a GiB
+# of inputs) does not keep much of an H200 from others, large enough that a device has a few
+# dozen units at most (each a lock file that admission tries).
+UNIT_GIB = 4
+# At most this many units (a bigger device's units are bigger): admission tries each one's lock.
+MAX_UNITS = 32
+# Device memory that no evaluation's estimate counts: the CUDA contexts of every judge on the
+# device, held whether or not it holds units. A judge has a zygote (never initialises CUDA), a
+# spare sandbox (none until its first request), a candidate sandbox (its context and L2 flusher
+# made at build, before it takes units) and a reference sandbox (kept between evaluations with
+# its baselines' parameters), plus its own context: ~0.5 GiB each for the three that have one,
+# so ~2 GiB a judge with some room; 16 judges is the pool an H200 runs. A smaller device runs
+# fewer judges: the allowance is at most a quarter of it.
+CONTEXT_GIB_PER_JUDGE = 2
+JUDGES_PER_DEVICE = 16
+# An evaluation's peak on the device as a multiple of its largest input set's bytes (the input
+# sets the judge keeps, their copies in the candidate's and the reference's sandboxes, the
+# outputs and the float64 reference): 5-7x measured on the H200 at KernelBench's official sizes.
+NEED_FACTOR = 7
+# Beside the inputs: the models' parameters (the judge's float32 and float64 copies, the
+# candidate's, the baselines'), cuBLAS workspaces and the allocators' rounding.
+NEED_ALLOWANCE_GIB = 2
+# An evaluation whose inputs cannot be drawn on the meta device (get_inputs needs real values)
+# may be anything from tiny to the whole device. Half the units: at most two such at once, or
+# one beside small ones, never queued behind every other evaluation as taking them all would be;
+# where that still runs out, the evaluation runs again alone (Judge.evaluate).
+UNKNOWN_SHARE = 0.5
 
 
-def check_slots(device: str) -> int:
-    """How many workers may hold live state on `device` at once; 0 means no limit (the CPU).
+def usable_memory(total: int) -> int:
+    """What evaluations may share of a device with `total` bytes: the rest is the judges' contexts."""
+    return total - min(CONTEXT_GIB_PER_JUDGE * JUDGES_PER_DEVICE * GIB, total // 4)
 
-    The `gpu_check_slots` setting (`HTAM_GPU_CHECK_SLOTS`) overrides; otherwise one slot per
-    GIB_PER_SLOT of GPU memory, between 1 (the old one-at-a-time behaviour) and MAX_SLOTS."""
+
+def device_memory(device: str) -> int | None:
+    """The GPU's total memory in bytes; None on the CPU or where it cannot be read."""
     if not device.startswith("cuda"):
+        return None
+    try:
+        import torch
+
+        return int(torch.cuda.get_device_properties(torch.device(device)).total_memory)
+    except Exception:  # noqa: BLE001 - no properties
+        return None
+
+
+def check_slots(device: str, total_memory: int | None = None) -> int:
+    """How many units of memory `device` has for evaluations; 0 means no limit (the CPU).
+
+    The `gpu_check_slots` setting (`HTAM_GPU_CHECK_SLOTS`) overrides: N cuts the usable memory
+    into N units, so at most N evaluations hold state at once (1: one at a time). Otherwise one
+    unit per UNIT_GIB of usable memory, at least 1 and at most MAX_UNITS; where the memory cannot
+    be read, 1.
+    `total_memory` stands for the device's (a GPU's policy on any device: for tests)."""
+    if total_memory is None and not device.startswith("cuda"):
         return 0
     chosen = settings.gpu_check_slots()
     if chosen is not None:
         return chosen
-    try:
-        import torch
-
-        total = torch.cuda.get_device_properties(torch.device(device)).total_memory
-    except Exception:  # noqa: BLE001 - no properties: the safe choice
+    total = total_memory if total_memory is not None else device_memory(device)
+    if total is None:
         return 1
-    return max(1, min(MAX_SLOTS, total // (GIB_PER_SLOT << 30)))
+    return max(1, min(MAX_UNITS, usable_memory(total) // (UNIT_GIB * GIB)))
+
+
+def layouts_bytes(layouts: Any) -> int:
+    """The bytes of one input set from its (shape, stride, dtype) layouts (each tensor's storage span)."""
+    total = 0
+    for shape, stride, dtype in layouts:
+        if any(s == 0 for s in shape):
+            continue
+        span = 1 + sum((s - 1) * abs(st) for s, st in zip(shape, stride))
+        size = getattr(dtype, "itemsize", None)
+        if size is None:
+            import torch
+
+            size = torch.empty((), dtype=dtype).element_size()
+        total += span * int(size)
+    return total
+
+
+def evaluation_need(input_layouts: Any, unseen_input_layouts: Any, has_unseen: bool) -> int | None:
+    """The device memory an evaluation needs at its peak, from its input sets' layouts, before it
+    allocates anything: NEED_FACTOR x the larger set's bytes + NEED_ALLOWANCE_GIB. None where a set
+    it draws has no layout (get_inputs could not run on the meta device). `has_unseen`: whether it
+    also draws the unseen-shape set (else `unseen_input_layouts` is None for want of one)."""
+    if input_layouts is None or (has_unseen and unseen_input_layouts is None):
+        return None
+    largest = max(layouts_bytes(input_layouts), layouts_bytes(unseen_input_layouts or ()))
+    return NEED_FACTOR * largest + NEED_ALLOWANCE_GIB * GIB
 
 
 class DeviceLock:
     """The three phases of an evaluation after its compile, for one device.
 
     `announce` is called with "wait_lock" before any wait (the engine does not count the
-    wait against the candidate's timeout)."""
+    wait against the candidate's timeout). `total_memory` / `units`: the device's memory and
+    how many units it is cut into, in place of what `device` reports (so that the GPU's policy
+    can run on the CPU, for tests); `units` wins over the `gpu_check_slots` setting."""
 
-    def __init__(self, device: str, name: str, announce: Callable[[str], None] = lambda stage: None):
+    def __init__(self, device: str, name: str, announce: Callable[[str], None] = lambda stage: None,
+                 total_memory: int | None = None, units: int | None = None, poll_s: float = 0.05):
         self.name = name
-        self.slots = check_slots(device)
+        if units is not None:
+            self.slots = units
+        elif total_memory is not None:
+            self.slots = check_slots(device, total_memory)
+        else:
+            self.slots = check_slots(device)
+        total = total_memory if total_memory is not None else device_memory(device)
+        # bytes a unit stands for; None where the memory is unknown (each evaluation then takes one)
+        self.unit_bytes = usable_memory(total) / self.slots if self.slots and total else None
         self.announce = announce
+        self.poll_s = poll_s
         self.held_alone = False  # inside alone(): every phase already has the device to itself
+        self.last_units = 0  # how many units the last holding_state took (the judge resets it)
+        self._local = threading.local()  # the units this thread holds (threads stand in for workers in tests)
+
+    def units_for(self, need_bytes: int | None) -> int:
+        """The units an evaluation needing `need_bytes` takes: ceil(need / unit), at least 1 and
+        at most all (one bigger than the device runs alone rather than being refused); an unknown
+        need (None) takes UNKNOWN_SHARE of them."""
+        if not self.slots:
+            return 0
+        if need_bytes is None:
+            return max(1, math.ceil(self.slots * UNKNOWN_SHARE))
+        if self.unit_bytes is None:
+            return 1
+        return max(1, min(self.slots, math.ceil(need_bytes / self.unit_bytes)))
+
+    def shared_with_others(self) -> bool:
+        """Whether others may have had the device's memory beside the evaluation since `last_units`
+        was reset to 0 (so running out may be their doing): it left them units, or took none."""
+        return self.slots > 1 and self.last_units < self.slots
+
+    @contextlib.contextmanager
+    def _units(self, count: int) -> Iterator[None]:
+        """`count` units, collected under the admission lock: every free one at once, then the rest
+        as their holders let go of them (polled)."""
+        if getattr(self._local, "units", 0):
+            raise RuntimeError("units are taken only by a worker that holds none (admission could deadlock)")
+        names = [f"{self.name}-slot{i}" for i in range(self.slots)]
+        held: dict[str, list[int]] = {}
+        try:
+            with file_lock(f"{self.name}-admit"):
+                while True:
+                    for n in names:
+                        if n not in held and len(held) < count:
+                            fds = try_file_lock(n)
+                            if fds is not None:
+                                held[n] = fds
+                    if len(held) >= count:
+                        break
+                    time.sleep(self.poll_s)
+            self._local.units = self.last_units = count
+            yield
+        finally:
+            self._local.units = 0
+            for fds in held.values():
+                release_file_lock(fds)
 
     @contextlib.contextmanager
     def alone(self) -> Iterator[None]:
-        """A whole evaluation with the device to itself: every slot (so no other worker keeps
+        """A whole evaluation with the device to itself: every unit (so no other worker keeps
         state on the device), then the exclusive lock. For an evaluation that ran out of memory
-        beside others. The slots are taken before the gate, so a worker holding one can still
-        pass the gate to finish its timing and free it."""
+        beside others. The units are taken before the gate, so a worker holding some can still
+        pass the gate to finish its timing and free them."""
         if self.held_alone:
             yield
             return
         self.announce("wait_lock")
         with contextlib.ExitStack() as stack:
-            for i in range(self.slots):
-                stack.enter_context(file_lock(f"{self.name}-slot{i}"))
+            if self.slots:
+                stack.enter_context(self._units(self.slots))
             stack.enter_context(self.timing())
             self.held_alone = True
             try:
@@ -84,13 +222,14 @@ class DeviceLock:
                 self.held_alone = False
 
     @contextlib.contextmanager
-    def holding_state(self) -> Iterator[None]:
-        """Around everything that keeps models and inputs on the device: one slot."""
+    def holding_state(self, need_bytes: int | None = None) -> Iterator[None]:
+        """Around everything that keeps models and inputs on the device: the units `need_bytes`
+        takes (`units_for`; None: not known)."""
         if not self.slots or self.held_alone:
             yield
             return
         self.announce("wait_lock")
-        with any_file_lock([f"{self.name}-slot{i}" for i in range(self.slots)]):
+        with self._units(self.units_for(need_bytes)):
             yield
 
     @contextlib.contextmanager

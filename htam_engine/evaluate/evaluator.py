@@ -10,9 +10,9 @@ static, compile (within it pch while the shared precompiled torch header for the
 flags is built once, then compile again), check, baseline (the reference sandbox builds,
 compiles and warms up), wait_lock (waiting for the device's timing lock), time (repeated, with
 the per-trial times so far), check again (the work check after timing) and finally done; a
-failed evaluation jumps to done. On a CUDA device the judge also waits for one of the GPU's
-check slots (a few judges check at once, see devicelock.py), so wait_lock also comes right
-after compile.
+failed evaluation jumps to done. On a CUDA device the judge also waits for the units of the GPU's
+memory its evaluation needs (judges share the memory by size, see devicelock.py), so wait_lock
+also comes right after compile.
 """
 
 from __future__ import annotations

@@ -8,11 +8,11 @@ baselines, the verdict and the EvalResult. The candidate runs in a fresh sandbox
 zygote (never reused for another candidate); the baselines run in a reference sandbox that
 never ran candidate code, kept per loaded problem.
 
-Order: build (sandbox) -> construct and check (a check slot, the device lock shared) ->
-prepare the baselines (build and torch.compile unlocked, warm-up shared) -> timed rounds, each candidate,
-eager, compiled on fresh inputs, every candidate trial verified (the device alone) -> the
-work check, with custom kernels switched off (shared) -> verdict. Any reject-level finding
-changes the verdict.
+Order: build (sandbox) -> construct and check (units of device memory by the size of its inputs,
+the device lock shared) -> prepare the baselines (build and torch.compile unlocked, warm-up
+shared) -> timed rounds, each candidate, eager, compiled on fresh inputs, every candidate trial
+verified (the device alone) -> the work check, with custom kernels switched off (shared) ->
+verdict. Any reject-level finding changes the verdict.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from htam_engine.evaluate.checks.observe import Observations
 from htam_engine.evaluate.checks.sequence import CandidateFailed, CheckRun, Stop
 from htam_engine.evaluate.clock import copy_bandwidth
 from htam_engine.evaluate.config import EvalConfig
-from htam_engine.evaluate.devicelock import DeviceLock
+from htam_engine.evaluate.devicelock import DeviceLock, evaluation_need
 from htam_engine.evaluate.diagnostics import one_line, parse_compiler_output, trim_log
 from htam_engine.evaluate.limits import file_limit_note
 from htam_engine.evaluate.reference import BaselineSandbox, ReferenceFailed, ReferenceModel
@@ -96,7 +96,7 @@ def warm_meta_ops() -> None:
 
 
 def warm_device(device: str) -> None:
-    """The CUDA context and the kernels every check uses, at judge start, not under a check slot."""
+    """The CUDA context and the kernels every check uses, at judge start, not holding units of its memory."""
     if device.startswith("cuda"):
         with contextlib.suppress(Exception):
             x = torch.randn(64, 64, device=device)
@@ -255,8 +255,9 @@ class Judge:
                  memory_mb: float) -> tuple[EvalResult, bool]:
         """One candidate, start to finish: (the result, whether this judge is fit for the next)."""
         ev = Evaluation(self, problem, code, config, backend, key, memory_mb)
+        self.lock.last_units = 0  # what this evaluation takes (none if it fails before its checks)
         result, healthy = ev.run()
-        if healthy and worth_running_alone(result) and self.lock.slots > 1 and not self.lock.held_alone:
+        if healthy and worth_running_alone(result) and self.lock.shared_with_others() and not self.lock.held_alone:
             # Beside other evaluations the device ran out; alone it may fit (a batch at KernelBench's
             # official sizes on an H200: four judges of ~80 GiB each). Only what fails alone counts.
             release_memory(self.device)
@@ -383,7 +384,9 @@ class Evaluation(TimedRounds):
         self._build()
         r.stages.compile_s = time.perf_counter() - t0
         init = list(loaded.main.get_init_inputs())
-        with judge.lock.holding_state():
+        # the units of device memory its peak needs, from its input sets' layouts (drawn on meta)
+        need = evaluation_need(loaded.input_layouts, loaded.unseen_input_layouts, loaded.unseen is not None)
+        with judge.lock.holding_state(need):
             checks = self._checks = self._check(loaded, reference, init)
             if self.obs.rejected or _verdict(self.obs.findings, self.obs.mismatch)[0] is not Status.OK:
                 return
@@ -438,10 +441,10 @@ class Evaluation(TimedRounds):
             with self.judge.lock.checking():
                 return self._check_once(loaded, reference, init)
         except CandidateFailed as e:
-            if not (self.judge.lock.slots > 1 and out_of_memory_text(str(e))):
+            if not (self.judge.lock.shared_with_others() and out_of_memory_text(str(e))):
                 raise
         except Exception as e:  # noqa: BLE001 - the judge's own out-of-memory, beside other checkers
-            if not (self.judge.lock.slots > 1 and is_out_of_memory(e)):
+            if not (self.judge.lock.shared_with_others() and is_out_of_memory(e)):
                 raise
         self.obs = Observations()
         assert self.channel is not None

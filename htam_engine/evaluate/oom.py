@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import torch
 
-# How an out-of-memory reads in a message. The second: where the caching allocator's report of an
-# out-of-memory fails itself (seen in sandboxes on an H200 box with other evaluations beside them).
-_OOM_MARKERS = ("out of memory", "cudacachingallocator")
+# How an out-of-memory reads in a message. The others: where the caching allocator's report of an
+# out-of-memory fails itself, NVML failing to start inside it ("NVML_SUCCESS == DriverAPI::get()->
+# nvmlInit_v2_() INTERNAL ASSERT FAILED at CUDACachingAllocator.cpp", seen in sandboxes on an H200
+# box with other evaluations beside them; the allocator asks NVML only on its out-of-memory path),
+# matched by the file and, should a message lose its "at ...", by the assert.
+_OOM_MARKERS = ("out of memory", "cudacachingallocator", "nvmlinit_v2_() internal assert failed")
 
 
 def out_of_memory_text(text: str) -> bool:

@@ -106,7 +106,7 @@ class Sandbox:
     def use_device(self) -> None:
         """Create the CUDA context and load the kernels every call uses, once, when the first real
         request arrives: a spare sandbox waiting for its candidate holds no device memory, and the
-        cost lands in the build, not in a check slot."""
+        cost lands in the build, not while holding units of device memory."""
         if is_cuda(self.device) and self.flusher is None:
             warm(self.device)
             self.flusher = L2Flusher(self.device)

@@ -15,7 +15,7 @@ class Stage(str, Enum):
     STATIC = "static"  # static checks of the source, in the engine
     COMPILE = "compile"  # the sandbox builds and imports the candidate
     PCH = "pch"  # within compile: the shared precompiled torch header is built once
-    WAIT_LOCK = "wait_lock"  # waiting for a check slot or the device's timing lock
+    WAIT_LOCK = "wait_lock"  # waiting for units of device memory or the device's timing lock
     CHECK = "check"  # correctness and integrity calls
     BASELINE = "baseline"  # the reference sandbox builds, compiles and warms the baselines
     TIME = "time"  # timed rounds: candidate, eager and torch.compile, interleaved

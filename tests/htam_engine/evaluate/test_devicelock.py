@@ -4,12 +4,14 @@ itself and is not starved by checkers arriving after it, slots bound live state.
 
 from __future__ import annotations
 
+import multiprocessing
 import threading
 import time
 
 import pytest
 
 from htam_engine.evaluate import devicelock
+from htam_engine.evaluate.cache import release_file_lock, try_file_lock
 from htam_engine.evaluate.devicelock import DeviceLock
 
 
@@ -174,3 +176,257 @@ def test_an_evaluation_alone_waits_for_every_slot_and_keeps_the_device_to_itself
     time.sleep(0.05)
     assert not checked.is_set(), "a checker got in while an evaluation had the device alone"
     _wait(checked, "the checker after alone() ended")
+
+
+# ---------------------------------------------------------------- memory units, across processes
+#
+# A DeviceLock given the memory of a GPU and how many units it is cut into applies the GPU's
+# policy on the CPU. Workers are forked processes here: each takes its units on its own open
+# files, and a killed one's locks go with it, as a judge's do.
+
+GIB = 1 << 30
+FORK = multiprocessing.get_context("fork")
+NAME = "time-units"
+
+
+def _units_lock(units: int = 4, total_gib: int = 64) -> DeviceLock:
+    return DeviceLock("cpu", NAME, total_memory=total_gib * GIB, units=units, poll_s=0.01)
+
+
+def _need(units: int) -> int:
+    """The bytes an evaluation needs to take exactly `units` units of _units_lock()."""
+    return int(units * _units_lock().unit_bytes)
+
+
+def _holder(units: int, entered, release, log: str = "", tag: str = "") -> None:
+    """A worker: hold an evaluation's units until told to let go (or its parent kills it)."""
+    lock = _units_lock()
+    if log:
+        with open(log, "a") as fh:
+            fh.write(f"{tag} asks {time.monotonic()}\n")
+    with lock.holding_state(_need(units)):
+        if log:
+            with open(log, "a") as fh:
+                fh.write(f"{tag} in {time.monotonic()}\n")
+        entered.set()
+        release.wait(30)
+        if log:
+            with open(log, "a") as fh:
+                fh.write(f"{tag} out {time.monotonic()}\n")
+
+
+def _start(units: int, log: str = "", tag: str = ""):
+    entered, release = FORK.Event(), FORK.Event()
+    p = FORK.Process(target=_holder, args=(units, entered, release, log, tag), daemon=True)
+    p.start()
+    return p, entered, release
+
+
+def _free_units(count: int = 4) -> int:
+    """How many of the units no one holds now (each taken and let go at once)."""
+    free = 0
+    for i in range(count):
+        held = try_file_lock(f"{NAME}-slot{i}")
+        if held is not None:
+            release_file_lock(held)
+            free += 1
+    return free
+
+
+@pytest.fixture()
+def procs(tmp_path, monkeypatch):
+    monkeypatch.setenv("HTAM_CACHE_DIR", str(tmp_path))
+    started: list = []
+    yield started
+    for p in started:
+        if p.is_alive():
+            p.kill()
+        p.join(10)
+
+
+def _up(procs, *args):
+    p, entered, release = _start(*args)
+    procs.append(p)
+    return p, entered, release
+
+
+def test_units_an_evaluation_takes_follow_its_need():
+    lock = _units_lock(units=4, total_gib=64)  # 48 GiB usable: 12 GiB units
+    assert lock.unit_bytes == 12 * GIB
+    assert lock.units_for(0) == 1 and lock.units_for(GIB) == 1 and lock.units_for(12 * GIB) == 1
+    assert lock.units_for(12 * GIB + 1) == 2 and lock.units_for(36 * GIB) == 3
+    assert lock.units_for(1000 * GIB) == 4  # more than the device: every unit (alone), not refused
+    assert lock.units_for(None) == 2  # not known: half the device
+    one = DeviceLock("cpu", NAME, total_memory=64 * GIB, units=1)  # gpu_check_slots = 1: one at a time
+    assert one.units_for(GIB) == one.units_for(None) == 1
+
+
+def test_an_evaluations_need_is_a_multiple_of_its_larger_input_set():
+    import torch
+
+    small = (((1024, 1024), (1024, 1), torch.float32),)  # 4 MiB
+    big = (((1024, 1024), (1024, 1), torch.float32), ((2048, 1024), (1, 2048), torch.float16))  # 4 + 4 MiB
+    allowance = devicelock.NEED_ALLOWANCE_GIB * GIB
+    assert devicelock.layouts_bytes(big) == 8 << 20
+    assert devicelock.layouts_bytes((((4, 0), (1, 1), torch.float32),)) == 0
+    assert devicelock.evaluation_need(small, None, False) == devicelock.NEED_FACTOR * (4 << 20) + allowance
+    assert devicelock.evaluation_need(small, big, True) == devicelock.NEED_FACTOR * (8 << 20) + allowance
+    assert devicelock.evaluation_need(big, small, True) == devicelock.NEED_FACTOR * (8 << 20) + allowance
+    assert devicelock.evaluation_need(None, None, False) is None  # get_inputs could not run on meta
+    assert devicelock.evaluation_need(small, None, True) is None  # nor its unseen-shape variant's
+
+
+def test_gpu_check_slots_cuts_the_memory_into_that_many_units(monkeypatch):
+    monkeypatch.setenv(devicelock.SLOTS_ENV, "1")
+    lock = DeviceLock("cpu", NAME, total_memory=140 * GIB)
+    assert lock.slots == 1 and lock.units_for(GIB) == 1
+    monkeypatch.setenv(devicelock.SLOTS_ENV, "0")
+    assert DeviceLock("cpu", NAME, total_memory=140 * GIB).slots == (140 - 32) // devicelock.UNIT_GIB
+
+
+def test_two_small_evaluations_hold_units_at_once(procs):
+    _, first_in, _ = _up(procs, 1)
+    _, second_in, _ = _up(procs, 1)
+    _wait(first_in, "the first small evaluation")
+    _wait(second_in, "the second small evaluation beside the first")
+    assert _free_units() == 2
+
+
+def test_a_big_evaluation_waits_until_enough_units_are_free_then_takes_only_those(procs):
+    _, a_in, a_release = _up(procs, 1)
+    _, b_in, b_release = _up(procs, 1)
+    _wait(a_in, "a")
+    _wait(b_in, "b")
+    _, big_in, big_release = _up(procs, 3)
+    assert not big_in.wait(1.0), "3 units were taken while only 2 were free"
+    a_release.set()
+    _wait(big_in, "the big evaluation once 3 units were free")
+    assert _free_units() == 0  # b's one and the big one's three
+    big_release.set()
+    b_release.set()
+    for p in procs:
+        p.join(10)
+    assert _free_units() == 4
+
+
+def test_a_waiting_big_evaluation_is_not_starved_by_a_stream_of_small_ones(procs, tmp_path):
+    """Small evaluations keep arriving, overlapping so that some unit is always held; the big one
+    (every unit) still gets in within a bound: once it asked, no more small ones are admitted
+    (but the one or two racing it for the admission lock)."""
+    log, stop = str(tmp_path / "log"), FORK.Event()
+
+    def stream(tag: str, delay: float) -> None:
+        time.sleep(delay)
+        lock = _units_lock()
+        while not stop.is_set():
+            with lock.holding_state(_need(1)):
+                with open(log, "a") as fh:
+                    fh.write(f"{tag} in {time.monotonic()}\n")
+                time.sleep(0.3)
+
+    for i in range(3):
+        p = FORK.Process(target=stream, args=(f"small{i}", 0.1 * i), daemon=True)
+        p.start()
+        procs.append(p)
+    time.sleep(1.0)  # the stream is flowing
+    arrived = time.monotonic()
+    _, big_in, big_release = _up(procs, 4, log, "big")
+    _wait(big_in, "the big evaluation, with small ones arriving all along")
+    waited = time.monotonic() - arrived
+    assert waited < 5.0, f"the big evaluation waited {waited:.1f} s for small ones that came after it"
+    time.sleep(0.5)
+    big_release.set()
+    time.sleep(0.5)
+    stop.set()
+    lines = [line.split() for line in open(log).read().splitlines()]
+    asked = next(float(t) for tag, what, t in lines if tag == "big" and what == "asks")
+    big_at = next(float(t) for tag, what, t in lines if tag == "big" and what == "in")
+    late = [tag for tag, what, t in lines if tag != "big" and asked + 0.05 < float(t) < big_at]
+    assert len(late) <= 2, f"small evaluations admitted while the big one waited: {late}"
+    assert any(tag != "big" and float(t) > big_at for tag, what, t in lines), "the stream stopped"
+
+
+def test_a_worker_killed_while_holding_units_or_waiting_for_them_frees_them(procs):
+    holder, held_in, _ = _up(procs, 4)  # every unit
+    _wait(held_in, "the holder")
+    waiter, waiter_in, _ = _up(procs, 4)  # waits holding the admission lock
+    time.sleep(0.5)
+    small, small_in, small_release = _up(procs, 1)  # waits for admission
+    assert not small_in.wait(0.5)
+    holder.kill()
+    _wait(waiter_in, "the waiter after the holder was killed")
+    assert not small_in.wait(0.5)
+    waiter.kill()
+    _wait(small_in, "the small evaluation after the waiter was killed")
+    small_release.set()
+    small.join(10)
+    assert _free_units() == 4
+
+    # one killed while it waits for units (admission held, some units collected) lets go of them
+    _, a_in, a_release = _up(procs, 1)
+    _wait(a_in, "a")
+    big, _, _ = _up(procs, 4)
+    time.sleep(0.5)  # it holds admission and the 3 free units
+    assert _free_units() == 0
+    big.kill()
+    big.join(10)
+    _, c_in, _ = _up(procs, 3)
+    _wait(c_in, "an evaluation after the waiting one was killed")
+    a_release.set()
+
+
+def _alone_worker(entered, release) -> None:
+    lock = _units_lock()
+    with lock.alone():
+        entered.set()
+        with lock.holding_state(_need(1)), lock.checking(), lock.timing():  # no wait on itself
+            release.wait(30)
+
+
+def _small_checker(entered) -> None:
+    lock = _units_lock()
+    with lock.holding_state(_need(1)), lock.checking():
+        entered.set()
+
+
+def test_alone_waits_for_every_unit_and_keeps_the_device_from_everyone(procs):
+    _, a_in, a_release = _up(procs, 1)
+    _wait(a_in, "a small evaluation")
+    alone_in, alone_release, checked = FORK.Event(), FORK.Event(), FORK.Event()
+    alone = FORK.Process(target=_alone_worker, args=(alone_in, alone_release), daemon=True)
+    alone.start()
+    procs.append(alone)
+    assert not alone_in.wait(1.0), "alone() went ahead while another worker held units"
+    a_release.set()
+    _wait(alone_in, "alone() once the units were free")
+    checker = FORK.Process(target=_small_checker, args=(checked,), daemon=True)
+    checker.start()
+    procs.append(checker)
+    assert not checked.wait(1.0), "a small evaluation got in while one had the device alone"
+    assert _free_units() == 0
+    alone_release.set()
+    _wait(checked, "the small evaluation after alone() ended")
+
+
+def test_a_worker_holding_units_cannot_take_more(tmp_path, monkeypatch):
+    """Taking units while holding some could deadlock two workers at admission: refused."""
+    monkeypatch.setenv("HTAM_CACHE_DIR", str(tmp_path))
+    lock = _units_lock()
+    with lock.holding_state(_need(1)):
+        with pytest.raises(RuntimeError, match="holds none"), lock.holding_state(_need(1)):
+            pass
+    with lock.holding_state(_need(1)):  # and it let go of them
+        assert _free_units() == 3
+
+
+def test_only_an_evaluation_that_left_units_to_others_may_blame_them(tmp_path, monkeypatch):
+    monkeypatch.setenv("HTAM_CACHE_DIR", str(tmp_path))
+    lock = _units_lock()
+    assert lock.shared_with_others()  # it took none yet: others may have had the memory
+    with lock.holding_state(_need(3)):
+        pass
+    assert lock.shared_with_others()
+    with lock.holding_state(_need(100)):  # every unit: nobody else had state on the device
+        pass
+    assert not lock.shared_with_others()
+    assert not DeviceLock("cpu", NAME, total_memory=64 * GIB, units=1).shared_with_others()

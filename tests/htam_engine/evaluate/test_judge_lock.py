@@ -67,10 +67,10 @@ class ModelNew(_Fused):
 
 
 def _stages(judge, small_problem, monkeypatch, slots: int, code: str = TRITON_CHAIN,
-            status: Status = Status.OK) -> list[tuple[str, bool]]:
+            status: Status = Status.OK, total_memory: int | None = None) -> list[tuple[str, bool]]:
     lock = f"time-test-{uuid.uuid4().hex[:8]}"
     # The policy a CUDA device gets, applied to the CPU (no GPU here): the lock mechanics are the same.
-    monkeypatch.setattr(devicelock, "check_slots", lambda device: slots)
+    monkeypatch.setattr(devicelock, "check_slots", lambda device, total_memory=None: slots)
     seen: list[tuple[str, bool]] = []
 
     def send(msg: dict) -> None:
@@ -78,7 +78,8 @@ def _stages(judge, small_problem, monkeypatch, slots: int, code: str = TRITON_CH
             seen.append((msg["stage"], _held(lock)))
 
     monkeypatch.setattr(judge, "send", send)
-    monkeypatch.setattr(judge, "lock", DeviceLock("cpu", lock, lambda stage: judge.stage(Stage(stage))))
+    monkeypatch.setattr(judge, "lock", DeviceLock("cpu", lock, lambda stage: judge.stage(Stage(stage)),
+                                                  total_memory=total_memory))
     from htam_engine.evaluate.cache import candidate_key
 
     result, healthy = judge.evaluate(small_problem, code, fast_config(trials=3), resolve_backend(code, None, "cpu"),
@@ -122,7 +123,15 @@ def test_check_out_of_memory_with_the_device_alone_is_a_runtime_error(judge, sma
     assert [s for s, _ in stages].count("check") == 1
 
 
-def test_gpu_devices_get_check_slots_by_memory(monkeypatch):
+def test_check_out_of_memory_holding_every_unit_is_a_runtime_error(judge, small_problem, monkeypatch, tmp_path):
+    """Its need was more than the device (1 GiB here): it had every unit, so nothing beside it
+    ran it out and it is not checked again."""
+    stages = _stages(judge, small_problem, monkeypatch, 2, oom_once(str(tmp_path / "flag")), Status.RUNTIME_ERROR,
+                     total_memory=1 << 30)
+    assert [s for s, _ in stages].count("check") == 1
+
+
+def test_gpu_devices_get_units_of_memory(monkeypatch):
     monkeypatch.delenv(devicelock.SLOTS_ENV, raising=False)
     assert devicelock.check_slots("cpu") == 0
     monkeypatch.setenv(devicelock.SLOTS_ENV, "2")
@@ -130,8 +139,10 @@ def test_gpu_devices_get_check_slots_by_memory(monkeypatch):
     monkeypatch.delenv(devicelock.SLOTS_ENV)
     import torch
 
-    for gib, slots in [(141, 4), (80, 2), (40, 1), (24, 1), (512, 4)]:  # H200, H100, A100-40, L4, capped
-        props = type("Props", (), {"total_memory": gib << 30})()
+    # units of 4 GiB of what the judges' contexts leave (32 GiB, at most a quarter): H200 (as it reports
+    # itself), H100, A100-40, L4, capped at 32
+    for gib, slots in [(139.8, 26), (80, 15), (40, 7), (24, 4), (512, 32)]:
+        props = type("Props", (), {"total_memory": int(gib * (1 << 30))})()
         monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device, p=props: p)
         assert devicelock.check_slots("cuda") == slots, gib
 
@@ -160,3 +171,20 @@ def test_a_baseline_whose_output_is_not_the_references_is_not_counted(judge, sma
     wrong = [f for f in result.integrity if f.rule == "baseline_wrong"]
     assert wrong and wrong[0].severity == "warn" and "not counted" in wrong[0].message
     assert result.ref_runtime_ms and result.ref_spread.n == 3  # the rounds beside the candidate still count
+
+
+def test_an_evaluation_takes_units_by_the_size_of_its_inputs(judge, small_problem, monkeypatch):
+    """The judge asks for the need its loaded problem's input layouts give, before it allocates."""
+    asked: list = []
+    real = DeviceLock.holding_state
+
+    def recording(self, need_bytes=None):
+        asked.append(need_bytes)
+        return real(self, need_bytes)
+
+    monkeypatch.setattr(DeviceLock, "holding_state", recording)
+    _stages(judge, small_problem, monkeypatch, 3)
+    loaded = judge.loaded(small_problem, fast_config(trials=3))[0]  # the one the evaluation used
+    assert loaded.input_layouts is not None
+    expected = devicelock.evaluation_need(loaded.input_layouts, loaded.unseen_input_layouts, loaded.unseen is not None)
+    assert asked == [expected] and expected > devicelock.NEED_ALLOWANCE_GIB << 30

@@ -3,7 +3,7 @@ others runs again with the device alone (never the candidate's fault for the mem
 the messages are the ones seen on an H200 box in a batch at KernelBench's official sizes."""
 
 from htam_engine.evaluate.judge import worth_running_alone
-from htam_engine.evaluate.oom import out_of_memory_text
+from htam_engine.evaluate.oom import is_out_of_memory, out_of_memory_text
 from htam_engine.evaluate.result import EvalResult, Status
 
 NVML_ASSERT = ('ModelNew.forward raised on get_inputs#0: RuntimeError: NVML_SUCCESS == DriverAPI::get()->'
@@ -21,6 +21,17 @@ def test_out_of_memory_messages_are_recognised_and_others_are_not():
     assert out_of_memory_text(NVML_ASSERT)  # the allocator's own report of an out-of-memory failing
     assert not out_of_memory_text("ModelNew.forward raised on get_inputs#0: RuntimeError: shape mismatch")
     assert not out_of_memory_text("illegal memory access was encountered")
+
+
+def test_the_nvml_assert_of_the_allocator_is_an_out_of_memory_and_runs_again_alone():
+    """The exact text a sandbox's allocator failed with beside other evaluations on the H200."""
+    seen = ("NVML_SUCCESS == DriverAPI::get()->nvmlInit_v2_() INTERNAL ASSERT FAILED at "
+            "CUDACachingAllocator.cpp")
+    for message in (seen, seen.split(" at ")[0], f"ModelNew.forward raised on get_inputs#0: RuntimeError: {seen}"):
+        assert out_of_memory_text(message), message
+        assert is_out_of_memory(RuntimeError(message))
+        assert worth_running_alone(_failed(Status.RUNTIME_ERROR, message))  # not the candidate's fault
+    assert not out_of_memory_text("NVML_SUCCESS == r INTERNAL ASSERT FAILED at nvml.cpp")  # not the allocator
 
 
 def test_harness_failures_and_a_candidates_out_of_memory_run_again_alone_and_nothing_else():
