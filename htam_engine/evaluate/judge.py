@@ -463,8 +463,7 @@ class Evaluation(TimedRounds):
             reference = ReferenceModel(loaded.main.Model, init, self.cfg.seed, self.device)
             judge.keep_reference(loaded, reference)
         self.reference = reference
-        self.channel.reserve_inputs(loaded.input_layouts)
-        self.channel.reserve_inputs(loaded.unseen_input_layouts)
+        self.channel.reserve_inputs(loaded.input_layouts, loaded.unseen_input_layouts)  # one storage a slot
         checks = CheckRun(self.channel, loaded, reference, self.cfg, self.obs, self.device)
         checks.extension_ops = self.extension_ops
         try:
