@@ -132,28 +132,31 @@ class Channel:
                 "outputs": [self._storages[sid].nbytes for sid in self._out_slots.values()],
                 "all": [s.nbytes for s in self._storages.values()]}
 
-    def _template(self, values: Any, views: list[torch.Tensor], counter: list[int]) -> Any:
+    def _template(self, values: Any, views: list[torch.Tensor], counter: list[int],
+                  layouts: list[Layout] | None) -> Any:
         if isinstance(values, torch.Tensor):
             i = counter[0]
             counter[0] += 1
-            lay = Layout.of(values)
+            lay = layouts[i] if layouts is not None else Layout.of(values)
             sid = self._storage_for(self._in_slots, i, lay.nbytes)
             view = self._storages[sid].view(lay)
             view.copy_(values)
             views.append(view)
             return wire.BufRef(sid, lay)
         if isinstance(values, list):
-            return [self._template(v, views, counter) for v in values]
+            return [self._template(v, views, counter, layouts) for v in values]
         if isinstance(values, tuple):
-            return tuple(self._template(v, views, counter) for v in values)
+            return tuple(self._template(v, views, counter, layouts) for v in values)
         return values
 
-    def stage_inputs(self, values: list[Any]) -> Staged:
-        """Copy `values` into the shared input buffers (before the judge's own reference runs on
-        `values`, which it may modify in place)."""
+    def stage_inputs(self, values: list[Any], layouts: list[Layout] | None = None) -> Staged:
+        """Copy `values` into the shared input buffers, right before the call is sent: a set's values
+        reach the sandbox only once the judge's own work on them (its reference, its float64
+        yardstick) is done, so nothing can be computed from them ahead of the call. layouts: the
+        tensor inputs' layouts (shape, strides, offset) when `values` are copies that lost them."""
         views: list[torch.Tensor] = []
         counter = [0]
-        template = [self._template(v, views, counter) for v in values]
+        template = [self._template(v, views, counter, layouts) for v in values]
         return Staged(template, views)
 
     def output_targets(self, ref_out: Any) -> tuple[list[tuple[str, wire.BufRef]], dict[str, torch.Tensor]]:
