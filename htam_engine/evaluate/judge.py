@@ -116,6 +116,25 @@ def release_memory(device: str) -> None:
             torch.cuda.empty_cache()
 
 
+def reset_gpu_peak(device: str) -> None:
+    """The judge's GPU memory peak counts from here (one evaluation at a time per judge)."""
+    if device.startswith("cuda"):
+        with contextlib.suppress(Exception):
+            torch.cuda.reset_peak_memory_stats(torch.device(device))
+
+
+def gpu_peak(device: str) -> tuple[float | None, float | None]:
+    """(allocated, reserved) peak GiB of the judge process since reset_gpu_peak; None on the CPU."""
+    if not device.startswith("cuda"):
+        return None, None
+    try:
+        dev = torch.device(device)
+        gib = float(1 << 30)
+        return torch.cuda.max_memory_allocated(dev) / gib, torch.cuda.max_memory_reserved(dev) / gib
+    except Exception:  # noqa: BLE001 - no CUDA after all: nothing measured
+        return None, None
+
+
 @dataclass(frozen=True, slots=True)
 class BuildFailure:
     """A build that failed in the compiler: the same source fails the same way, so the judge that
@@ -299,6 +318,7 @@ class Evaluation(TimedRounds):
     def run(self) -> tuple[EvalResult, bool]:
         started = time.perf_counter()
         r = self.result
+        reset_gpu_peak(self.device)
         try:
             self._run()
         except Stop:
@@ -327,6 +347,7 @@ class Evaluation(TimedRounds):
         finally:
             self._close()
         self._conclude()
+        r.stages.gpu_peak_allocated_gib, r.stages.gpu_peak_reserved_gib = gpu_peak(self.device)
         r.stages.total_s = time.perf_counter() - started
         return r, self.healthy
 
