@@ -294,7 +294,7 @@ class CheckRun:
             return signed_normal(draw(self.loaded.main.get_inputs, fresh_seed()), seed)
 
         def positive() -> list[Any]:
-            return [x.abs() if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in normal()]
+            return [x.abs_() if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in normal()]  # fresh
 
         self.first_accepted([("signed-normal", normal), ("positive-normal", positive)], finite_only)
         if facts.numel <= TINY_OUTPUT:
