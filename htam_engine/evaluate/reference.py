@@ -34,8 +34,12 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _to_double(x: Any) -> Any:
+    """The float64 copy's own inputs: always copies (a float64 or integer input too), so the float64
+    forward never modifies the inputs the float32 reference runs on next."""
     if isinstance(x, torch.Tensor) and x.dtype.is_floating_point:
-        return x.double()
+        return x.to(torch.float64, copy=True)
+    if isinstance(x, torch.Tensor):
+        return x.clone()
     if isinstance(x, (list, tuple)):
         return type(x)(_to_double(v) for v in x)
     return x

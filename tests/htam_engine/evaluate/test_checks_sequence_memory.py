@@ -171,3 +171,22 @@ def test_a_reference_that_changes_its_inputs_still_sends_the_inputs_as_drawn(tmp
     finally:
         harness._problem.cache_clear()
     assert r.status is Status.OK, (r.diagnostics.message, r.integrity)
+
+
+def test_the_float64_forward_never_changes_the_inputs_the_reference_runs_on_next():
+    """float64 and integer inputs too: the float64 copy gets copies (x.double() of a float64 input is
+    the input itself, which a reference changing its inputs would change before its float32 run)."""
+    import torch.nn as nn
+
+    class Doubling(nn.Module):
+        def forward(self, x, n):
+            x.mul_(2.0)
+            n.add_(1)
+            return x + n
+
+    ref = reference_module.ReferenceModel(Doubling, [], 0, "cpu")
+    x, n = torch.ones(4, dtype=torch.float64), torch.zeros(4, dtype=torch.int64)
+    exact = ref.exact([x, n], 1)
+    assert torch.equal(x, torch.ones(4, dtype=torch.float64)) and torch.equal(n, torch.zeros(4, dtype=torch.int64))
+    assert torch.equal(exact, torch.full((4,), 3.0, dtype=torch.float64))
+    assert torch.equal(ref.outputs([x, n], 1, "x"), exact)
