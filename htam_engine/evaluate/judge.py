@@ -418,6 +418,7 @@ class Evaluation(TimedRounds):
             alone: dict[str, list[tuple[float, float]]] = {}
             if not self.obs.rejected and baseline is not None:
                 self.channel.sandbox.kill()  # nothing of the candidate's is left to disturb them
+                self.channel.close_after_death()  # nor its shared storages, during the rounds alone
                 with judge.lock.timing():
                     alone = self._time_baselines_alone(baseline)
             self._record_times(samples, alone, out_bytes)
