@@ -37,11 +37,11 @@ from htam_engine.evaluate.checks.compare import compare_outputs, flatten, noise_
 from htam_engine.evaluate.checks.inputs import (LARGE_SCALES, draw, has_floats, has_integers, heavy_tailed,
                                                 large_magnitude, signed_normal, wide_integers)
 from htam_engine.evaluate.checks.memory import same_values, tensor_leaves
-from htam_engine.evaluate.shared import Layout
 from htam_engine.evaluate.checks.observe import (Observations, candidate_output, check_mutation, check_native_threads,
                                                  check_precision, nonfinite, output_fingerprint, record_notes)
 from htam_engine.evaluate.config import EvalConfig
 from htam_engine.evaluate.reference import ReferenceFailed, ReferenceModel
+from htam_engine.evaluate.shared import Layout
 from htam_engine.evaluate.stages import Stage
 from htam_engine.problems.loader import LoadedProblem
 
