@@ -58,6 +58,11 @@ def recorded(monkeypatch):
     def who(ch) -> str:
         return "candidate" if ch.budget is not None else "baseline"
 
+    before = live_input_sets(SET_BYTES // 4)  # other tests' tensors in this process, if any
+
+    def alive() -> float:
+        return live_input_sets(SET_BYTES // 4) - before
+
     def time_rounds(self, *a, **kw):
         phase[0] = "time"
         try:
@@ -66,7 +71,7 @@ def recorded(monkeypatch):
             phase[0] = "after"
 
     def seed_all(seed):  # called by ReferenceModel right before each forward, its inputs all made
-        events.append(("forward", phase[0], live_input_sets(SET_BYTES // 4)))
+        events.append(("forward", phase[0], alive()))
         return real_seed_all(seed)
 
     def stage_inputs(self, *a, **kw):
@@ -74,7 +79,7 @@ def recorded(monkeypatch):
         return real_stage(self, *a, **kw)
 
     def call(self, *a, **kw):
-        events.append(("call", who(self), live_input_sets(SET_BYTES // 4), phase[0]))
+        events.append(("call", who(self), alive(), phase[0]))
         return real_call(self, *a, **kw)
 
     monkeypatch.setattr(rounds_module.TimedRounds, "_time_rounds", time_rounds)
