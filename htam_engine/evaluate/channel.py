@@ -66,6 +66,7 @@ class Channel:
         self._storages: dict[int, SharedStorage] = {}
         self._in_slots: dict[int, int] = {}  # tensor input position -> storage id
         self._out_slots: dict[str, int] = {}  # output leaf path -> storage id
+        self._retired: list[SharedStorage] = []  # outgrown, the sandbox never said it dropped them
         self.calls = 0
 
     # ------------------------------------------------------------------ requests
@@ -78,10 +79,13 @@ class Channel:
 
     # ------------------------------------------------------------------ storages
     def _storage_for(self, slots: dict, key: Any, nbytes: int) -> int:
-        """The id of a storage for slot `key` holding at least nbytes (a new one when it grew)."""
+        """The id of a storage for slot `key` holding at least nbytes (a new one when it grew: the
+        old one is detached from the sandbox and dropped, never kept beside the new one)."""
         sid = slots.get(key)
         if sid is not None and self._storages[sid].nbytes >= nbytes:
             return sid
+        if sid is not None:
+            self._retire(sid)
         storage = SharedStorage(nbytes, self.device, self.pool)
         sid = next(self._ids)
         self._storages[sid] = storage
@@ -95,34 +99,64 @@ class Channel:
             raise SandboxProtocol(Stage.CHECK, f"could not attach a shared buffer: {getattr(reply, 'message', reply)}")
         return sid
 
-    def reserve_inputs(self, layouts: tuple | None) -> None:
-        """Size the input slots for layouts known ahead (the main and unseen-shape draws)."""
-        for i, (shape, stride, dtype) in enumerate(layouts or ()):
-            lay = Layout(tuple(shape), tuple(stride), 0, str(dtype).removeprefix("torch."))
-            self._storage_for(self._in_slots, i, lay.nbytes)
+    def _retire(self, sid: int) -> None:
+        """A slot outgrew storage `sid`: the sandbox is asked to drop its mapping and the judge drops
+        its own. A sandbox that did not say it dropped it keeps its IPC reference (CUDA) until it
+        dies: the storage is remembered (its bytes released) so that reference is returned then."""
+        storage = self._storages.pop(sid)
+        reply = self.sandbox.request(wire.Detach(self.next_seq(), [sid]), stage=Stage.CHECK,
+                                     deadline_s=HARNESS_DEADLINE_S, budget=None, memory_mb=self.memory_mb)
+        if not isinstance(reply, wire.Outcome):
+            self.sandbox.kill()
+            raise SandboxProtocol(Stage.CHECK, f"a {type(reply).__name__} in answer to a detach")
+        storage.close()
+        if not reply.ok:
+            self._retired.append(storage)
+        if self.device.startswith("cuda"):
+            torch.cuda.ipc_collect()
 
-    def _template(self, values: Any, views: list[torch.Tensor], counter: list[int]) -> Any:
+    def reserve_inputs(self, *layout_lists: tuple | None) -> None:
+        """Size the input slots for every layout known ahead (the main and unseen-shape draws): one
+        storage per slot, as large as the largest layout that slot will hold."""
+        wanted: dict[int, int] = {}
+        for layouts in layout_lists:
+            for i, (shape, stride, dtype) in enumerate(layouts or ()):
+                lay = Layout(tuple(shape), tuple(stride), 0, str(dtype).removeprefix("torch."))
+                wanted[i] = max(wanted.get(i, 0), lay.nbytes)
+        for i, nbytes in sorted(wanted.items()):
+            self._storage_for(self._in_slots, i, nbytes)
+
+    def storage_bytes(self) -> dict[str, list[int]]:
+        """The bytes of every shared storage the judge holds for this sandbox, inputs and outputs."""
+        return {"inputs": [self._storages[sid].nbytes for _, sid in sorted(self._in_slots.items())],
+                "outputs": [self._storages[sid].nbytes for sid in self._out_slots.values()],
+                "all": [s.nbytes for s in self._storages.values()]}
+
+    def _template(self, values: Any, views: list[torch.Tensor], counter: list[int],
+                  layouts: list[Layout] | None) -> Any:
         if isinstance(values, torch.Tensor):
             i = counter[0]
             counter[0] += 1
-            lay = Layout.of(values)
+            lay = layouts[i] if layouts is not None else Layout.of(values)
             sid = self._storage_for(self._in_slots, i, lay.nbytes)
             view = self._storages[sid].view(lay)
             view.copy_(values)
             views.append(view)
             return wire.BufRef(sid, lay)
         if isinstance(values, list):
-            return [self._template(v, views, counter) for v in values]
+            return [self._template(v, views, counter, layouts) for v in values]
         if isinstance(values, tuple):
-            return tuple(self._template(v, views, counter) for v in values)
+            return tuple(self._template(v, views, counter, layouts) for v in values)
         return values
 
-    def stage_inputs(self, values: list[Any]) -> Staged:
-        """Copy `values` into the shared input buffers (before the judge's own reference runs on
-        `values`, which it may modify in place)."""
+    def stage_inputs(self, values: list[Any], layouts: list[Layout] | None = None) -> Staged:
+        """Copy `values` into the shared input buffers, right before the call is sent: a set's values
+        reach the sandbox only once the judge's own work on them (its reference, its float64
+        yardstick) is done, so nothing can be computed from them ahead of the call. layouts: the
+        tensor inputs' layouts (shape, strides, offset) when `values` are copies that lost them."""
         views: list[torch.Tensor] = []
         counter = [0]
-        template = [self._template(v, views, counter) for v in values]
+        template = [self._template(v, views, counter, layouts) for v in values]
         return Staged(template, views)
 
     def output_targets(self, ref_out: Any) -> tuple[list[tuple[str, wire.BufRef]], dict[str, torch.Tensor]]:
@@ -170,11 +204,12 @@ class Channel:
         self._free(after_death=True)
 
     def _free(self, after_death: bool) -> None:
-        for storage in self._storages.values():
+        for storage in [*self._storages.values(), *self._retired]:
             if after_death:
                 storage.release_after_sandbox_death()
             storage.close()
         self._storages.clear()
+        self._retired.clear()
         self._in_slots.clear()
         self._out_slots.clear()
         self.pool = None

@@ -116,6 +116,25 @@ def release_memory(device: str) -> None:
             torch.cuda.empty_cache()
 
 
+def reset_gpu_peak(device: str) -> None:
+    """The judge's GPU memory peak counts from here (one evaluation at a time per judge)."""
+    if device.startswith("cuda"):
+        with contextlib.suppress(Exception):
+            torch.cuda.reset_peak_memory_stats(torch.device(device))
+
+
+def gpu_peak(device: str) -> tuple[float | None, float | None]:
+    """(allocated, reserved) peak GiB of the judge process since reset_gpu_peak; None on the CPU."""
+    if not device.startswith("cuda"):
+        return None, None
+    try:
+        dev = torch.device(device)
+        gib = float(1 << 30)
+        return torch.cuda.max_memory_allocated(dev) / gib, torch.cuda.max_memory_reserved(dev) / gib
+    except Exception:  # noqa: BLE001 - no CUDA after all: nothing measured
+        return None, None
+
+
 @dataclass(frozen=True, slots=True)
 class BuildFailure:
     """A build that failed in the compiler: the same source fails the same way, so the judge that
@@ -300,6 +319,7 @@ class Evaluation(TimedRounds):
     def run(self) -> tuple[EvalResult, bool]:
         started = time.perf_counter()
         r = self.result
+        reset_gpu_peak(self.device)
         try:
             self._run()
         except Stop:
@@ -328,6 +348,7 @@ class Evaluation(TimedRounds):
         finally:
             self._close()
         self._conclude()
+        r.stages.gpu_peak_allocated_gib, r.stages.gpu_peak_reserved_gib = gpu_peak(self.device)
         r.stages.total_s = time.perf_counter() - started
         return r, self.healthy
 
@@ -400,6 +421,7 @@ class Evaluation(TimedRounds):
             alone: dict[str, list[tuple[float, float]]] = {}
             if not self.obs.rejected and baseline is not None:
                 self.channel.sandbox.kill()  # nothing of the candidate's is left to disturb them
+                self.channel.close_after_death()  # nor its shared storages, during the rounds alone
                 with judge.lock.timing():
                     alone = self._time_baselines_alone(baseline)
             self._record_times(samples, alone, out_bytes)
@@ -466,8 +488,7 @@ class Evaluation(TimedRounds):
             reference = ReferenceModel(loaded.main.Model, init, self.cfg.seed, self.device)
             judge.keep_reference(loaded, reference)
         self.reference = reference
-        self.channel.reserve_inputs(loaded.input_layouts)
-        self.channel.reserve_inputs(loaded.unseen_input_layouts)
+        self.channel.reserve_inputs(loaded.input_layouts, loaded.unseen_input_layouts)  # one storage a slot
         checks = CheckRun(self.channel, loaded, reference, self.cfg, self.obs, self.device)
         checks.extension_ops = self.extension_ops
         try:

@@ -74,7 +74,7 @@ class Diagnostics:
 
 @dataclass(slots=True)
 class StageTimes:
-    """Wall time of each evaluation stage, in seconds."""
+    """Wall time of each evaluation stage, in seconds (and the judge's own GPU memory peak)."""
 
     static_s: float = 0.0
     compile_s: float = 0.0
@@ -84,6 +84,10 @@ class StageTimes:
     compile_cached: bool = False
     baseline_s: float = 0.0  # preparing the reference sandbox (build, torch.compile, warm-up)
     reference_reused: bool = False  # the reference sandbox of an earlier evaluation timed the baselines
+    # The judge process's own peak GPU memory over the evaluation (torch's allocator: allocated, and
+    # reserved by its cache), GiB; None on the CPU. Sandboxes are not included.
+    gpu_peak_allocated_gib: float | None = None
+    gpu_peak_reserved_gib: float | None = None
 
 
 @dataclass(slots=True)

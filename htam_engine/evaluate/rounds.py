@@ -2,6 +2,8 @@
 torch.compile calls, the baselines timed alone afterwards, and the figures.
 
 Each round draws fresh inputs (a secret seed), computes the judge's reference output for them,
+writes them into the candidate's shared input buffers right before it sends the call (the
+baselines' only after the candidate's call was verified and its float64 yardstick freed),
 and sends the same call to the candidate (its output verified against that reference) and then,
 with the candidate's whole process tree stopped, to the reference sandbox's eager and compiled
 models (their outputs verified as well). Once the candidate's sandbox is gone the baselines are
@@ -137,32 +139,30 @@ class TimedRounds:
             label = f"timed trial {i - cfg.warmup + 1}" if timed else f"warm-up call {i + 1}"
             draw_seed, seed = fresh_seed(), fresh_seed()
             values = draw(loaded.main.get_inputs, draw_seed)
-            staged = self.channel.stage_inputs(values)
-            staged_b = self.baseline_channel.stage_inputs(values) if models and self.baseline_channel else None
+            mutates = checks.reference_mutates
             # A reference that changes its inputs needs its yardstick first, so every round gets one.
-            exact = self.reference.exact(values, seed) if checks.reference_mutates else None
+            exact = self.reference.exact(values, seed) if mutates else None
             ref_out = self.reference.outputs(values, seed, label)
             out_bytes = sum(t.numel() * t.element_size() for t in tensors(ref_out))
-            res = self.channel.call(staged, "main", ref_out, seed, Stage.TIME)
+            # The inputs as drawn (re-drawn where the reference changed them), staged right before the send.
+            res = self.channel.call(self._staged(self.channel, values, draw_seed, mutates), "main", ref_out, seed,
+                                    Stage.TIME)
             if exact is None and i in picked:
                 exact = self.reference.exact(values, seed)
             self._verify_timed(checks, res, values, ref_out, exact, label)
-            del exact  # before the next round's is computed
+            del exact  # before the baselines' inputs are staged and the next round's yardstick computed
             if timed:
                 samples["main"].append((res.wall_ms, res.reply.ms))
                 batch.append(res.reply.ms)
             with self.channel.sandbox.paused():  # the candidate cannot run beside its baselines
                 for model_id in models:
                     assert self.baseline_channel is not None
-                    if staged_b is None:  # the inputs again (re-drawn where the reference changes its inputs)
-                        again = draw(loaded.main.get_inputs, draw_seed) if checks.reference_mutates else values
-                        staged_b = self.baseline_channel.stage_inputs(again)
                     try:
-                        b = self.baseline_channel.call(staged_b, model_id, ref_out, seed, Stage.TIME)
+                        b = self.baseline_channel.call(self._staged(self.baseline_channel, values, draw_seed, mutates),
+                                                       model_id, ref_out, seed, Stage.TIME)
                     except SandboxError as e:
                         judge.baseline = None
                         raise HarnessFault(f"the reference sandbox failed while timing the baselines: {e}") from None
-                    staged_b = None
                     if b.reply.ok and timed and self._baseline_right(b, model_id, values, ref_out, label):
                         samples[model_id].append((b.wall_ms, b.reply.ms))
             if batch and time.monotonic() - last_sent > 0.25:
@@ -173,6 +173,11 @@ class TimedRounds:
             judge.send({"t": "trials", "ms": list(batch)})
         r.stages.time_s = time.perf_counter() - t0
         return samples, out_bytes
+
+    def _staged(self, channel: Channel, values: list[Any], draw_seed: int, mutates: bool) -> Any:
+        """`values` written into a channel's shared input buffers, or the same draw again where the
+        reference changes its inputs (the re-drawn copy lives only while it is copied)."""
+        return channel.stage_inputs(draw(self.loaded.main.get_inputs, draw_seed) if mutates else values)
 
     def _baseline_right(self, res: Any, model_id: str, values: list[Any], ref_out: Any, label: str) -> bool:
         """A baseline trial counts only if its output is the reference's: a baseline whose compiled

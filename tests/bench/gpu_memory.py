@@ -16,6 +16,8 @@ it runs: on CUDA the device's used memory (torch.cuda.mem_get_info, every millis
 processes: the judge, its sandboxes, their CUDA contexts) and, where nvidia-smi exists, each
 process's own figure; on the CPU the resident size of the evaluation's process tree (psutil).
 The peak is over what was in use just before the evaluation started (its worker already up).
+Beside it, on CUDA, the judge process's own peak as torch counts it (allocated, and reserved by
+its caching allocator; EvalResult.stages.gpu_peak_*_gib), and its ratio to input + output.
 Prints one row per problem and writes $OUT/gpu_memory.json.
 """
 
@@ -186,6 +188,12 @@ def measure(doc: dict[str, Any], device: str, backend: str, trials: int, evaluat
                peak_bytes=s.extra, baseline_bytes=s.base, per_process=per.described() if gpu else "")
     total = row["input_bytes"] + (row["output_bytes"] or 0)
     row["ratio"] = s.extra / total if total and row["output_bytes"] is not None else None
+    # The judge's own peak (torch's counters in the judge process, reset at the evaluation's start).
+    for kind in ("allocated", "reserved"):
+        peak_gib = getattr(result.stages, f"gpu_peak_{kind}_gib", None)
+        row[f"judge_{kind}_bytes"] = None if peak_gib is None else int(peak_gib * 2**30)
+        row[f"judge_{kind}_ratio"] = (row[f"judge_{kind}_bytes"] / total
+                                      if peak_gib is not None and total and row["output_bytes"] is not None else None)
     return row
 
 
@@ -251,6 +259,12 @@ def print_row(r: dict[str, Any]) -> None:
           flush=True)
     if r.get("per_process"):
         print(f"    per process (nvidia-smi): {r['per_process']}", flush=True)
+    if r.get("judge_allocated_bytes") is not None:
+        def ratio(kind: str) -> str:
+            return "-" if r.get(f"judge_{kind}_ratio") is None else f"{r[f'judge_{kind}_ratio']:.2f}"
+
+        print(f"    judge alone (torch): allocated peak {gib(r['judge_allocated_bytes'])} ({ratio('allocated')}x in+out), "
+              f"reserved peak {gib(r['judge_reserved_bytes'])} ({ratio('reserved')}x in+out)", flush=True)
 
 
 if __name__ == "__main__":

@@ -15,10 +15,12 @@ Every seed comes from the judge (secrets), per evaluation; none is ever sent to 
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 import torch
 
+from htam_engine.evaluate.checks.compare import runs
 from htam_engine.evaluate.seeding import seeded
 
 LARGE_SCALES = (30.0, 100.0)
@@ -34,19 +36,26 @@ def draw(get_inputs: Callable[[], Any], seed: int) -> list[Any]:
 
 
 def _scale(x: torch.Tensor) -> float:
-    rms = float(x.double().pow(2).mean().sqrt()) if x.numel() else 0.0
+    """x's RMS magnitude (1.0 where it is 0 or not finite), summed in float64 over runs of
+    CHUNK_ELEMENTS (compare.py): no float64 copy of the whole input."""
+    squares = torch.zeros((), dtype=torch.float64, device=x.device)
+    for _, (run,) in runs(x.detach()):
+        squares += run.double().square().sum()
+    rms = math.sqrt(float(squares) / x.numel()) if x.numel() else 0.0
     return rms if rms > 0 and rms == rms and rms < float("inf") else 1.0
 
 
 def _replace_floats(values: list[Any], make: Callable[[torch.Tensor], torch.Tensor], seed: int) -> list[Any]:
-    out = []
+    """`values` (a fresh draw; its list is reused) with each floating tensor replaced by make(x): an
+    input is released as soon as its replacement exists, so a set and one tensor are alive at most."""
     with seeded(seed):
-        for x in values:
+        for i, x in enumerate(values):
             if isinstance(x, torch.Tensor) and x.dtype.is_floating_point:
-                out.append(make(x).to(x.dtype))
-            else:
-                out.append(x.clone() if isinstance(x, torch.Tensor) else x)
-    return out
+                values[i] = make(x).to(x.dtype)
+            elif isinstance(x, torch.Tensor):
+                values[i] = x.clone()
+            del x
+    return values
 
 
 def has_floats(values: list[Any]) -> bool:
@@ -55,24 +64,33 @@ def has_floats(values: list[Any]) -> bool:
 
 def signed_normal(values: list[Any], seed: int) -> list[Any]:
     """Floating tensors replaced by N(0, 1) * their RMS magnitude."""
-    return _replace_floats(values, lambda x: torch.randn(x.shape, dtype=torch.float32, device=x.device) * _scale(x), seed)
+    return _replace_floats(values, lambda x: torch.randn(x.shape, dtype=torch.float32, device=x.device).mul_(_scale(x)),
+                           seed)
 
 
 def heavy_tailed(values: list[Any], seed: int, positive: bool = False) -> list[Any]:
     """Floating tensors replaced by Student-t(2) samples * their RMS magnitude (|t| when positive)."""
 
     def student_t(x: torch.Tensor) -> torch.Tensor:
+        # In place where it can be: three tensors of x's size at most (the same draws and values as
+        # z / sqrt(sum(randn(2, ...)**2) / 2) computed out of place).
         z = torch.randn(x.shape, dtype=torch.float32, device=x.device)
-        chi2 = torch.randn((2, *x.shape), dtype=torch.float32, device=x.device).pow(2).sum(0)
-        t = z / (chi2 / 2).sqrt().clamp_min(1e-3)
-        return (t.abs() if positive else t) * _scale(x)
+        pair = torch.randn((2, *x.shape), dtype=torch.float32, device=x.device).square_()
+        chi2 = pair[0].add_(pair[1])
+        t = z.div_(chi2.div_(2).sqrt_().clamp_min_(1e-3))
+        del pair, chi2
+        return (t.abs_() if positive else t).mul_(_scale(x))
 
     return _replace_floats(values, student_t, seed)
 
 
 def large_magnitude(values: list[Any], scale: float) -> list[Any]:
     """Floating tensors times `scale` (the set itself is a fresh get_inputs draw)."""
-    return [x * scale if isinstance(x, torch.Tensor) and x.dtype.is_floating_point else x for x in values]
+    for i, x in enumerate(values):  # the list is reused: each input released once scaled
+        if isinstance(x, torch.Tensor) and x.dtype.is_floating_point:
+            values[i] = x * scale
+        del x
+    return values
 
 
 def has_integers(values: list[Any]) -> bool:

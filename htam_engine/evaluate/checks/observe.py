@@ -18,7 +18,7 @@ import torch
 from htam_engine.evaluate import wire
 from htam_engine.evaluate.channel import CallResult
 from htam_engine.evaluate.checks.memory import tensor_leaves
-from htam_engine.evaluate.checks.compare import flatten, relative_error, tensors
+from htam_engine.evaluate.checks.compare import flatten, relative_error, runs, tensors
 from htam_engine.evaluate.checks.memory import aliased_outputs, same_values
 from htam_engine.evaluate.result import Finding, Mismatch
 from htam_engine.evaluate.shared import is_dense
@@ -205,20 +205,38 @@ def check_precision(out: Any, ref_out: Any, exact: Any, label: str, obs: Observa
                                         f"computed in lower precision than {r.dtype}", "incorrect")
 
 
+# The position weights of output_fingerprint: element k (flat, from 0) weighs 1 + (k + 1) mod 1009.
+_WEIGHT_PERIOD = 1009
+
+
 def output_fingerprint(out: Any) -> tuple[float, ...]:
-    """Position-weighted sums of every tensor leaf: equal outputs give equal fingerprints."""
+    """Position-weighted sums of every tensor leaf: equal outputs give equal fingerprints. Read in
+    runs of CHUNK_ELEMENTS (its float64 temporaries bounded by a run, not the output's size); the
+    sums are kept on the device and read once per leaf. Fingerprints are only compared with others
+    of the same evaluation, taken the same way."""
     prints: list[float] = []
     for t in tensors(out):
         if t.numel() == 0:
             prints += [0.0, 0.0]
             continue
-        v = t.detach().reshape(-1)
-        v = torch.view_as_real(v).reshape(-1) if v.is_complex() else v
-        v = torch.nan_to_num(v.double(), nan=1.5e300, posinf=1.7e300, neginf=-1.7e300)
-        w = torch.arange(1, v.numel() + 1, device=v.device, dtype=torch.float64).remainder_(1009).add_(1)
-        prints += [float((v * w).sum()), float(v.abs().sum())]
+        v = t.detach()
+        v = torch.view_as_real(v) if v.is_complex() else v
+        weighted = torch.zeros((), dtype=torch.float64, device=v.device)
+        total = torch.zeros((), dtype=torch.float64, device=v.device)
+        for offset, (run,) in runs(v):
+            x = torch.nan_to_num(run.double(), nan=1.5e300, posinf=1.7e300, neginf=-1.7e300)
+            w = torch.arange(offset + 1, offset + x.numel() + 1, device=x.device,
+                             dtype=torch.float64).remainder_(_WEIGHT_PERIOD).add_(1)
+            weighted += (x * w).sum()
+            total += x.abs().sum()
+        prints += [float(weighted), float(total)]
     return tuple(p if math.isfinite(p) else 0.0 for p in prints)
 
 
+def _chunked_all(t: torch.Tensor, test: Any) -> bool:
+    """test(run).all() over every run of `t` (bool temporaries bounded by a run)."""
+    return all(bool(test(run).all()) for _, (run,) in runs(t))
+
+
 def nonfinite(out: Any) -> bool:
-    return any(t.is_floating_point() and not bool(torch.isfinite(t).all()) for t in tensors(out))
+    return any(t.is_floating_point() and not _chunked_all(t, torch.isfinite) for t in tensors(out))

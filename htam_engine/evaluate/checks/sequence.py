@@ -12,8 +12,10 @@ each call must satisfy.
   wide-integers            integer inputs across a range past 32 bits, where the reference accepts it
   unseen-shape             sizes the candidate was never shown (a second ModelNew when its init differs)
 
-Every set: the judge writes it into the shared input buffers, computes its float64 and its own
-reference output for the call's seed, sends the call, then checks the reply: the sandbox's early
+Every set: the judge computes its float64 yardstick and its own reference output for the call's
+seed (on a copy: the reference may change its inputs), writes the inputs as drawn into the shared
+input buffers right before it sends the call (nothing of a set reaches the sandbox earlier), then
+checks the reply: the sandbox's early
 notes, OS threads left running, the input buffers unchanged, the output's structure, types,
 density and aliasing, the values against the reference (tolerances and the whole-output bound),
 precision against float64, and, for a wrong output, whether it is an earlier call's output
@@ -31,7 +33,7 @@ from typing import Any, Callable
 import torch
 
 from htam_engine.evaluate.channel import Channel, fresh_seed
-from htam_engine.evaluate.checks.compare import compare_outputs, flatten, noise_norm, tensors
+from htam_engine.evaluate.checks.compare import compare_outputs, flatten, noise_norm, runs, tensors
 from htam_engine.evaluate.checks.inputs import (LARGE_SCALES, draw, has_floats, has_integers, heavy_tailed,
                                                 large_magnitude, signed_normal, wide_integers)
 from htam_engine.evaluate.checks.memory import same_values, tensor_leaves
@@ -39,6 +41,7 @@ from htam_engine.evaluate.checks.observe import (Observations, candidate_output,
                                                  check_precision, nonfinite, output_fingerprint, record_notes)
 from htam_engine.evaluate.config import EvalConfig
 from htam_engine.evaluate.reference import ReferenceFailed, ReferenceModel
+from htam_engine.evaluate.shared import Layout
 from htam_engine.evaluate.stages import Stage
 from htam_engine.problems.loader import LoadedProblem
 
@@ -79,7 +82,38 @@ REPEAT_TOLERANCES: dict[str, float] = {"float32": 1e-4, "float16": 1e-4, "bfloat
 def _uniform(out: Any) -> bool:
     """Every element of every tensor leaf the same value (a constant, whatever the inputs)."""
     leaves = tensors(out)
-    return bool(leaves) and all(t.numel() <= 1 or bool((t == t.reshape(-1)[0]).all()) for t in leaves)
+    return bool(leaves) and all(t.numel() <= 1 or _all_equal_to(t, t[(0,) * t.dim()]) for t in leaves)
+
+
+def _all_equal_to(t: torch.Tensor, first: torch.Tensor) -> bool:
+    return all(bool((run == first).all()) for _, (run,) in runs(t))
+
+
+def clone_leaves(values: Any) -> Any:
+    """`values` with every tensor (nested in lists and tuples too) cloned."""
+    if isinstance(values, torch.Tensor):
+        return values.clone()
+    if isinstance(values, (list, tuple)):
+        return type(values)(clone_leaves(v) for v in values)
+    return values
+
+
+def reference_first(reference: ReferenceModel, values: list[Any], seed: int, label: str,
+                    yardstick: bool) -> tuple[Any, Any, list[Any], list[Layout], set[int]]:
+    """The judge's own work on an input set before any of it reaches a sandbox: the float64
+    yardstick (when asked: from inputs the reference has not modified yet), a pristine copy of the
+    inputs, the reference output (the reference may modify its inputs in place), and the tensor
+    inputs the reference changed. Returns (exact, ref_out, pristine, layouts, changed positions).
+
+    At most three input-sized buffers of the judge's are alive at a time besides the shared ones:
+    `values` and its float64 transient (freed inside reference.exact), then `values` and `pristine`."""
+    exact = reference.exact(values, seed) if yardstick else None
+    layouts = [Layout.of(t) for t in tensor_leaves(values)]
+    pristine = clone_leaves(values)
+    ref_out = reference.outputs(values, seed, label)
+    changed = {i for i, (now, before) in enumerate(zip(tensor_leaves(values), tensor_leaves(pristine)))
+               if not same_values(now, before)}
+    return exact, ref_out, pristine, layouts, changed
 
 
 def same_init(a: list[Any], b: list[Any]) -> bool:
@@ -136,13 +170,12 @@ class CheckRun:
         """Candidate on `values` against the judge's reference; None when finite_only and the
         reference's output is not finite there (no call is made)."""
         seed = fresh_seed()
-        staged = self.channel.stage_inputs(values)
-        exact = reference.exact(values, seed)  # before the float32 run, which may change the inputs
-        ref_out = reference.outputs(values, seed, label)
+        exact, ref_out, pristine, layouts, ref_changed = reference_first(reference, values, seed, label, True)
         if finite_only and nonfinite(ref_out):
             return None
-        ref_changed = {i for i, (p, s) in enumerate(zip(tensor_leaves(values), staged.views)) if not same_values(p, s)}
         self.reference_mutates |= bool(ref_changed)
+        staged = self.channel.stage_inputs(pristine, layouts)  # the inputs as drawn, right before the send
+        del pristine
         result = self.channel.call(staged, model_id, ref_out, seed, Stage.CHECK)
         self.verify_call(result, values, ref_out, label, ref_changed)
         out = self.last_out
@@ -261,7 +294,7 @@ class CheckRun:
             return signed_normal(draw(self.loaded.main.get_inputs, fresh_seed()), seed)
 
         def positive() -> list[Any]:
-            return [x.abs() if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in normal()]
+            return [x.abs_() if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in normal()]  # fresh
 
         self.first_accepted([("signed-normal", normal), ("positive-normal", positive)], finite_only)
         if facts.numel <= TINY_OUTPUT:
@@ -359,8 +392,9 @@ class CheckRun:
             label = f"get_inputs with custom kernels {words[mode]}"
             values = draw(self.loaded.main.get_inputs, fresh_seed())
             seed = fresh_seed()
-            staged = self.channel.stage_inputs(values)
-            ref_out = self.reference.outputs(values, seed, label)
+            _, ref_out, pristine, layouts, _ = reference_first(self.reference, values, seed, label, False)
+            staged = self.channel.stage_inputs(pristine, layouts)
+            del pristine
             result = self.channel.call(staged, "main", ref_out, seed, Stage.CHECK, kernels=mode)
             if not result.reply.ok:
                 continue

@@ -77,14 +77,17 @@ def test_a_forged_clock_inside_the_margin_is_caught():
 
 
 # ---------------------------------------------------------------- shared buffers read between calls
-@xfail("the judge writes a call's inputs into the shared buffers before computing its reference: a "
-       "thread started at construction reads them and computes the product before the call is sent")
+@xfail("the judge now writes a call's inputs into the shared buffers right before it sends the call, so "
+       "the thread no longer gets ahead (it races the call's own product and, measured, gains nothing over "
+       "the honest candidate); but it leaves nothing to catch: the evaluation ends ok, not with a finding")
 def test_a_thread_prefetching_from_the_shared_input_buffers_is_caught():
     assert_caught(run_check("matmul_relu", "cheat_prefetch_thread"))
 
 
 @xfail("the sandbox's gc.collect after each reply runs a candidate finalizer in its main thread; it "
-       "waits for the next inputs in the shared buffers and computes the product before the call")
+       "waits for the next inputs in the shared buffers and computes the product while the call waits in "
+       "the socket: since the inputs are staged right before the send, that work is on the judge's clock "
+       "(not the sandbox's), but within the clock check's CPU margin (10 ms + half the trial)")
 def test_a_finalizer_prefetching_from_the_shared_input_buffers_is_caught():
     assert_caught(run_check("matmul_relu", "cheat_prefetch_finalizer"))
 
