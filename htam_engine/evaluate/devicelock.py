@@ -55,10 +55,13 @@ MAX_UNITS = 32
 # fewer judges: the allowance is at most a quarter of it.
 CONTEXT_GIB_PER_JUDGE = 2
 JUDGES_PER_DEVICE = 16
-# An evaluation's peak on the device as a multiple of its largest input set's bytes (the input
-# sets the judge keeps, their copies in the candidate's and the reference's sandboxes, the
-# outputs and the float64 reference): 5-7x measured on the H200 at KernelBench's official sizes.
-NEED_FACTOR = 7
+# An evaluation's peak on the device as a multiple of one input set plus its output: the judge
+# keeps at most 5 input sets in a timed round (values, the float64 copy's two, the candidate's
+# and the baselines' shared buffers) and about as many outputs (its reference's, the float64
+# one's two, the two sandboxes' buffers), the sandboxes their own outputs beside. The output is
+# not known before the problem runs, so it is taken as large as the input set: right for
+# elementwise problems, generous for reductions and pooling (which then run nearly alone).
+NEED_FACTOR = 6
 # Beside the inputs: the models' parameters (the judge's float32 and float64 copies, the
 # candidate's, the baselines'), cuBLAS workspaces and the allocators' rounding.
 NEED_ALLOWANCE_GIB = 2
@@ -123,13 +126,14 @@ def layouts_bytes(layouts: Any) -> int:
 
 def evaluation_need(input_layouts: Any, unseen_input_layouts: Any, has_unseen: bool) -> int | None:
     """The device memory an evaluation needs at its peak, from its input sets' layouts, before it
-    allocates anything: NEED_FACTOR x the larger set's bytes + NEED_ALLOWANCE_GIB. None where a set
-    it draws has no layout (get_inputs could not run on the meta device). `has_unseen`: whether it
+    allocates anything: NEED_FACTOR x (the larger set's bytes + as many for its output) +
+    NEED_ALLOWANCE_GIB. None where a set it draws has no layout (get_inputs could not run on the
+    meta device). `has_unseen`: whether it
     also draws the unseen-shape set (else `unseen_input_layouts` is None for want of one)."""
     if input_layouts is None or (has_unseen and unseen_input_layouts is None):
         return None
     largest = max(layouts_bytes(input_layouts), layouts_bytes(unseen_input_layouts or ()))
-    return NEED_FACTOR * largest + NEED_ALLOWANCE_GIB * GIB
+    return NEED_FACTOR * 2 * largest + NEED_ALLOWANCE_GIB * GIB
 
 
 class DeviceLock:

@@ -269,9 +269,9 @@ def test_an_evaluations_need_is_a_multiple_of_its_larger_input_set():
     allowance = devicelock.NEED_ALLOWANCE_GIB * GIB
     assert devicelock.layouts_bytes(big) == 8 << 20
     assert devicelock.layouts_bytes((((4, 0), (1, 1), torch.float32),)) == 0
-    assert devicelock.evaluation_need(small, None, False) == devicelock.NEED_FACTOR * (4 << 20) + allowance
-    assert devicelock.evaluation_need(small, big, True) == devicelock.NEED_FACTOR * (8 << 20) + allowance
-    assert devicelock.evaluation_need(big, small, True) == devicelock.NEED_FACTOR * (8 << 20) + allowance
+    assert devicelock.evaluation_need(small, None, False) == devicelock.NEED_FACTOR * 2 * (4 << 20) + allowance
+    assert devicelock.evaluation_need(small, big, True) == devicelock.NEED_FACTOR * 2 * (8 << 20) + allowance
+    assert devicelock.evaluation_need(big, small, True) == devicelock.NEED_FACTOR * 2 * (8 << 20) + allowance
     assert devicelock.evaluation_need(None, None, False) is None  # get_inputs could not run on meta
     assert devicelock.evaluation_need(small, None, True) is None  # nor its unseen-shape variant's
 
