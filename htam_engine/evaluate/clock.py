@@ -33,6 +33,10 @@ MARGIN_FRACTION = {"cpu": 0.5, "cuda": 0.05}
 MARGIN_FLOOR_MS = {"cpu": 10.0, "cuda": 0.02}
 # Reported times may beat the measured copy bandwidth by this factor (caches, a better copy).
 PHYSICS_SLACK = 0.25
+# A candidate's median tail (device work after its end event: timing.run_trial) may exceed the
+# baselines' by MARGIN_SPREADS x their IQR + this. Sandbox-side and per call, it sees hidden
+# work of microseconds that the judge's wall clock, with the channel's jitter, cannot.
+TAIL_FLOOR_MS = 0.01
 
 
 def spread(samples: Sequence[float]) -> Spread | None:
@@ -69,6 +73,20 @@ def clock_check(device: str, candidate: Sequence[tuple[float, float]], reference
                          f"(margin {margin:.4g} ms): the reported times leave out work the candidate did (a "
                          "patched timer, work on a stream or thread the timing did not cover)")
     return figures, None
+
+
+def tail_check(candidate: Sequence[float], reference: Sequence[float]) -> str | None:
+    """The finding's message when the candidate's GPU work outlived its end event by more than the
+    baselines' (the same protocol's own synchronize latency), else None."""
+    cand, ref = spread(candidate), spread(reference)
+    if cand is None or ref is None:
+        return None
+    bound = ref.median_ms + MARGIN_SPREADS * (ref.q3_ms - ref.q1_ms) + TAIL_FLOOR_MS
+    if cand.median_ms <= bound:
+        return None
+    return (f"forward returned while GPU work it queued ran on for a median {cand.median_ms:.4g} ms past the end "
+            f"event on the current stream (the baselines' {ref.median_ms:.4g} ms, bound {bound:.4g} ms): work on a "
+            "stream the current one never waits for, which the events do not time and a caller would read unfinished")
 
 
 def copy_bandwidth(device: str) -> float:

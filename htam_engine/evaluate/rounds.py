@@ -25,7 +25,7 @@ from htam_engine.evaluate.checks.inputs import draw
 from htam_engine.evaluate.checks.memory import tensor_leaves
 from htam_engine.evaluate.checks.observe import Observations, candidate_output, check_precision, record_notes
 from htam_engine.evaluate.checks.sequence import CandidateFailed, CheckRun, Stop
-from htam_engine.evaluate.clock import clock_check, spread
+from htam_engine.evaluate.clock import clock_check, spread, tail_check
 from htam_engine.evaluate.reference import BaselineSandbox
 from htam_engine.evaluate.sandbox_client import SandboxError
 from htam_engine.evaluate.stages import Stage
@@ -128,6 +128,7 @@ class TimedRounds:
         t0 = time.perf_counter()
         models = self._baseline_models(bs) if bs is not None else []
         samples: dict[str, list[tuple[float, float]]] = {"main": [], **{m: [] for m in models}}
+        self.tails: dict[str, list[float]] = {"main": [], **{m: [] for m in models}}  # timing.run_trial's tails
         batch: list[float] = []
         last_sent = time.monotonic()
         rounds = max(0, int(cfg.warmup)) + max(1, int(cfg.trials))
@@ -153,6 +154,7 @@ class TimedRounds:
             del exact  # before the baselines' inputs are staged and the next round's yardstick computed
             if timed:
                 samples["main"].append((res.wall_ms, res.reply.ms))
+                self.tails["main"].append(res.reply.tail_ms)
                 batch.append(res.reply.ms)
             with self.channel.sandbox.paused():  # the candidate cannot run beside its baselines
                 for model_id in models:
@@ -165,6 +167,7 @@ class TimedRounds:
                         raise HarnessFault(f"the reference sandbox failed while timing the baselines: {e}") from None
                     if b.reply.ok and timed and self._baseline_right(b, model_id, values, ref_out, label):
                         samples[model_id].append((b.wall_ms, b.reply.ms))
+                        self.tails[model_id].append(b.reply.tail_ms)
             if batch and time.monotonic() - last_sent > 0.25:
                 judge.send({"t": "trials", "ms": list(batch)})
                 batch.clear()
@@ -266,6 +269,10 @@ class TimedRounds:
         r.clock = figures
         if message:
             self.obs.find("clock", message)
+        tails = getattr(self, "tails", {})
+        unjoined = tail_check(tails.get("main", []), [t for m in ("eager", "compiled") for t in tails.get(m, [])])
+        if unjoined:
+            self.obs.find("side_stream", unjoined)
         if bs is not None and bs.compile_note and self.cfg.time_compile_baseline:
             self.obs.find("compile_baseline", f"no torch.compile baseline: {bs.compile_note}", "warn")
 

@@ -212,7 +212,8 @@ class Sandbox:
         seed_all(req.seed)
         try:
             with self.kernels.switched(req.kernels):
-                out, ms = run_trial(model, args, self.device, _MARKERS[req.marker], sizes, self.flusher)
+                out, ms, tail_ms = run_trial(model, args, self.device, _MARKERS[req.marker], sizes,
+                                             self.flusher)
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - the forward's fault becomes a status
             if is_cuda(self.device):
                 with contextlib.suppress(Exception):
@@ -229,7 +230,7 @@ class Sandbox:
             notes.append(wire.Note("output_reuse", "forward returned the same memory it returned as its output for the "
                                                    "previous call, which it still holds (one output buffer reused "
                                                    "across calls)"))
-        return wire.Called(req.seq, True, ms=ms, outputs=leaves, launches=launches, notes=notes)
+        return wire.Called(req.seq, True, ms=ms, outputs=leaves, launches=launches, notes=notes, tail_ms=tail_ms)
 
     def _deliver(self, out: Any, inputs: list[torch.Tensor], targets: dict[str, torch.Tensor]) -> list[wire.LeafMeta]:
         """Each output leaf's metadata; tensors that fit their shared buffer are copied into it."""

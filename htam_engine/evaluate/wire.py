@@ -171,6 +171,7 @@ class Called:
     outputs: list[LeafMeta] = field(default_factory=list)
     launches: int = 0  # custom-kernel calls (Triton launches, extension functions) that returned
     notes: list[Note] = field(default_factory=list)
+    tail_ms: float = 0.0  # device work after the end event, by the sandbox's host clock (timing.run_trial)
 
 
 REPLIES: dict[str, type] = {"ready": Ready, "stage": StageNote, "outcome": Outcome, "called": Called}
