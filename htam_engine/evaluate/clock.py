@@ -16,6 +16,14 @@ there the fraction is half the trial and the floor 10 ms (CPU timings are adviso
 
 Physics floor: no trial can be faster than writing its outputs once at the device's copy
 bandwidth (measured by the judge): a faster one is a forged time.
+
+The judge's figure: a reported time can only make the candidate look slower, never faster. The
+candidate's runtime is the larger of its median reported time and what the judge's own clock
+leaves of its median trial once the reference's honest overhead (and that overhead's noise) is
+taken off. Work hidden inside the margin (a timer slowed within it, work moved before or after
+the timed window into a call the harness makes) then costs the candidate what it cost the
+judge's clock, whether or not any finding named it: the sandbox's guards that name such tricks
+run in the candidate's process and can be silenced there.
 """
 
 from __future__ import annotations
@@ -69,6 +77,19 @@ def clock_check(device: str, candidate: Sequence[tuple[float, float]], reference
                          f"(margin {margin:.4g} ms): the reported times leave out work the candidate did (a "
                          "patched timer, work on a stream or thread the timing did not cover)")
     return figures, None
+
+
+def judged_runtime(candidate: Sequence[tuple[float, float]],
+                   reference: Sequence[tuple[float, float]]) -> float | None:
+    """The candidate's median trial as the judge's clock measured it: its median wall time less
+    the reference's median overhead and MARGIN_SPREADS times that overhead's interquartile range
+    (so an honest candidate's figure stays its reported one). None without both samples."""
+    if not candidate or not reference:
+        return None
+    ref_over = spread([w - r for w, r in reference])
+    assert ref_over is not None
+    wall = statistics.median(w for w, _ in candidate)
+    return wall - ref_over.median_ms - MARGIN_SPREADS * (ref_over.q3_ms - ref_over.q1_ms)
 
 
 def copy_bandwidth(device: str) -> float:

@@ -218,6 +218,11 @@ class Guards:
         for name in list(sys.modules):
             if name.startswith(_HARNESS_PREFIXES):
                 namespaces.append((name, "harness_tamper"))
+                # The classes a harness module defines too: their methods are class attributes no
+                # module's dict holds (Guards.verify replaced silenced every finding below).
+                for attr, obj in list(vars(sys.modules[name]).items()):
+                    if isinstance(obj, type) and getattr(obj, "__module__", None) == name:
+                        namespaces.append((f"{name}.{attr}", "harness_tamper"))
         self._identities = {}
         self._namespaces: dict[str, Any] = {}
         for dotted, rule in namespaces:

@@ -70,10 +70,19 @@ def test_work_done_in_the_harness_copy_of_the_output_is_caught():
     assert_caught(run_check("relu", "cheat_deferred_copy", trials=MARGIN_TRIALS), "clock", "harness_tamper")
 
 
-@xfail("Guards.verify is a class attribute outside every snapshot: replacing it silences the guards, "
-       "and a clock slowed 100x then passes the judge's clock check within its CPU margin")
 def test_a_forged_clock_inside_the_margin_is_caught():
     assert_caught(run_check("relu", "cheat_clock_margin", trials=MARGIN_TRIALS), "clock", "timer_tamper", "harness_tamper")
+
+
+def test_a_forged_clock_with_the_guards_emptied_gets_no_inflated_speedup():
+    # No guard can name this one (their snapshot is emptied in the candidate's process): what
+    # stops it is that the speedup comes from the judge's clock where it saw more than was reported.
+    honest = run_check("relu", "honest_relu_triton", trials=MARGIN_TRIALS)
+    r = run_check("relu", "cheat_clock_silenced_guards", trials=MARGIN_TRIALS)
+    assert honest.status is Status.OK and honest.speedup_eager, (honest.status, honest.integrity)
+    if r.status is Status.OK:
+        assert r.speedup_eager <= 3 * honest.speedup_eager, (r.speedup_eager, honest.speedup_eager, r.clock)
+        assert "judge_clock" in {f.rule for f in r.integrity}, r.integrity
 
 
 # ---------------------------------------------------------------- shared buffers read between calls
