@@ -26,6 +26,7 @@ from typing import Any
 
 # The role comes from the zygote; everything below is imported in the zygote, before it forks.
 import torch
+from torch.utils._python_dispatch import _disable_current_modes
 
 from htam_engine.evaluate import wire
 from htam_engine.evaluate.cache import built_marker, build_dir, file_lock
@@ -246,7 +247,11 @@ class Sandbox:
                 buf = targets.get(leaf.path)
                 if (buf is not None and type(v) is torch.Tensor and v.shape == buf.shape and v.dtype == buf.dtype
                         and v.device == buf.device):
-                    buf.copy_(v)
+                    # With torch's mode stacks disabled: a mode the candidate left pushed would
+                    # otherwise run its code inside this copy, after the clock stopped (the guards
+                    # name such a mode; this keeps it from doing the work where they were silenced).
+                    with torch._C.DisableTorchFunction(), _disable_current_modes():
+                        buf.copy_(v)
                     meta.copied = True
                 leaves.append(meta)
             elif v is None:

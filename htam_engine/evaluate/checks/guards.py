@@ -301,6 +301,7 @@ class Guards:
             findings.append(Finding("side_stream", "a CUDA stream the candidate created still had work running "
                                                    "after forward returned and the device was synchronized"))
         findings.extend(self.current_stream_findings())
+        findings.extend(mode_stack_findings())
         return findings
 
     def current_stream_findings(self) -> list[Finding]:
@@ -314,6 +315,23 @@ class Guards:
         except Exception:
             return []
         return []
+
+
+def mode_stack_findings() -> list[Finding]:
+    """A TorchFunctionMode or TorchDispatchMode left on torch's mode stack after forward: it would
+    intercept the harness's own torch calls (the copy of the output into the judge's buffer) and
+    run the candidate's code there, after the clock stopped. The sandbox pushes none between calls."""
+    import torch
+
+    try:
+        left = torch._C._len_torch_function_stack(), torch._C._len_torch_dispatch_stack()
+    except Exception:  # a torch without these: nothing to check
+        return []
+    if any(left):
+        return [Finding("harness_tamper", f"forward left {left[0]} torch function mode(s) and {left[1]} dispatch "
+                                          "mode(s) on torch's mode stack: they would run the candidate's code inside "
+                                          "the harness's own calls")]
+    return []
 
 
 _INSTALLED: Guards | None = None

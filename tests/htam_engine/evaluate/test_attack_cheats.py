@@ -64,10 +64,12 @@ def test_work_done_in_the_pre_trial_seed_call_is_caught():
     assert_caught(run_check("relu", "cheat_seed_hook", trials=MARGIN_TRIALS), "clock", "harness_tamper", "timer_tamper")
 
 
-@xfail("a TorchFunctionMode left on torch's mode stack runs the kernel inside the sandbox's copy of "
-       "the output, after its clock stopped; nothing checks the mode stack and the clock margin covers it")
 def test_work_done_in_the_harness_copy_of_the_output_is_caught():
     assert_caught(run_check("relu", "cheat_deferred_copy", trials=MARGIN_TRIALS), "clock", "harness_tamper")
+
+
+def test_work_done_in_the_harness_copy_through_a_dispatch_mode_is_caught():
+    assert_caught(run_check("relu", "cheat_deferred_copy_dispatch", trials=MARGIN_TRIALS), "clock", "harness_tamper")
 
 
 def test_a_forged_clock_inside_the_margin_is_caught():
