@@ -33,6 +33,16 @@ _NAMESPACES: list[tuple[str, str]] = [
     ("threading.Thread", "harness_tamper"),
     ("msgpack", "harness_tamper"),
 ]
+# Single attributes of namespaces too large to snapshot whole, which the harness relies on: the
+# generators it seeds before every call (seeding.py binds them at import; replacing one is still
+# a candidate reaching for the harness's pre-trial call).
+_ATTRIBUTES: list[tuple[str, str, str]] = [
+    ("torch", "manual_seed", "harness_tamper"),
+    ("torch", "default_generator", "harness_tamper"),
+    ("torch.random", "manual_seed", "harness_tamper"),
+    ("random", "seed", "harness_tamper"),
+    ("numpy.random", "seed", "harness_tamper"),
+]
 _HARNESS_PREFIXES = ("htam_engine.evaluate", "htam_engine.session.codec")
 
 
@@ -232,6 +242,11 @@ class Guards:
             self._namespaces[dotted] = ns
             for attr, obj in _callables(ns).items():
                 self._identities[(dotted, attr)] = (rule, obj)
+        for dotted, attr, rule in _ATTRIBUTES:
+            ns = _resolve(dotted)
+            if ns is not None and attr in getattr(ns, "__dict__", {}):
+                self._namespaces[dotted] = ns
+                self._identities[(dotted, attr)] = (rule, vars(ns)[attr])
         self._settings = _settings()
         self.trust_current_threads()
 

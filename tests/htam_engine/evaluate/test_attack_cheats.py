@@ -58,8 +58,6 @@ def test_a_kernel_doing_one_row_while_pytorch_does_the_rest_is_caught():
 MARGIN_TRIALS = 10
 
 
-@xfail("torch.manual_seed, which the sandbox calls on every call before its clock starts, is not "
-       "guarded; the judge's clock sees the work but the CPU margin (10 ms + half the trial) hides it")
 def test_work_done_in_the_pre_trial_seed_call_is_caught():
     assert_caught(run_check("relu", "cheat_seed_hook", trials=MARGIN_TRIALS), "clock", "harness_tamper", "timer_tamper")
 
