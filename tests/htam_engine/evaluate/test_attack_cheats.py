@@ -103,11 +103,22 @@ def test_a_stride0_output_with_forged_density_is_caught():
     assert_caught(run_check("broadcast_mean", "cheat_forged_density"), "expanded_output", "harness_tamper")
 
 
-@xfail("whether a failed build is the machine's fault is decided by matching the sandbox's message "
-       "against a list: a candidate that says 'nvcc: not found' gets harness_error, not compile_error")
 def test_a_candidate_blaming_the_machine_for_its_failure_gets_a_compile_error():
     r = run_check("relu", "cheat_blame_machine")
     assert r.status is Status.COMPILE_ERROR, (r.status, r.diagnostics.message)
+
+
+def test_the_judge_itself_finds_a_machine_that_cannot_build():
+    # The other side of the test above: a machine fault is still one, found by the judge's own look.
+    import os
+
+    from htam_engine.evaluate.judge import missing_build_tools
+
+    code = "from torch.utils.cpp_extension import load_inline\n"
+    assert missing_build_tools(code, "cpp", "cpu", {"PATH": ""}) == ["c++", "ninja"]
+    assert missing_build_tools(code, "cpp", "cpu", dict(os.environ, CXX="no-such-compiler")) == ["no-such-compiler"]
+    assert missing_build_tools(code, "cuda", "cuda", {"PATH": os.environ["PATH"], "CUDA_HOME": "/nonexistent"})[-2:] \
+        == ["/nonexistent/bin/nvcc", "libcudart.so under /nonexistent"]
 
 
 # ---------------------------------------------------------------- precision and range
