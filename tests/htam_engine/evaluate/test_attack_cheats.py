@@ -25,7 +25,8 @@ def xfail(reason: str):
 
 
 @pytest.mark.parametrize("problem,candidate", [("matmul_relu", "honest_matmul_relu"),
-                                               ("fixed_projection", "honest_fixed_projection")])
+                                               ("fixed_projection", "honest_fixed_projection"),
+                                               ("fixed_projection_dict", "honest_fixed_projection_dict")])
 def test_honest_candidates_of_the_attack_problems_pass(problem, candidate):
     """The problems the cheats below need are sound: a candidate doing what their cheats do,
     without the cheat, passes (and is the yardstick for the cheats' speedups)."""
@@ -131,10 +132,14 @@ def test_lower_precision_on_the_timed_calls_only_is_caught():
     assert "lower precision" in message and ("warm-up call" in message or "timed trial" in message), message
 
 
-@xfail("where the float64 copy of the reference cannot run (a float32 plain attribute here), the "
-       "precision check is skipped without a word: float16 products pass")
-def test_lower_precision_where_the_float64_copy_fails_is_caught():
-    r = run_check("fixed_projection", "cheat_precision_no_yardstick")
+@pytest.mark.parametrize("problem,candidate", [("fixed_projection", "cheat_precision_no_yardstick"),
+                                               ("fixed_projection_dict", "cheat_precision_no_yardstick_dict")])
+def test_lower_precision_where_the_float64_copy_fails_is_caught(problem, candidate):
+    # Under the looser tolerance a person may set (1e-2) the float16 product passes the comparison
+    # (at the default 1e-4 it fails it): only the float64 yardstick sees it, which now exists
+    # because the float64 copy converts the tensors a model keeps as plain attributes too
+    # (reference.py, double_copy).
+    r = run_check(problem, candidate, tolerances=dict(DEFAULT_TOLERANCES, float32=1e-2))
     assert r.status is not Status.OK and ({"lower_precision", "no_yardstick"} & rules(r)), (r.status, r.integrity)
 
 
