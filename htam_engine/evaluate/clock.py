@@ -28,6 +28,7 @@ run in the candidate's process and can be silenced there.
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from typing import Sequence
@@ -90,6 +91,25 @@ def judged_runtime(candidate: Sequence[tuple[float, float]],
     assert ref_over is not None
     wall = statistics.median(w for w, _ in candidate)
     return wall - ref_over.median_ms - MARGIN_SPREADS * (ref_over.q3_ms - ref_over.q1_ms)
+
+
+def thread_check(candidate: Sequence[int | None], reference: Sequence[int | None], allowed: int | None) -> str | None:
+    """The finding's message when the candidate's timed trials ran on more CPU threads than the
+    baseline may use, else None. Each sample is how many of the sandbox's threads the kernel saw
+    run a share of that call (channel.py, busy_threads): the judge's own count, so a candidate
+    that raises torch's thread setting inside forward and puts it back before returning (which
+    the sandbox's after-the-call look at the setting cannot see) is still counted. A quarter of
+    the trials (two at least) must show it, so one helper waking once is not."""
+    cand = [n for n in candidate if n is not None]
+    if not allowed or not cand:
+        return None
+    limit = max([int(allowed)] + [n for n in reference if n is not None])
+    over = [n for n in cand if n > limit]
+    if len(over) < max(min(2, len(cand)), math.ceil(len(cand) / 4)):
+        return None
+    return (f"{len(over)} of {len(cand)} timed trials ran on up to {max(over)} CPU threads at once, where the "
+            f"baseline gets {limit} (torch's thread setting is {allowed}): the candidate used more cores than "
+            "the baseline it is compared with")
 
 
 def copy_bandwidth(device: str) -> float:

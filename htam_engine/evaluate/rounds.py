@@ -23,7 +23,7 @@ from htam_engine.evaluate.checks.inputs import draw
 from htam_engine.evaluate.checks.memory import tensor_leaves
 from htam_engine.evaluate.checks.observe import Observations, candidate_output, check_precision, record_notes
 from htam_engine.evaluate.checks.sequence import CandidateFailed, CheckRun, Stop
-from htam_engine.evaluate.clock import clock_check, judged_runtime, spread
+from htam_engine.evaluate.clock import clock_check, judged_runtime, spread, thread_check
 from htam_engine.evaluate.reference import BaselineSandbox
 from htam_engine.evaluate.sandbox_client import SandboxError
 from htam_engine.evaluate.stages import Stage
@@ -116,6 +116,7 @@ class TimedRounds:
         t0 = time.perf_counter()
         models = self._baseline_models(bs) if bs is not None else []
         samples: dict[str, list[tuple[float, float]]] = {"main": [], **{m: [] for m in models}}
+        self.cpu_samples: dict[str, list[tuple[float, float | None]]] = {}  # model -> (wall ms, CPU ms)
         batch: list[float] = []
         last_sent = time.monotonic()
         rounds = max(0, int(cfg.warmup)) + max(1, int(cfg.trials))
@@ -141,6 +142,7 @@ class TimedRounds:
             if timed:
                 samples["main"].append((res.wall_ms, res.reply.ms))
                 batch.append(res.reply.ms)
+                self.cpu_samples.setdefault("main", []).append((res.wall_ms, res.busy_threads))
             with self.channel.sandbox.paused():  # the candidate cannot run beside its baselines
                 for model_id in models:
                     assert self.baseline_channel is not None
@@ -155,6 +157,7 @@ class TimedRounds:
                     staged_b = None
                     if b.reply.ok and timed and self._baseline_right(b, model_id, values, ref_out, label):
                         samples[model_id].append((b.wall_ms, b.reply.ms))
+                        self.cpu_samples.setdefault(model_id, []).append((b.wall_ms, b.busy_threads))
             if batch and time.monotonic() - last_sent > 0.25:
                 judge.send({"t": "trials", "ms": list(batch)})
                 batch.clear()
@@ -259,6 +262,12 @@ class TimedRounds:
         r.clock = figures
         if message:
             self.obs.find("clock", message)
+        cpu = getattr(self, "cpu_samples", {})
+        threads = thread_check([n for _, n in cpu.get("main", [])],
+                               [n for m in ("eager", "compiled") for _, n in cpu.get(m, [])],
+                               self.cfg.cpu_threads if not self.device.startswith("cuda") else None)
+        if threads:
+            self.obs.find("global_setting", threads)
         if bs is not None and bs.compile_note and self.cfg.time_compile_baseline:
             self.obs.find("compile_baseline", f"no torch.compile baseline: {bs.compile_note}", "warn")
 

@@ -113,6 +113,23 @@ class SandboxProcess:
         self.seq += 1
         return self.seq
 
+    def thread_cpu_ns(self) -> dict[str, int] | None:
+        """CPU time each live thread of the sandbox has run, in ns, as the kernel accounts it (its
+        /proc schedstat): the judge's own figure for how many cores a call used, which nothing in
+        the sandbox can forge."""
+        try:
+            tasks = os.listdir(f"/proc/{self.pid}/task")
+        except OSError:
+            return None
+        out: dict[str, int] = {}
+        for tid in tasks:
+            try:
+                with open(f"/proc/{self.pid}/task/{tid}/schedstat", "rb") as f:
+                    out[tid] = int(f.read().split()[0])
+            except (OSError, ValueError, IndexError):
+                continue  # a thread that ended meanwhile
+        return out
+
     def thread_count(self) -> int | None:
         """OS threads of the sandbox (its /proc task list stays readable while it is non-dumpable)."""
         try:

@@ -144,7 +144,5 @@ def test_lower_precision_where_the_float64_copy_fails_is_caught(problem, candida
 
 
 # ---------------------------------------------------------------- resources
-@xfail("torch's thread setting is compared only after the call (in the sandbox): raised during "
-       "forward and restored before returning, the candidate gets every core against the baseline's one")
 def test_more_threads_during_forward_than_the_baseline_gets_is_caught():
     assert_caught(run_check("matmul_relu", "cheat_more_threads"), "global_setting", "background_thread")
