@@ -224,6 +224,8 @@ class Judge:
                 self.zygote_error = str(exc)
                 raise HarnessFault(self.zygote_error) from None
         sandbox, self._spare = self._spare, None
+        if sandbox is not None:
+            sandbox.continue_()  # the last candidate may have stopped its sibling, the spare
         if sandbox is None or not sandbox.alive() or sandbox.limits != limits:
             if sandbox is not None:
                 sandbox.kill()

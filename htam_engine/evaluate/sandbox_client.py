@@ -238,6 +238,11 @@ class SandboxProcess:
         finally:
             self._signal(family + [p for p in self._family() if p not in family], signal.SIGCONT)
 
+    def continue_(self) -> None:
+        """SIGCONT to the sandbox: another candidate's sandbox, a sibling of the same user, may have
+        stopped it (SIGSTOP) while it waited as the spare. A running process ignores it."""
+        self._signal([self.pid], signal.SIGCONT)
+
     def _family(self) -> list[int]:
         try:
             import psutil

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
+import signal
 import socket
 import subprocess
 import sys
@@ -90,6 +91,14 @@ class ZygoteProcess:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
+    def _continue(self) -> None:
+        """SIGCONT before every request: a sandbox is a process of the zygote's user and may have
+        stopped it (SIGSTOP); a stopped zygote still counts as alive and would never answer, and
+        killing its tree as the remedy takes the sandboxes running from it along."""
+        if self.proc is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(self.proc.pid, signal.SIGCONT)
+
     def start(self) -> None:
         self.launch()
         self.wait_ready()
@@ -133,6 +142,7 @@ class ZygoteProcess:
             self.kill()
             self.start()
         assert self.sock is not None
+        self._continue()
         try:
             send_request(self.sock.fileno(), {"op": "fork", "role": role, "device": device, "as_mb": limits.as_mb,
                                               "cpu_threads": limits.cpu_threads, "file_mb": limits.file_mb})
@@ -151,6 +161,7 @@ class ZygoteProcess:
         with self._lock:
             if self.sock is None or not self.alive():
                 return None
+            self._continue()
             try:
                 send_request(self.sock.fileno(), {"op": "status", "pid": pid})
                 msg, _ = _recv_message(self.sock, FORK_S, want_fd=False)
