@@ -226,7 +226,10 @@ class Judge:
         sandbox, self._spare = self._spare, None
         if sandbox is not None:
             sandbox.continue_()  # the last candidate may have stopped its sibling, the spare
-        if sandbox is None or not sandbox.alive() or sandbox.limits != limits:
+        # A spare forked by a zygote that has died since (a candidate may kill its parent) dies
+        # with it, perhaps not yet: it is not handed to the next candidate.
+        orphaned = not self.zygote.alive()
+        if sandbox is None or orphaned or not sandbox.alive() or sandbox.limits != limits:
             if sandbox is not None:
                 sandbox.kill()
             try:

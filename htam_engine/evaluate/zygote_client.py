@@ -12,13 +12,12 @@ import shlex
 import signal
 import socket
 import subprocess
-import sys
 import threading
 from dataclasses import dataclass
 from typing import Any
 
 from htam_engine import settings
-from htam_engine.evaluate.process import describe_exit, kill_tree
+from htam_engine.evaluate.process import describe_exit, isolated_module_command, kill_tree
 from htam_engine.evaluate.protocol import ProtocolError, ReplyReader, send_request
 
 ZYGOTE_START_S = 300.0
@@ -57,7 +56,7 @@ def zygote_command() -> list[str]:
     except ValueError as exc:
         raise HarnessStartError(f"the sandbox zygote cannot start: HTAM_WORKER_WRAPPER is not a valid command line "
                                 f"({exc})") from None
-    return [*wrapper, sys.executable, "-m", "htam_engine.evaluate.zygote"]
+    return [*wrapper, *isolated_module_command("htam_engine.evaluate.zygote")]
 
 
 def _recv_message(sock: socket.socket, timeout_s: float, want_fd: bool) -> tuple[dict[str, Any], int | None]:

@@ -140,9 +140,6 @@ def test_a_candidate_cannot_leave_hundreds_of_megabytes_behind(clean, monkeypatc
     assert r.status is not OK and "sandbox_file_mb" in r.diagnostics.message, (r.status, r.diagnostics.message)
 
 
-@xfail("the sandboxes' PYTHONPATH starts with a folder their user can write; a sitecustomize.py there "
-       "runs in every zygote started afterwards (the candidate kills the current one), and slows the Model "
-       "of every reference sandbox forked from it")
 def test_a_sitecustomize_planted_by_a_candidate_does_not_slow_later_baselines(tmp_path):
     with isolated_judge(tmp_path) as j:
         before = j.run("relu", "honest_relu_triton")
