@@ -430,7 +430,10 @@ class Evaluation(TimedRounds):
             if self.obs.rejected or _verdict(self.obs.findings, self.obs.mismatch)[0] is not Status.OK:
                 return
             r.correct = True
-            baseline = self._prepare_baselines(loaded, init)
+            # The candidate's processes are stopped while the reference sandbox compiles: they
+            # cannot write into its compile caches (zygote._private_compile_caches) meanwhile.
+            with self.channel.sandbox.paused():
+                baseline = self._prepare_baselines(loaded, init)
             with judge.lock.timing():
                 samples, out_bytes = self._time(checks, baseline)
             with judge.lock.checking():

@@ -59,6 +59,20 @@ def _close_all_but(*keep: int) -> None:
                 pass
 
 
+def _private_compile_caches() -> None:
+    """A reference sandbox compiles (torch.compile's baseline) into caches of its own, made now
+    and empty: inductor and Triton load a generated module or kernel they find in their cache
+    folder as it is, and the shared folders are writable by every sandbox of the user, so a
+    candidate that compiled the problem's Model itself and slowed the files it generated slowed
+    the torch.compile baseline of every later evaluation. (The judge also stops the candidate's
+    processes while the reference sandbox compiles: see Evaluation.run.)"""
+    import tempfile
+
+    root = tempfile.mkdtemp(prefix="htam-reference-compile-")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(root, "inductor")
+    os.environ["TRITON_CACHE_DIR"] = os.path.join(root, "triton")
+
+
 def _child(sock: socket.socket, zygote_sock: socket.socket, role: str, device: str, as_mb: int | None,
            cpu_threads: int | None, file_mb: int | None) -> None:
     """The forked child: cut loose from the zygote, take its limits, serve as a sandbox. Never returns."""
@@ -72,6 +86,8 @@ def _child(sock: socket.socket, zygote_sock: socket.socket, role: str, device: s
                 os.environ.pop(name, None)
         if cpu_threads:
             os.environ["OMP_NUM_THREADS"] = str(int(cpu_threads))
+        if role == "reference":
+            _private_compile_caches()
         zygote_sock.close()
         os.setsid()
         parent = os.getppid()

@@ -150,9 +150,6 @@ def test_a_sitecustomize_planted_by_a_candidate_does_not_slow_later_baselines(tm
     assert after.ref_runtime_ms < 10 * before.ref_runtime_ms + 1.0, (before.ref_runtime_ms, after.ref_runtime_ms)
 
 
-@xfail("inductor loads a generated module it finds in its cache folder (shared by the user's processes) "
-       "as it is: the candidate compiles the problem's Model itself and slows the generated module, which "
-       "the reference sandbox then runs as the torch.compile baseline")
 def test_a_poisoned_inductor_cache_does_not_slow_the_compile_baseline(tmp_path):
     with isolated_judge(tmp_path) as j:
         j.run("relu", "cheat_inductor_cache", time_compile_baseline=True)
