@@ -112,6 +112,33 @@ def thread_check(candidate: Sequence[int | None], reference: Sequence[int | None
             "the baseline it is compared with")
 
 
+# CPU time of threads that ended during the timed trials is a finding past this floor (ms: the
+# process counter's tick is 10 ms, read twice for user and system time) and this share of the
+# process's CPU time over the trials.
+ENDED_THREADS_FLOOR_MS = 40.0
+ENDED_THREADS_FRACTION = 0.15
+
+
+def ended_threads_check(before: tuple[float | None, dict[str, int] | None],
+                        after: tuple[float | None, dict[str, int] | None]) -> str | None:
+    """The finding's message when threads that ended during the timed trials ran a share of them.
+    Each snapshot is (the process's CPU ms, every live thread's CPU ns), taken by the judge before
+    the first timed trial and after the last: what the process spent beyond what its live threads
+    account for was spent by threads gone by the second (a thread started and joined inside
+    forward, which no count of live threads sees)."""
+    (p0, t0), (p1, t1) = before, after
+    if p0 is None or p1 is None or t0 is None or t1 is None:
+        return None
+    spent = p1 - p0
+    live = sum(ns - t0.get(tid, 0) for tid, ns in t1.items()) / 1e6
+    ended = spent - live
+    if ended <= max(ENDED_THREADS_FLOOR_MS, ENDED_THREADS_FRACTION * spent):
+        return None
+    return (f"threads that ended within the timed trials ran {ended:.0f} ms of the sandbox's {spent:.0f} ms of CPU "
+            "time over them: forward ran work on threads of its own (started and joined inside the call), more "
+            "cores than the baseline gets")
+
+
 def copy_bandwidth(device: str) -> float:
     """Bytes per second one device-to-device copy reaches (read + write counted once each)."""
     size = (256 << 20) if device.startswith("cuda") else (32 << 20)

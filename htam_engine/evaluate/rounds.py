@@ -23,7 +23,7 @@ from htam_engine.evaluate.checks.inputs import draw
 from htam_engine.evaluate.checks.memory import tensor_leaves
 from htam_engine.evaluate.checks.observe import Observations, candidate_output, check_precision, record_notes
 from htam_engine.evaluate.checks.sequence import CandidateFailed, CheckRun, Stop
-from htam_engine.evaluate.clock import clock_check, judged_runtime, spread, thread_check
+from htam_engine.evaluate.clock import clock_check, ended_threads_check, judged_runtime, spread, thread_check
 from htam_engine.evaluate.reference import BaselineSandbox
 from htam_engine.evaluate.sandbox_client import SandboxError
 from htam_engine.evaluate.stages import Stage
@@ -123,8 +123,12 @@ class TimedRounds:
         timed_rounds = range(max(0, int(cfg.warmup)), rounds)
         picked = set(secrets.SystemRandom().sample(timed_rounds, min(PRECISION_TRIALS, len(timed_rounds))))
         out_bytes = 0
+        self.cpu_snapshots: list[tuple[float | None, dict[str, int] | None]] = []
+        sandbox = self.channel.sandbox
         for i in range(rounds):
             timed = i >= cfg.warmup
+            if i == cfg.warmup:  # the candidate's CPU time over the timed trials (clock.ended_threads_check)
+                self.cpu_snapshots.append((sandbox.process_cpu_ms(), sandbox.thread_cpu_ns()))
             label = f"timed trial {i - cfg.warmup + 1}" if timed else f"warm-up call {i + 1}"
             draw_seed, seed = fresh_seed(), fresh_seed()
             values = draw(loaded.main.get_inputs, draw_seed)
@@ -164,6 +168,7 @@ class TimedRounds:
                 last_sent = time.monotonic()
         if batch:
             judge.send({"t": "trials", "ms": list(batch)})
+        self.cpu_snapshots.append((sandbox.process_cpu_ms(), sandbox.thread_cpu_ns()))
         r.stages.time_s = time.perf_counter() - t0
         return samples, out_bytes
 
@@ -268,6 +273,10 @@ class TimedRounds:
                                self.cfg.cpu_threads if not self.device.startswith("cuda") else None)
         if threads:
             self.obs.find("global_setting", threads)
+        snaps = getattr(self, "cpu_snapshots", [])
+        ended = ended_threads_check(snaps[0], snaps[-1]) if len(snaps) == 2 and cpu else None
+        if ended and not self.device.startswith("cuda") and self.cfg.cpu_threads:
+            self.obs.find("background_thread", ended)
         if bs is not None and bs.compile_note and self.cfg.time_compile_baseline:
             self.obs.find("compile_baseline", f"no torch.compile baseline: {bs.compile_note}", "warn")
 

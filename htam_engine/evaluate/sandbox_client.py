@@ -130,6 +130,19 @@ class SandboxProcess:
                 continue  # a thread that ended meanwhile
         return out
 
+    def process_cpu_ms(self) -> float | None:
+        """CPU time of the whole sandbox process (user + system, every thread it ever had, the
+        ended ones included), in ms at the kernel's tick resolution (/proc stat)."""
+        try:
+            with open(f"/proc/{self.pid}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            return None
+        try:
+            return (int(fields[11]) + int(fields[12])) * 1000.0 / os.sysconf("SC_CLK_TCK")
+        except (ValueError, IndexError):
+            return None
+
     def thread_count(self) -> int | None:
         """OS threads of the sandbox (its /proc task list stays readable while it is non-dumpable)."""
         try:

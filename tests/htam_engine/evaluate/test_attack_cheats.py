@@ -144,5 +144,6 @@ def test_lower_precision_where_the_float64_copy_fails_is_caught(problem, candida
 
 
 # ---------------------------------------------------------------- resources
-def test_more_threads_during_forward_than_the_baseline_gets_is_caught():
-    assert_caught(run_check("matmul_relu", "cheat_more_threads"), "global_setting", "background_thread")
+@pytest.mark.parametrize("candidate", ["cheat_more_threads", "cheat_more_threads_joined"])
+def test_more_threads_during_forward_than_the_baseline_gets_is_caught(candidate):
+    assert_caught(run_check("matmul_relu", candidate, trials=MARGIN_TRIALS), "global_setting", "background_thread")
