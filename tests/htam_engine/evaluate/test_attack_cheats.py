@@ -87,8 +87,12 @@ def test_a_forged_clock_with_the_guards_emptied_gets_no_inflated_speedup():
 
 
 # ---------------------------------------------------------------- shared buffers read between calls
-@xfail("the judge writes a call's inputs into the shared buffers before computing its reference: a "
-       "thread started at construction reads them and computes the product before the call is sent")
+# Not strict: the judge's count of the sandbox's busy threads (clock.thread_check) sees the prefetch
+# thread where its product overlaps the call (on this 2-core CPU host, mostly); where it finishes
+# before the call is sent, or on a GPU (no thread limit), nothing does until the staging is reordered.
+@pytest.mark.xfail(strict=False, reason=(
+    "the judge writes a call's inputs into the shared buffers before computing its reference: a "
+    "thread started at construction reads them and computes the product before the call is sent"))
 def test_a_thread_prefetching_from_the_shared_input_buffers_is_caught():
     assert_caught(run_check("matmul_relu", "cheat_prefetch_thread"))
 
