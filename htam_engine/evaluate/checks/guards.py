@@ -339,7 +339,13 @@ def mode_stack_findings() -> list[Finding]:
     import torch
 
     try:
-        left = torch._C._len_torch_function_stack(), torch._C._len_torch_dispatch_stack()
+        from torch.overrides import _get_current_function_mode_stack
+        from torch.utils._device import DeviceContext
+
+        # torch.set_default_device keeps torch's own DeviceContext on the stack: a setting, not
+        # the candidate's code (its exact class only; a subclass could run anything)
+        functions = [m for m in _get_current_function_mode_stack() if type(m) is not DeviceContext]
+        left = len(functions), torch._C._len_torch_dispatch_stack()
     except Exception:  # a torch without these: nothing to check
         return []
     if any(left):
