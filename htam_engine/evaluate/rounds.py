@@ -116,7 +116,8 @@ class TimedRounds:
         t0 = time.perf_counter()
         models = self._baseline_models(bs) if bs is not None else []
         samples: dict[str, list[tuple[float, float]]] = {"main": [], **{m: [] for m in models}}
-        self.cpu_samples: dict[str, list[tuple[float, float | None]]] = {}  # model -> (wall ms, CPU ms)
+        # model -> (wall ms, how many of the sandbox's threads ran a share of the call) per trial
+        self.cpu_samples: dict[str, list[tuple[float, int | None]]] = {}
         batch: list[float] = []
         last_sent = time.monotonic()
         rounds = max(0, int(cfg.warmup)) + max(1, int(cfg.trials))
@@ -250,9 +251,9 @@ class TimedRounds:
         judged = judged_runtime(cand, eager + compiled)
         if r.runtime_ms is not None and judged is not None and judged > r.runtime_ms:
             if judged > 1.05 * r.runtime_ms:  # named where it moves the figure, not for its noise
-                    self.obs.find("judge_clock", f"the judge's clock puts the median trial at {judged:.4g} ms beyond the "
-                                             f"reference's overhead, the sandbox reported {r.runtime_ms:.4g} ms: "
-                                             "the judge's figure is used", "warn")
+                self.obs.find("judge_clock", f"the judge's clock puts the median trial at {judged:.4g} ms beyond "
+                                             f"the reference's overhead, the sandbox reported {r.runtime_ms:.4g} "
+                                             "ms: the judge's figure is used", "warn")
             r.runtime_ms = judged
         r.ref_spread = self._undisturbed("eager", eager, alone.get("eager", []))
         r.compile_ref_spread = self._undisturbed("torch.compile", compiled, alone.get("compiled", []))
