@@ -26,6 +26,11 @@ from htam_engine.evaluate.stages import Stage
 MARKERS = ("nan", "sentinel")
 # Harness requests to a sandbox (attach, detach, construct of the reference) get this long.
 HARNESS_DEADLINE_S = 600.0
+# A thread of the sandbox "ran during a call" when the kernel counts it at least this much CPU
+# time then (in ms, and as a share of the call's wall time): enough to leave out a helper that
+# woke briefly, little enough to see a pool thread doing a share of a product.
+BUSY_THREAD_MS = 0.5
+BUSY_THREAD_FRACTION = 0.05
 
 
 def fresh_seed() -> int:
@@ -49,6 +54,8 @@ class CallResult:
     outputs: dict[str, torch.Tensor]  # leaf path -> the judge's view of its shared output buffer
     threads_before: int | None
     threads_after: int | None
+    cpu_ms: float | None = None  # CPU time the sandbox's threads ran meanwhile, the kernel's figure
+    busy_threads: int | None = None  # how many of its threads ran a share of the call (BUSY_THREAD_*)
 
 
 class Channel:
@@ -183,13 +190,21 @@ class Channel:
         if self.device.startswith("cuda"):
             torch.cuda.synchronize()  # every input is in place (no IPC events: see shared.py)
         threads_before = self.sandbox.thread_count()
+        cpu0 = self.sandbox.thread_cpu_ns()
         t0 = time.perf_counter_ns()
         reply = self.request(msg, stage)
         wall_ms = (time.perf_counter_ns() - t0) / 1e6
+        cpu1 = self.sandbox.thread_cpu_ns()
         if not isinstance(reply, wire.Called):
             self.sandbox.kill()
             raise SandboxProtocol(stage, f"a {type(reply).__name__} in answer to a call")
-        return CallResult(reply, wall_ms, in_views, out_views, threads_before, self.sandbox.thread_count())
+        cpu_ms = busy = None
+        if cpu0 is not None and cpu1 is not None:
+            ran = [(ns - cpu0.get(tid, 0)) / 1e6 for tid, ns in cpu1.items()]
+            cpu_ms = sum(ran)
+            busy = sum(1 for ms in ran if ms >= max(BUSY_THREAD_MS, BUSY_THREAD_FRACTION * wall_ms))
+        return CallResult(reply, wall_ms, in_views, out_views, threads_before, self.sandbox.thread_count(), cpu_ms,
+                          busy)
 
     # ------------------------------------------------------------------ the end
     def release_buffers(self) -> None:

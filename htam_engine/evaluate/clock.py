@@ -16,10 +16,19 @@ there the fraction is half the trial and the floor 10 ms (CPU timings are adviso
 
 Physics floor: no trial can be faster than writing its outputs once at the device's copy
 bandwidth (measured by the judge): a faster one is a forged time.
+
+The judge's figure: a reported time can only make the candidate look slower, never faster. The
+candidate's runtime is the larger of its median reported time and what the judge's own clock
+leaves of its median trial once the reference's honest overhead (and that overhead's noise) is
+taken off. Work hidden inside the margin (a timer slowed within it, work moved before or after
+the timed window into a call the harness makes) then costs the candidate what it cost the
+judge's clock, whether or not any finding named it: the sandbox's guards that name such tricks
+run in the candidate's process and can be silenced there.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from typing import Sequence
@@ -87,6 +96,65 @@ def tail_check(candidate: Sequence[float], reference: Sequence[float]) -> str | 
     return (f"forward returned while GPU work it queued ran on for a median {cand.median_ms:.4g} ms past the end "
             f"event on the current stream (the baselines' {ref.median_ms:.4g} ms, bound {bound:.4g} ms): work on a "
             "stream the current one never waits for, which the events do not time and a caller would read unfinished")
+
+
+def judged_runtime(candidate: Sequence[tuple[float, float]],
+                   reference: Sequence[tuple[float, float]]) -> float | None:
+    """The candidate's median trial as the judge's clock measured it: its median wall time less
+    the reference's median overhead and MARGIN_SPREADS times that overhead's interquartile range
+    (so an honest candidate's figure stays its reported one). None without both samples."""
+    if not candidate or not reference:
+        return None
+    ref_over = spread([w - r for w, r in reference])
+    assert ref_over is not None
+    wall = statistics.median(w for w, _ in candidate)
+    return wall - ref_over.median_ms - MARGIN_SPREADS * (ref_over.q3_ms - ref_over.q1_ms)
+
+
+def thread_check(candidate: Sequence[int | None], reference: Sequence[int | None], allowed: int | None) -> str | None:
+    """The finding's message when the candidate's timed trials ran on more CPU threads than the
+    baseline may use, else None. Each sample is how many of the sandbox's threads the kernel saw
+    run a share of that call (channel.py, busy_threads): the judge's own count, so a candidate
+    that raises torch's thread setting inside forward and puts it back before returning (which
+    the sandbox's after-the-call look at the setting cannot see) is still counted. A quarter of
+    the trials (two at least) must show it, so one helper waking once is not."""
+    cand = [n for n in candidate if n is not None]
+    if not allowed or not cand:
+        return None
+    limit = max([int(allowed)] + [n for n in reference if n is not None])
+    over = [n for n in cand if n > limit]
+    if len(over) < max(min(2, len(cand)), math.ceil(len(cand) / 4)):
+        return None
+    return (f"{len(over)} of {len(cand)} timed trials ran on up to {max(over)} CPU threads at once, where the "
+            f"baseline gets {limit} (torch's thread setting is {allowed}): the candidate used more cores than "
+            "the baseline it is compared with")
+
+
+# CPU time of threads that ended during the timed trials is a finding past this floor (ms: the
+# process counter's tick is 10 ms, read twice for user and system time) and this share of the
+# process's CPU time over the trials.
+ENDED_THREADS_FLOOR_MS = 40.0
+ENDED_THREADS_FRACTION = 0.15
+
+
+def ended_threads_check(before: tuple[float | None, dict[str, int] | None],
+                        after: tuple[float | None, dict[str, int] | None]) -> str | None:
+    """The finding's message when threads that ended during the timed trials ran a share of them.
+    Each snapshot is (the process's CPU ms, every live thread's CPU ns), taken by the judge before
+    the first timed trial and after the last: what the process spent beyond what its live threads
+    account for was spent by threads gone by the second (a thread started and joined inside
+    forward, which no count of live threads sees)."""
+    (p0, t0), (p1, t1) = before, after
+    if p0 is None or p1 is None or t0 is None or t1 is None:
+        return None
+    spent = p1 - p0
+    live = sum(ns - t0.get(tid, 0) for tid, ns in t1.items()) / 1e6
+    ended = spent - live
+    if ended <= max(ENDED_THREADS_FLOOR_MS, ENDED_THREADS_FRACTION * spent):
+        return None
+    return (f"threads that ended within the timed trials ran {ended:.0f} ms of the sandbox's {spent:.0f} ms of CPU "
+            "time over them: forward ran work on threads of its own (started and joined inside the call), more "
+            "cores than the baseline gets")
 
 
 def copy_bandwidth(device: str) -> float:

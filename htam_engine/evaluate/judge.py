@@ -52,13 +52,49 @@ from htam_engine.problems.model import ProblemError
 Send = Callable[[dict[str, Any]], None]
 # torch's message when ninja/the compiler failed (as opposed to a Python error at import).
 _BUILD_FAILED = "Error building extension"
-# Build failures that are the machine's, not the candidate's.
+# Build failures that may be the machine's, not the candidate's: the judge then looks at the
+# machine itself (missing_build_tools); the sandbox's words alone never decide it.
 _ENVIRONMENT = re.compile(r"nvcc: not found|No such file or directory: '?(nvcc|c\+\+|g\+\+|ninja)|CUDA_HOME environment"
                           r"|Ninja is required|command not found: (nvcc|c\+\+)|cannot find -lcudart", re.I)
 _SANDBOX_START_S = 300.0
 _KEPT_PROBLEMS = 2
 # Build failures a judge remembers (the most recent; each a trimmed log).
 _KEPT_FAILURES = 256
+
+
+def missing_build_tools(code: str, backend: str, device: str, env: dict[str, str]) -> list[str]:
+    """The build tools this candidate needs that the sandboxes' environment lacks, as the judge
+    finds them (its own look at the machine, never the candidate's message): a C++ compiler and
+    ninja for an extension, nvcc and the CUDA runtime library for CUDA sources, a C compiler for
+    Triton on a GPU (its launcher is compiled)."""
+    import shutil
+
+    from htam_engine.evaluate.backend import _CPP, _CUDA
+
+    path = env.get("PATH", os.defpath)
+    missing: list[str] = []
+
+    def need(name: str) -> None:
+        if shutil.which(name, path=path) is None and name not in missing:
+            missing.append(name)
+
+    cuda = backend == "cuda" or bool(_CUDA.search(code))
+    if cuda or backend == "cpp" or _CPP.search(code):
+        need((env.get("CXX") or "c++").split()[0])
+        need("ninja")
+    if cuda:
+        home = env.get("CUDA_HOME") or env.get("CUDA_PATH")
+        if home:
+            if not os.access(os.path.join(home, "bin", "nvcc"), os.X_OK):
+                missing.append(os.path.join(home, "bin", "nvcc"))
+            if not any(os.path.exists(os.path.join(home, lib, "libcudart.so")) for lib in ("lib64", "lib")):
+                missing.append(f"libcudart.so under {home}")
+        else:
+            need("nvcc")
+    if backend == "triton" and device.startswith("cuda"):
+        if not any(shutil.which(c, path=path) for c in (env.get("CC") or "cc", "gcc", "clang")):
+            missing.append("a C compiler (cc, gcc, clang)")
+    return missing
 
 
 def worth_running_alone(result: EvalResult) -> bool:
@@ -155,7 +191,8 @@ class Judge:
         zygote: one already launched (the judge's process starts it before importing torch)."""
         self.device = device
         self.send = send
-        self.zygote = zygote or ZygoteProcess(dict(os.environ if env is None else env))
+        self.env = dict(os.environ if env is None else env)
+        self.zygote = zygote or ZygoteProcess(dict(self.env))
         self.zygote_error = ""
         try:
             if self.zygote.proc is None:
@@ -206,7 +243,12 @@ class Judge:
                 self.zygote_error = str(exc)
                 raise HarnessFault(self.zygote_error) from None
         sandbox, self._spare = self._spare, None
-        if sandbox is None or not sandbox.alive() or sandbox.limits != limits:
+        if sandbox is not None:
+            sandbox.continue_()  # the last candidate may have stopped its sibling, the spare
+        # A spare forked by a zygote that has died since (a candidate may kill its parent) dies
+        # with it, perhaps not yet: it is not handed to the next candidate.
+        orphaned = not self.zygote.alive()
+        if sandbox is None or orphaned or not sandbox.alive() or sandbox.limits != limits:
             if sandbox is not None:
                 sandbox.kill()
             try:
@@ -412,7 +454,10 @@ class Evaluation(TimedRounds):
             if self.obs.rejected or _verdict(self.obs.findings, self.obs.mismatch)[0] is not Status.OK:
                 return
             r.correct = True
-            baseline = self._prepare_baselines(loaded, init)
+            # The candidate's processes are stopped while the reference sandbox compiles: they
+            # cannot write into its compile caches (zygote._private_compile_caches) meanwhile.
+            with self.channel.sandbox.paused():
+                baseline = self._prepare_baselines(loaded, init)
             with judge.lock.timing():
                 samples, out_bytes = self._time(checks, baseline)
             with judge.lock.checking():
@@ -440,8 +485,13 @@ class Evaluation(TimedRounds):
             return
         r.diagnostics.compiler = list(reply.compiler)
         r.diagnostics.log = reply.log
-        if _ENVIRONMENT.search(reply.log or reply.message):
-            self._fail(Status.HARNESS_ERROR, f"the machine cannot build this candidate: {reply.message}")
+        # The candidate writes the failure's text (it can raise any message it likes), so the text
+        # only makes the judge look: a harness error needs a build tool the judge finds missing.
+        missing = missing_build_tools(self.code, self.backend, self.device, self.judge.env) \
+            if _ENVIRONMENT.search(reply.log or reply.message) else []
+        if missing:
+            self._fail(Status.HARNESS_ERROR, f"the machine cannot build this candidate: the sandboxes' environment "
+                                             f"has no {', '.join(missing)} ({reply.message})")
             raise Stop()
         self._fail(Status.COMPILE_ERROR, reply.message)
         if _BUILD_FAILED in reply.log:

@@ -101,10 +101,39 @@ def worker_env(device: str) -> dict[str, str]:
     return env
 
 
+# The judge's and the zygote's interpreters start isolated (-I: no PYTHON* variables, no user
+# site, no script folder on sys.path), so no startup hook a sandbox could plant runs in them: a
+# sitecustomize.py or usercustomize.py in a folder of PYTHONPATH or the user site (both writable
+# by the sandboxes' user) ran in every zygote started after a candidate killed the current one,
+# in every reference sandbox forked from it, and would in a judge started later. PYTHONPATH's
+# folders are put back on sys.path once the interpreter has started (modules are found there as
+# before), and the two variables the harness sets for its own processes are honoured by hand.
+_BOOTSTRAP = """\
+import os, site, sys
+sys.dont_write_bytecode = bool(os.environ.get("PYTHONDONTWRITEBYTECODE"))
+if os.environ.get("PYTHONUNBUFFERED"):
+    sys.stdout.reconfigure(write_through=True)
+    sys.stderr.reconfigure(write_through=True)
+user = site.getusersitepackages()
+if os.path.isdir(user):  # its packages, without its .pth files or usercustomize
+    at = next((i for i, p in enumerate(sys.path) if p.endswith("site-packages")), len(sys.path))
+    sys.path.insert(at, user)
+sys.path[:0] = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+import runpy
+module = sys.argv.pop(1)
+runpy.run_module(module, run_name="__main__", alter_sys=True)
+"""
+
+
+def isolated_module_command(module: str) -> list[str]:
+    """`python -m module` with no startup hook of a folder a sandbox can write (see _BOOTSTRAP)."""
+    return [sys.executable, "-I", "-c", _BOOTSTRAP, module]
+
+
 def worker_command() -> list[str]:
     """The judge's command line. It never runs candidate code, so a site's HTAM_WORKER_WRAPPER
     wraps the sandboxes (through their zygote), not the judge."""
-    return [sys.executable, "-m", "htam_engine.evaluate.worker"]
+    return isolated_module_command("htam_engine.evaluate.worker")
 
 
 def _pin_device(device: str) -> tuple[str, str, str]:

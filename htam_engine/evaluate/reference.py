@@ -67,6 +67,40 @@ def return_cached_blocks(inputs: Any) -> None:
         torch.cuda.empty_cache()
 
 
+def _to_double_deep(x: Any) -> Any:
+    """`x` with every floating tensor in it (through lists, tuples and dicts) in float64; `x`
+    itself where nothing in it changed."""
+    if isinstance(x, torch.Tensor):
+        return x.double() if x.dtype.is_floating_point and x.dtype != torch.float64 else x
+    if isinstance(x, (list, tuple)):
+        items = [_to_double_deep(v) for v in x]
+        if all(a is b for a, b in zip(items, x)):
+            return x
+        return type(x)(items) if type(x) in (list, tuple) else type(x)(*items)
+    if isinstance(x, dict):
+        items = {k: _to_double_deep(v) for k, v in x.items()}
+        if all(items[k] is x[k] for k in x):
+            return x
+        return type(x)(items)
+    return x
+
+
+def double_copy(model: torch.nn.Module) -> torch.nn.Module:
+    """A float64 copy of `model`: its parameters and buffers (Module.double) and the floating
+    tensors it keeps as plain attributes, which .double() leaves as they are. A problem that keeps
+    its weights that way would otherwise have no yardstick (its float64 copy fails on the first
+    product), and lower precision there passed unmeasured."""
+    exact = copy.deepcopy(model).double()
+    for m in exact.modules():
+        for k, v in list(vars(m).items()):
+            if k in ("_parameters", "_buffers", "_modules"):
+                continue
+            new = _to_double_deep(v)
+            if new is not v:
+                m.__dict__[k] = new
+    return exact
+
+
 def fingerprints(model: torch.nn.Module) -> list[wire.ParamPrint]:
     from htam_engine.evaluate.sandbox import fingerprint
 
@@ -106,7 +140,7 @@ class ReferenceModel:
             return None
         try:
             if self._exact is None:
-                self._exact = copy.deepcopy(self.model).double()
+                self._exact = double_copy(self.model)
             doubles = [_to_double(x) for x in inputs]
             with torch.no_grad():
                 seed_all(seed)

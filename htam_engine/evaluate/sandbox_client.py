@@ -113,6 +113,36 @@ class SandboxProcess:
         self.seq += 1
         return self.seq
 
+    def thread_cpu_ns(self) -> dict[str, int] | None:
+        """CPU time each live thread of the sandbox has run, in ns, as the kernel accounts it (its
+        /proc schedstat): the judge's own figure for how many cores a call used, which nothing in
+        the sandbox can forge."""
+        try:
+            tasks = os.listdir(f"/proc/{self.pid}/task")
+        except OSError:
+            return None
+        out: dict[str, int] = {}
+        for tid in tasks:
+            try:
+                with open(f"/proc/{self.pid}/task/{tid}/schedstat", "rb") as f:
+                    out[tid] = int(f.read().split()[0])
+            except (OSError, ValueError, IndexError):
+                continue  # a thread that ended meanwhile
+        return out
+
+    def process_cpu_ms(self) -> float | None:
+        """CPU time of the whole sandbox process (user + system, every thread it ever had, the
+        ended ones included), in ms at the kernel's tick resolution (/proc stat)."""
+        try:
+            with open(f"/proc/{self.pid}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            return None
+        try:
+            return (int(fields[11]) + int(fields[12])) * 1000.0 / os.sysconf("SC_CLK_TCK")
+        except (ValueError, IndexError):
+            return None
+
     def thread_count(self) -> int | None:
         """OS threads of the sandbox (its /proc task list stays readable while it is non-dumpable)."""
         try:
@@ -220,6 +250,11 @@ class SandboxProcess:
             yield
         finally:
             self._signal(family + [p for p in self._family() if p not in family], signal.SIGCONT)
+
+    def continue_(self) -> None:
+        """SIGCONT to the sandbox: another candidate's sandbox, a sibling of the same user, may have
+        stopped it (SIGSTOP) while it waited as the spare. A running process ignores it."""
+        self._signal([self.pid], signal.SIGCONT)
 
     def _family(self) -> list[int]:
         try:

@@ -10,6 +10,23 @@ import contextlib
 import random
 from typing import Any, Iterator, Sequence
 
+import torch
+
+# The seeding functions, bound when the harness is imported (in the zygote, before any candidate
+# exists): a sandbox seeds every call just before its clock starts, so a candidate that replaced
+# random.seed, torch.manual_seed or torch.default_generator would otherwise run its own code there,
+# outside the timed window (the guards name the replacement; this keeps it from running at all).
+_random_seed = random.seed
+_torch_seed = torch.default_generator.manual_seed
+_cuda_initialized = torch.cuda.is_initialized
+_cuda_seed_all = torch.cuda.manual_seed_all
+try:
+    import numpy as _np
+
+    _numpy_seed: Any = _np.random.seed
+except ImportError:  # numpy is optional for evaluation
+    _numpy_seed = None
+
 
 def seed_all(seed: int) -> None:
     """Seed every generator a problem or candidate may draw from (torch, CUDA, random, numpy).
@@ -17,18 +34,12 @@ def seed_all(seed: int) -> None:
     The same generators torch.manual_seed seeds, without its deferred CUDA seeding in a process
     that has not initialized CUDA (it records a traceback each time: milliseconds a call, and
     the judge seeds every call); a process that uses CUDA has initialized it before it seeds."""
-    import torch
-
-    random.seed(seed)
-    torch.default_generator.manual_seed(seed)
-    if torch.cuda.is_initialized():
-        torch.cuda.manual_seed_all(seed)
-    try:
-        import numpy as np
-
-        np.random.seed(seed % (2**32))
-    except ImportError:  # numpy is optional for evaluation
-        pass
+    _random_seed(seed)
+    _torch_seed(seed)
+    if _cuda_initialized():
+        _cuda_seed_all(seed)
+    if _numpy_seed is not None:
+        _numpy_seed(seed % (2**32))
 
 
 @contextlib.contextmanager

@@ -20,9 +20,11 @@ import gc
 import os
 import resource
 import select
+import shutil
 import signal
 import socket
 import sys
+import tempfile
 
 from htam_engine.evaluate import limits
 
@@ -59,8 +61,20 @@ def _close_all_but(*keep: int) -> None:
                 pass
 
 
+def _private_compile_caches(root: str) -> None:
+    """A reference sandbox compiles (torch.compile's baseline) into caches of its own, made now
+    and empty: inductor and Triton load a generated module or kernel they find in their cache
+    folder as it is, and the shared folders are writable by every sandbox of the user, so a
+    candidate that compiled the problem's Model itself and slowed the files it generated slowed
+    the torch.compile baseline of every later evaluation. (The judge also stops the candidate's
+    processes while the reference sandbox compiles: see Evaluation.run.) `root` is made by the
+    zygote, which removes it once the sandbox has exited (Zygote.sweep, kill_all)."""
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(root, "inductor")
+    os.environ["TRITON_CACHE_DIR"] = os.path.join(root, "triton")
+
+
 def _child(sock: socket.socket, zygote_sock: socket.socket, role: str, device: str, as_mb: int | None,
-           cpu_threads: int | None, file_mb: int | None) -> None:
+           cpu_threads: int | None, file_mb: int | None, private: str | None = None) -> None:
     """The forked child: cut loose from the zygote, take its limits, serve as a sandbox. Never returns."""
     code = 1
     try:
@@ -72,6 +86,8 @@ def _child(sock: socket.socket, zygote_sock: socket.socket, role: str, device: s
                 os.environ.pop(name, None)
         if cpu_threads:
             os.environ["OMP_NUM_THREADS"] = str(int(cpu_threads))
+        if private:
+            _private_compile_caches(private)
         zygote_sock.close()
         os.setsid()
         parent = os.getppid()
@@ -101,6 +117,7 @@ class Zygote:
         self.parent = os.getppid()
         self.sandboxes: set[int] = set()
         self.exits: dict[int, int] = {}  # recent sandboxes' exit statuses, as subprocess reports them
+        self.private: dict[int, str] = {}  # a reference sandbox's compile caches (_private_compile_caches)
 
     def _send(self, msg: dict, fds: list[int] | None = None) -> None:
         from htam_engine.evaluate.protocol import frame_reply
@@ -113,12 +130,15 @@ class Zygote:
 
     def fork(self, role: str, device: str, as_mb: int | None, cpu_threads: int | None, file_mb: int | None) -> None:
         judge_end, child_end = socket.socketpair()
+        private = tempfile.mkdtemp(prefix="htam-reference-compile-") if role == "reference" else None
         pid = os.fork()
         if pid == 0:
             judge_end.close()
-            _child(child_end, self.sock, role, device, as_mb, cpu_threads, file_mb)
+            _child(child_end, self.sock, role, device, as_mb, cpu_threads, file_mb, private)
         child_end.close()
         self.sandboxes.add(pid)
+        if private:
+            self.private[pid] = private
         try:
             self._send({"t": "forked", "pid": pid}, [judge_end.fileno()])
         finally:
@@ -135,6 +155,7 @@ class Zygote:
                 break
             if pid in self.sandboxes:
                 self.sandboxes.discard(pid)
+                shutil.rmtree(self.private.pop(pid, ""), ignore_errors=True)
                 self.exits[pid] = -os.WTERMSIG(_status) if os.WIFSIGNALED(_status) else os.WEXITSTATUS(_status)
                 while len(self.exits) > 64:
                     del self.exits[next(iter(self.exits))]
@@ -156,6 +177,9 @@ class Zygote:
                 os.killpg(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
+        for private in self.private.values():
+            shutil.rmtree(private, ignore_errors=True)
+        self.private.clear()
 
     def serve(self) -> int:
         from htam_engine.evaluate.protocol import ProtocolError, recv_request

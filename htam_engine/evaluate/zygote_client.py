@@ -9,15 +9,15 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
+import signal
 import socket
 import subprocess
-import sys
 import threading
 from dataclasses import dataclass
 from typing import Any
 
 from htam_engine import settings
-from htam_engine.evaluate.process import describe_exit, kill_tree
+from htam_engine.evaluate.process import describe_exit, isolated_module_command, kill_tree
 from htam_engine.evaluate.protocol import ProtocolError, ReplyReader, send_request
 
 ZYGOTE_START_S = 300.0
@@ -56,7 +56,7 @@ def zygote_command() -> list[str]:
     except ValueError as exc:
         raise HarnessStartError(f"the sandbox zygote cannot start: HTAM_WORKER_WRAPPER is not a valid command line "
                                 f"({exc})") from None
-    return [*wrapper, sys.executable, "-m", "htam_engine.evaluate.zygote"]
+    return [*wrapper, *isolated_module_command("htam_engine.evaluate.zygote")]
 
 
 def _recv_message(sock: socket.socket, timeout_s: float, want_fd: bool) -> tuple[dict[str, Any], int | None]:
@@ -89,6 +89,14 @@ class ZygoteProcess:
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
+
+    def _continue(self) -> None:
+        """SIGCONT before every request: a sandbox is a process of the zygote's user and may have
+        stopped it (SIGSTOP); a stopped zygote still counts as alive and would never answer, and
+        killing its tree as the remedy takes the sandboxes running from it along."""
+        if self.proc is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(self.proc.pid, signal.SIGCONT)
 
     def start(self) -> None:
         self.launch()
@@ -133,6 +141,7 @@ class ZygoteProcess:
             self.kill()
             self.start()
         assert self.sock is not None
+        self._continue()
         try:
             send_request(self.sock.fileno(), {"op": "fork", "role": role, "device": device, "as_mb": limits.as_mb,
                                               "cpu_threads": limits.cpu_threads, "file_mb": limits.file_mb})
@@ -151,6 +160,7 @@ class ZygoteProcess:
         with self._lock:
             if self.sock is None or not self.alive():
                 return None
+            self._continue()
             try:
                 send_request(self.sock.fileno(), {"op": "status", "pid": pid})
                 msg, _ = _recv_message(self.sock, FORK_S, want_fd=False)

@@ -33,6 +33,16 @@ _NAMESPACES: list[tuple[str, str]] = [
     ("threading.Thread", "harness_tamper"),
     ("msgpack", "harness_tamper"),
 ]
+# Single attributes of namespaces too large to snapshot whole, which the harness relies on: the
+# generators it seeds before every call (seeding.py binds them at import; replacing one is still
+# a candidate reaching for the harness's pre-trial call).
+_ATTRIBUTES: list[tuple[str, str, str]] = [
+    ("torch", "manual_seed", "harness_tamper"),
+    ("torch", "default_generator", "harness_tamper"),
+    ("torch.random", "manual_seed", "harness_tamper"),
+    ("random", "seed", "harness_tamper"),
+    ("numpy.random", "seed", "harness_tamper"),
+]
 _HARNESS_PREFIXES = ("htam_engine.evaluate", "htam_engine.session.codec")
 
 
@@ -218,6 +228,11 @@ class Guards:
         for name in list(sys.modules):
             if name.startswith(_HARNESS_PREFIXES):
                 namespaces.append((name, "harness_tamper"))
+                # The classes a harness module defines too: their methods are class attributes no
+                # module's dict holds (Guards.verify replaced silenced every finding below).
+                for attr, obj in list(vars(sys.modules[name]).items()):
+                    if isinstance(obj, type) and getattr(obj, "__module__", None) == name:
+                        namespaces.append((f"{name}.{attr}", "harness_tamper"))
         self._identities = {}
         self._namespaces: dict[str, Any] = {}
         for dotted, rule in namespaces:
@@ -227,6 +242,11 @@ class Guards:
             self._namespaces[dotted] = ns
             for attr, obj in _callables(ns).items():
                 self._identities[(dotted, attr)] = (rule, obj)
+        for dotted, attr, rule in _ATTRIBUTES:
+            ns = _resolve(dotted)
+            if ns is not None and attr in getattr(ns, "__dict__", {}):
+                self._namespaces[dotted] = ns
+                self._identities[(dotted, attr)] = (rule, vars(ns)[attr])
         self._settings = _settings()
         self.trust_current_threads()
 
@@ -296,6 +316,7 @@ class Guards:
             findings.append(Finding("side_stream", "a CUDA stream the candidate created still had work running "
                                                    "after forward returned and the device was synchronized"))
         findings.extend(self.current_stream_findings())
+        findings.extend(mode_stack_findings())
         return findings
 
     def current_stream_findings(self) -> list[Finding]:
@@ -309,6 +330,29 @@ class Guards:
         except Exception:
             return []
         return []
+
+
+def mode_stack_findings() -> list[Finding]:
+    """A TorchFunctionMode or TorchDispatchMode left on torch's mode stack after forward: it would
+    intercept the harness's own torch calls (the copy of the output into the judge's buffer) and
+    run the candidate's code there, after the clock stopped. The sandbox pushes none between calls."""
+    import torch
+
+    try:
+        from torch.overrides import _get_current_function_mode_stack
+        from torch.utils._device import DeviceContext
+
+        # torch.set_default_device keeps torch's own DeviceContext on the stack: a setting, not
+        # the candidate's code (its exact class only; a subclass could run anything)
+        functions = [m for m in _get_current_function_mode_stack() if type(m) is not DeviceContext]
+        left = len(functions), torch._C._len_torch_dispatch_stack()
+    except Exception:  # a torch without these: nothing to check
+        return []
+    if any(left):
+        return [Finding("harness_tamper", f"forward left {left[0]} torch function mode(s) and {left[1]} dispatch "
+                                          "mode(s) on torch's mode stack: they would run the candidate's code inside "
+                                          "the harness's own calls")]
+    return []
 
 
 _INSTALLED: Guards | None = None

@@ -25,7 +25,8 @@ def xfail(reason: str):
 
 
 @pytest.mark.parametrize("problem,candidate", [("matmul_relu", "honest_matmul_relu"),
-                                               ("fixed_projection", "honest_fixed_projection")])
+                                               ("fixed_projection", "honest_fixed_projection"),
+                                               ("fixed_projection_dict", "honest_fixed_projection_dict")])
 def test_honest_candidates_of_the_attack_problems_pass(problem, candidate):
     """The problems the cheats below need are sound: a candidate doing what their cheats do,
     without the cheat, passes (and is the yardstick for the cheats' speedups)."""
@@ -58,28 +59,41 @@ def test_a_kernel_doing_one_row_while_pytorch_does_the_rest_is_caught():
 MARGIN_TRIALS = 10
 
 
-@xfail("torch.manual_seed, which the sandbox calls on every call before its clock starts, is not "
-       "guarded; the judge's clock sees the work but the CPU margin (10 ms + half the trial) hides it")
 def test_work_done_in_the_pre_trial_seed_call_is_caught():
     assert_caught(run_check("relu", "cheat_seed_hook", trials=MARGIN_TRIALS), "clock", "harness_tamper", "timer_tamper")
 
 
-@xfail("a TorchFunctionMode left on torch's mode stack runs the kernel inside the sandbox's copy of "
-       "the output, after its clock stopped; nothing checks the mode stack and the clock margin covers it")
 def test_work_done_in_the_harness_copy_of_the_output_is_caught():
     assert_caught(run_check("relu", "cheat_deferred_copy", trials=MARGIN_TRIALS), "clock", "harness_tamper")
 
 
-@xfail("Guards.verify is a class attribute outside every snapshot: replacing it silences the guards, "
-       "and a clock slowed 100x then passes the judge's clock check within its CPU margin")
+def test_work_done_in_the_harness_copy_through_a_dispatch_mode_is_caught():
+    assert_caught(run_check("relu", "cheat_deferred_copy_dispatch", trials=MARGIN_TRIALS), "clock", "harness_tamper")
+
+
 def test_a_forged_clock_inside_the_margin_is_caught():
     assert_caught(run_check("relu", "cheat_clock_margin", trials=MARGIN_TRIALS), "clock", "timer_tamper", "harness_tamper")
 
 
+def test_a_forged_clock_with_the_guards_emptied_gets_no_inflated_speedup():
+    # No guard can name this one (their snapshot is emptied in the candidate's process): what
+    # stops it is that the speedup comes from the judge's clock where it saw more than was reported.
+    honest = run_check("relu", "honest_relu_triton", trials=MARGIN_TRIALS)
+    r = run_check("relu", "cheat_clock_silenced_guards", trials=MARGIN_TRIALS)
+    assert honest.status is Status.OK and honest.speedup_eager, (honest.status, honest.integrity)
+    if r.status is Status.OK:
+        assert r.speedup_eager <= 3 * honest.speedup_eager, (r.speedup_eager, honest.speedup_eager, r.clock)
+        assert "judge_clock" in {f.rule for f in r.integrity}, r.integrity
+
+
 # ---------------------------------------------------------------- shared buffers read between calls
-@xfail("the judge now writes a call's inputs into the shared buffers right before it sends the call, so "
-       "the thread no longer gets ahead (it races the call's own product and, measured, gains nothing over "
-       "the honest candidate); but it leaves nothing to catch: the evaluation ends ok, not with a finding")
+# Not strict: the inputs reach the shared buffers right before the call is sent, so the thread no
+# longer gets ahead (it races the call's own product, and measured gains nothing over the honest
+# candidate); the judge's count of busy threads (clock.thread_check) sees it where its product
+# overlaps the call on this CPU, which depends on timing.
+@pytest.mark.xfail(strict=False, reason=(
+    "the thread no longer gets ahead but may leave nothing to catch: the evaluation can end ok, not "
+    "with a finding"))
 def test_a_thread_prefetching_from_the_shared_input_buffers_is_caught():
     assert_caught(run_check("matmul_relu", "cheat_prefetch_thread"))
 
@@ -97,11 +111,22 @@ def test_a_stride0_output_with_forged_density_is_caught():
     assert_caught(run_check("broadcast_mean", "cheat_forged_density"), "expanded_output", "harness_tamper")
 
 
-@xfail("whether a failed build is the machine's fault is decided by matching the sandbox's message "
-       "against a list: a candidate that says 'nvcc: not found' gets harness_error, not compile_error")
 def test_a_candidate_blaming_the_machine_for_its_failure_gets_a_compile_error():
     r = run_check("relu", "cheat_blame_machine")
     assert r.status is Status.COMPILE_ERROR, (r.status, r.diagnostics.message)
+
+
+def test_the_judge_itself_finds_a_machine_that_cannot_build():
+    # The other side of the test above: a machine fault is still one, found by the judge's own look.
+    import os
+
+    from htam_engine.evaluate.judge import missing_build_tools
+
+    code = "from torch.utils.cpp_extension import load_inline\n"
+    assert missing_build_tools(code, "cpp", "cpu", {"PATH": ""}) == ["c++", "ninja"]
+    assert missing_build_tools(code, "cpp", "cpu", dict(os.environ, CXX="no-such-compiler")) == ["no-such-compiler"]
+    assert missing_build_tools(code, "cuda", "cuda", {"PATH": os.environ["PATH"], "CUDA_HOME": "/nonexistent"})[-2:] \
+        == ["/nonexistent/bin/nvcc", "libcudart.so under /nonexistent"]
 
 
 # ---------------------------------------------------------------- precision and range
@@ -114,15 +139,18 @@ def test_lower_precision_on_the_timed_calls_only_is_caught():
     assert "lower precision" in message and ("warm-up call" in message or "timed trial" in message), message
 
 
-@xfail("where the float64 copy of the reference cannot run (a float32 plain attribute here), the "
-       "precision check is skipped without a word: float16 products pass")
-def test_lower_precision_where_the_float64_copy_fails_is_caught():
-    r = run_check("fixed_projection", "cheat_precision_no_yardstick")
+@pytest.mark.parametrize("problem,candidate", [("fixed_projection", "cheat_precision_no_yardstick"),
+                                               ("fixed_projection_dict", "cheat_precision_no_yardstick_dict")])
+def test_lower_precision_where_the_float64_copy_fails_is_caught(problem, candidate):
+    # Under the looser tolerance a person may set (1e-2) the float16 product passes the comparison
+    # (at the default 1e-4 it fails it): only the float64 yardstick sees it, which now exists
+    # because the float64 copy converts the tensors a model keeps as plain attributes too
+    # (reference.py, double_copy).
+    r = run_check(problem, candidate, tolerances=dict(DEFAULT_TOLERANCES, float32=1e-2))
     assert r.status is not Status.OK and ({"lower_precision", "no_yardstick"} & rules(r)), (r.status, r.integrity)
 
 
 # ---------------------------------------------------------------- resources
-@xfail("torch's thread setting is compared only after the call (in the sandbox): raised during "
-       "forward and restored before returning, the candidate gets every core against the baseline's one")
-def test_more_threads_during_forward_than_the_baseline_gets_is_caught():
-    assert_caught(run_check("matmul_relu", "cheat_more_threads"), "global_setting", "background_thread")
+@pytest.mark.parametrize("candidate", ["cheat_more_threads", "cheat_more_threads_joined"])
+def test_more_threads_during_forward_than_the_baseline_gets_is_caught(candidate):
+    assert_caught(run_check("matmul_relu", candidate, trials=MARGIN_TRIALS), "global_setting", "background_thread")

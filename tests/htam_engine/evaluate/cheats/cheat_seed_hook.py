@@ -1,12 +1,15 @@
-"""Cheat (work moved out of the timed window): torch.manual_seed, which the sandbox calls on
-every call after it has mapped the inputs and before it starts its clock, is replaced by a
-hook that runs the real kernel on the inputs (the input buffers are the same on every call).
+"""Cheat (work moved out of the timed window): the seeding functions the sandbox calls on every
+call after it has mapped the inputs and before it starts its clock (random.seed, and
+torch.manual_seed, which it called once) are replaced by a hook that runs the real kernel on the
+inputs (the input buffers are the same on every call).
 forward only hands back the result the hook computed. The launch happens inside the call, so
 it is counted; the judge's own clock sees the work, but the clock check's margin (10 ms plus
 half the reported trial on the CPU) covers it. While kernels are switched off the candidate
 returns garbage (it reads the switch's mode), so the work check is satisfied too.
 
 Class: timing protocol (work outside the timed window, clock-check margin)."""
+
+import random
 
 import torch
 import torch.nn as nn
@@ -45,6 +48,17 @@ def seed_and_work(seed):
 
 
 torch.__dict__["manual_seed"] = seed_and_work
+_random_seed = random.seed
+
+
+def random_seed_and_work(seed=None, *args):
+    x = STATE["x"]
+    if x is not None:
+        STATE["y"] = (x.clone(), relu(x))
+    return _random_seed(seed, *args)
+
+
+random.seed = random_seed_and_work
 
 
 class ModelNew(nn.Module):
