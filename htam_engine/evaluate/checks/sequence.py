@@ -40,6 +40,7 @@ from htam_engine.evaluate.checks.memory import same_values, tensor_leaves
 from htam_engine.evaluate.checks.observe import (Observations, candidate_output, check_mutation, check_native_threads,
                                                  check_precision, nonfinite, output_fingerprint, record_notes)
 from htam_engine.evaluate.config import EvalConfig
+from htam_engine.evaluate.oom import out_of_memory_text
 from htam_engine.evaluate.reference import ReferenceFailed, ReferenceModel
 from htam_engine.evaluate.shared import Layout
 from htam_engine.evaluate.stages import Stage
@@ -363,6 +364,8 @@ class CheckRun:
         try:
             self.check_set(label, values, reference, model_id)
         except CandidateFailed as e:
+            if out_of_memory_text(str(e)):
+                raise  # the device's memory, not the shapes: the judge runs it again alone (judge._check)
             self.obs.find("shape_specialized", f"fails on input shapes it was not shown {shapes} ({overrides}): {e}",
                           "incorrect")
             return
