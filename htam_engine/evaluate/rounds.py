@@ -37,6 +37,10 @@ ALONE_MIN_ROUNDS = 3
 # A baseline beside the candidate slower than alone by more than this (plus 3x its own relative
 # spread) was disturbed.
 DISTURBED_FRACTION = 0.15
+# A baseline's output is accepted this far (atol = rtol) from the judge's reference: on the H200,
+# torch.compile of 2/73 Conv2d_BatchNorm_Scaling and 2/85 Conv2d_GroupNorm missed 1e-4 on every
+# trial, so the table had no torch.compile figure for them; wrong code is far beyond it.
+BASELINE_TOLERANCE = 1e-2
 # Building, compiling and warming the reference sandbox's models may take this long.
 BASELINE_PREP_S = 1800.0
 
@@ -194,11 +198,14 @@ class TimedRounds:
 
     def _baseline_right(self, res: Any, model_id: str, values: list[Any], ref_out: Any, label: str) -> bool:
         """A baseline trial counts only if its output is the reference's: a baseline whose compiled
-        code was swapped for something faster and wrong (a poisoned cache) times nothing."""
+        code was swapped for something faster and wrong (a poisoned cache) times nothing. Within
+        BASELINE_TOLERANCE: torch.compile's own arithmetic (another variance formula for a batch
+        norm in training mode) is PyTorch's, not a candidate's, and KernelBench times it as it is."""
         scratch = Observations()
         out = candidate_output(res, ref_out, tensor_leaves(values), label, scratch)
         noise = self._checks.timing_noise if self._checks is not None else {}
-        m = None if out is None else compare_outputs(out, ref_out, self.cfg.tolerances, label, noise.get)
+        tolerances = {k: max(v, BASELINE_TOLERANCE) for k, v in self.cfg.tolerances.items()}
+        m = None if out is None else compare_outputs(out, ref_out, tolerances, label, noise.get)
         if out is not None and m is None:
             return True
         name = "torch.compile" if model_id == "compiled" else "eager"
