@@ -39,3 +39,13 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+def pytest_runtest_logreport(report):
+    """With HTAM_TEST_FAILURES_NOW=1 (the GPU runs: gpu_all.sh), a failure's traceback is written
+    as the test ends, not in the summary at the end: a run cut at its time limit has no summary."""
+    if report.failed and os.environ.get("HTAM_TEST_FAILURES_NOW"):
+        import sys
+
+        print(f"\n--- {report.nodeid} ({report.when}) failed:\n{report.longreprtext[-4000:]}\n---", file=sys.stderr,
+              flush=True)

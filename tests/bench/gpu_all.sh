@@ -21,7 +21,7 @@ python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', tr
 for part in $parts; do
   start=$(date +%s)
   case $part in
-    tests)   timeout ${TESTS_S:-300} python3 -m pytest -v -rfE --tb=short -m gpu -n 0 -p no:cacheprovider ${TESTS_ARGS:-tests} > "$OUT/gpu_tests.txt" 2>&1; grep -E "PASSED|FAILED|ERROR|XPASS|XFAIL|SKIPPED|passed|failed" "$OUT/gpu_tests.txt" | tail -60 ;;
+    tests)   HTAM_TEST_FAILURES_NOW=1 timeout ${TESTS_S:-300} python3 -m pytest -v -rfE --tb=short -m gpu -n 0 -p no:cacheprovider ${TESTS_ARGS:-tests} > "$OUT/gpu_tests.txt" 2>&1; grep -E "PASSED|FAILED|ERROR|XPASS|XFAIL|SKIPPED|passed|failed" "$OUT/gpu_tests.txt" | tail -60 ;;
     harness) timeout ${HARNESS_S:-300} python3 tests/bench/gpu_harness.py ${HARNESS_ARGS:-} > "$OUT/gpu_harness.txt" 2>&1; tail -25 "$OUT/gpu_harness.txt" ;;
     offline) timeout ${OFFLINE_S:-300} python3 tests/bench/gpu_offline.py ${OFFLINE_ARGS:-} > "$OUT/gpu_offline.txt" 2>&1; tail -25 "$OUT/gpu_offline.txt" ;;
     batch)   timeout ${BATCH_S:-420} python3 tests/bench/gpu_batch.py ${BATCH_ARGS:-} > "$OUT/gpu_batch.txt" 2>&1; tail -30 "$OUT/gpu_batch.txt" ;;
