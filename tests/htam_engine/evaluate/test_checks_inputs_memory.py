@@ -14,22 +14,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from htam_engine.evaluate.checks import compare
 from htam_engine.evaluate.checks.inputs import _scale, heavy_tailed, large_magnitude, signed_normal
 from htam_engine.evaluate.seeding import seeded
-
-
-class Made(TorchDispatchMode):
-    """The largest tensor (bytes) any operation made inside the block, views aside."""
-
-    def __init__(self):
-        super().__init__()
-        self.largest = 0
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        if not getattr(func, "is_view", False):
-            for t in out if isinstance(out, (tuple, list)) else [out]:
-                if isinstance(t, torch.Tensor):
-                    self.largest = max(self.largest, t.numel() * t.element_size())
-        return out
+from tests.support.largest_tensor import LargestMade
 
 
 class Live(TorchDispatchMode):
@@ -62,9 +47,9 @@ X_BYTES = 256 * 64 * 4
 def test_the_scale_makes_no_float64_copy_of_the_input(monkeypatch):
     monkeypatch.setattr(compare, "CHUNK_ELEMENTS", 1024)
     x = torch.rand(256, 64) * 3
-    with Made() as made:
+    with LargestMade() as made:
         got = _scale(x)
-    assert made.largest <= 1024 * 8, made.largest
+    assert made.nbytes <= 1024 * 8, made.nbytes
     assert abs(got - float(x.double().pow(2).mean().sqrt())) < 1e-12
 
 

@@ -8,11 +8,11 @@ import math
 
 import pytest
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from htam_engine.evaluate.checks import compare
 from htam_engine.evaluate.checks.memory import same_values
 from htam_engine.evaluate.checks.observe import nonfinite, output_fingerprint
+from tests.support.largest_tensor import LargestMade
 
 
 def whole_fingerprint(out) -> tuple[float, ...]:
@@ -36,22 +36,6 @@ def whole_same_values(a, b) -> bool:
     if a.dtype.is_floating_point or a.dtype.is_complex:
         return bool(torch.equal(a, b) or torch.allclose(a, b, rtol=0.0, atol=0.0, equal_nan=True))
     return bool(torch.equal(a, b))
-
-
-class Largest(TorchDispatchMode):
-    """The most elements of any tensor an operation made inside the block."""
-
-    def __init__(self):
-        super().__init__()
-        self.numel = 0
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        if not getattr(func, "is_view", False):  # a view makes no new memory
-            for t in out if isinstance(out, (tuple, list)) else [out]:
-                if isinstance(t, torch.Tensor):
-                    self.numel = max(self.numel, t.numel())
-        return out
 
 
 def _outputs():
@@ -118,6 +102,6 @@ def test_no_temporary_is_larger_than_one_run(monkeypatch):
     y[-1, -1] = float("nan")  # not equal: the NaN-aware comparison runs too
     for fn in (lambda: output_fingerprint(x), lambda: same_values(x, y), lambda: same_values(x, same),
                lambda: nonfinite(y)):
-        with Largest() as seen:
+        with LargestMade() as seen:
             fn()
         assert seen.numel <= 64, seen.numel
