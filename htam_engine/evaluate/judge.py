@@ -65,8 +65,8 @@ _KEPT_FAILURES = 256
 def missing_build_tools(code: str, backend: str, device: str, env: dict[str, str]) -> list[str]:
     """The build tools this candidate needs that the sandboxes' environment lacks, as the judge
     finds them (its own look at the machine, never the candidate's message): a C++ compiler and
-    ninja for an extension, nvcc and the CUDA runtime library for CUDA sources, a C compiler for
-    Triton on a GPU (its launcher is compiled)."""
+    ninja for an extension, nvcc, the CUDA runtime library and a CUDA build of torch for CUDA
+    sources, a C compiler for Triton on a GPU (its launcher is compiled)."""
     import shutil
 
     from htam_engine.evaluate.backend import _CPP, _CUDA
@@ -82,6 +82,8 @@ def missing_build_tools(code: str, backend: str, device: str, env: dict[str, str
     if cuda or backend == "cpp" or _CPP.search(code):
         need((env.get("CXX") or "c++").split()[0])
         need("ninja")
+    if cuda and torch.version.cuda is None:  # a CPU build of torch builds no CUDA extension, nvcc or not
+        missing.append(f"a CUDA build of torch (torch {torch.__version__} is CPU-only)")
     if cuda:
         home = env.get("CUDA_HOME") or env.get("CUDA_PATH")
         if home:
