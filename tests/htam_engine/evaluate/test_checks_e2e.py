@@ -41,7 +41,11 @@ def test_honest_candidate_is_ok_after_a_rejected_one_in_the_same_evaluator(evalu
     assert any(f.rule == "timer_tamper" and "time.monotonic" in f.message for f in cheat.integrity)
     honest = run(evaluator, problems, "relu", "honest_relu_triton")
     assert honest.status is Status.OK, (honest.diagnostics.message, honest.integrity)
-    assert honest.correct and honest.runtime_ms and honest.integrity == []
+    # Nothing of the cheat's is held against it. A judge_clock warning may come on a loaded host:
+    # under the suite's two workers this candidate's calls cost 5.2 ms beyond its timer against the
+    # reference's 2.1 ms, and the figure then is the judge's own (clock.judged_runtime).
+    assert honest.correct and honest.runtime_ms
+    assert [f for f in honest.integrity if f.rule != "judge_clock"] == [], honest.integrity
 
 
 def test_static_reject_never_reaches_the_worker(evaluator, problems):
