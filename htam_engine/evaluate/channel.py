@@ -54,8 +54,7 @@ class CallResult:
     outputs: dict[str, torch.Tensor]  # leaf path -> the judge's view of its shared output buffer
     threads_before: int | None
     threads_after: int | None
-    cpu_ms: float | None = None  # CPU time the sandbox's threads ran meanwhile, the kernel's figure
-    busy_threads: int | None = None  # how many of its threads ran a share of the call (BUSY_THREAD_*)
+    busy_threads: int | None = None  # how many of its threads ran a share of the call (BUSY_THREAD_*; CPU)
 
 
 class Channel:
@@ -75,6 +74,9 @@ class Channel:
         self._out_slots: dict[str, int] = {}  # output leaf path -> storage id
         self._retired: list[SharedStorage] = []  # outgrown, the sandbox never said it dropped them
         self.calls = 0
+        # The sandbox's threads are counted around each call on the CPU only, where the judge holds a
+        # candidate to the baseline's thread setting; on a GPU the driver's threads come and go.
+        self.counts_threads = not device.startswith("cuda")
 
     # ------------------------------------------------------------------ requests
     def request(self, msg: Any, stage: Stage, deadline_s: float | None = None) -> Any:
@@ -189,22 +191,22 @@ class Channel:
         msg = wire.Call(self.next_seq(), model_id, template, targets, seed, marker, kernels)
         if self.device.startswith("cuda"):
             torch.cuda.synchronize()  # every input is in place (no IPC events: see shared.py)
-        threads_before = self.sandbox.thread_count()
-        cpu0 = self.sandbox.thread_cpu_ns()
+        watch = self.counts_threads
+        threads_before = self.sandbox.thread_count() if watch else None
+        cpu0 = self.sandbox.thread_cpu_ns() if watch else None
         t0 = time.perf_counter_ns()
         reply = self.request(msg, stage)
         wall_ms = (time.perf_counter_ns() - t0) / 1e6
-        cpu1 = self.sandbox.thread_cpu_ns()
+        cpu1 = self.sandbox.thread_cpu_ns() if watch else None
         if not isinstance(reply, wire.Called):
             self.sandbox.kill()
             raise SandboxProtocol(stage, f"a {type(reply).__name__} in answer to a call")
-        cpu_ms = busy = None
+        busy = None
         if cpu0 is not None and cpu1 is not None:
             ran = [(ns - cpu0.get(tid, 0)) / 1e6 for tid, ns in cpu1.items()]
-            cpu_ms = sum(ran)
             busy = sum(1 for ms in ran if ms >= max(BUSY_THREAD_MS, BUSY_THREAD_FRACTION * wall_ms))
-        return CallResult(reply, wall_ms, in_views, out_views, threads_before, self.sandbox.thread_count(), cpu_ms,
-                          busy)
+        threads_after = self.sandbox.thread_count() if watch else None
+        return CallResult(reply, wall_ms, in_views, out_views, threads_before, threads_after, busy)
 
     # ------------------------------------------------------------------ the end
     def release_buffers(self) -> None:

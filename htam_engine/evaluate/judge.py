@@ -40,7 +40,7 @@ from htam_engine.evaluate.limits import file_limit_note
 from htam_engine.evaluate.reference import BaselineSandbox, ReferenceFailed, ReferenceModel
 from htam_engine.evaluate.oom import is_out_of_memory, out_of_memory_text
 from htam_engine.evaluate.result import CompilerMessage, EvalResult, Finding, Mismatch, Status
-from htam_engine.evaluate.rounds import BASELINE_PREP_S, HarnessFault, TimedRounds
+from htam_engine.evaluate.rounds import BASELINE_PREP_S, HarnessFault, Samples, TimedRounds
 from htam_engine.evaluate.sandbox_client import (Budget, HarnessStartError, SandboxDied, SandboxError, SandboxMemory,
                                                  SandboxLimits, SandboxProcess, SandboxProtocol, SandboxTimeout,
                                                  ZygoteProcess, fork_sandbox)
@@ -465,7 +465,7 @@ class Evaluation(TimedRounds):
             with judge.lock.checking():
                 judge.stage(Stage.CHECK)
                 checks.check_kernels_did_the_work()
-            alone: dict[str, list[tuple[float, float]]] = {}
+            alone: Samples = {}
             if not self.obs.rejected and baseline is not None:
                 self.channel.sandbox.kill()  # nothing of the candidate's is left to disturb them
                 self.channel.close_after_death()  # nor its shared storages, during the rounds alone

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 from htam_engine.evaluate import wire
 from htam_engine.evaluate.channel import Channel, fresh_seed
@@ -49,7 +49,25 @@ BASELINE_PREP_S = 1800.0
 # The picked trial's yardstick is computed after its reply, so a call cannot tell it was picked.
 PRECISION_TRIALS = 3
 
-Samples = dict[str, list[tuple[float, float]]]  # model -> (judge wall ms, reported ms) per trial
+class Trial(NamedTuple):
+    """One timed call as the judge keeps it."""
+
+    wall_ms: float  # the judge's clock, send to reply
+    ms: float  # the sandbox's report
+    tail_ms: float  # device work after the end event (timing.run_trial; 0 on the CPU)
+    busy_threads: int | None  # the sandbox's threads that ran a share of it (channel.py; CPU only)
+
+    @classmethod
+    def of(cls, res: Any) -> "Trial":
+        return cls(res.wall_ms, res.reply.ms, res.reply.tail_ms, res.busy_threads)
+
+
+Samples = dict[str, list[Trial]]  # model -> its timed trials
+
+
+def clocked(trials: list[Trial]) -> list[tuple[float, float]]:
+    """(judge wall ms, reported ms) per trial, as clock.py's rules take them."""
+    return [(t.wall_ms, t.ms) for t in trials]
 
 
 class HarnessFault(Exception):
@@ -115,7 +133,7 @@ class TimedRounds:
         wanted = ["eager"] + (["compiled"] if self.cfg.time_compile_baseline else [])
         return [m for m in wanted if m in bs.models]
 
-    def _time(self, checks: CheckRun, bs: BaselineSandbox | None) -> tuple[dict[str, list[tuple[float, float]]], int]:
+    def _time(self, checks: CheckRun, bs: BaselineSandbox | None) -> tuple[Samples, int]:
         """Rounds of candidate, eager and compiled calls on fresh inputs; every candidate trial's
         output verified against the judge's reference for that trial's inputs, and the precision of
         PRECISION_TRIALS of them against the float64 yardstick as on the checked calls. Returns the (judge wall ms,
@@ -132,21 +150,19 @@ class TimedRounds:
         judge.stage(Stage.TIME)
         t0 = time.perf_counter()
         models = self._baseline_models(bs) if bs is not None else []
-        samples: dict[str, list[tuple[float, float]]] = {"main": [], **{m: [] for m in models}}
-        self.tails: dict[str, list[float]] = {"main": [], **{m: [] for m in models}}  # timing.run_trial's tails
-        # model -> (wall ms, how many of the sandbox's threads ran a share of the call) per trial
-        self.cpu_samples: dict[str, list[tuple[float, int | None]]] = {}
+        samples: Samples = {"main": [], **{m: [] for m in models}}
         batch: list[float] = []
         last_sent = time.monotonic()
         rounds = max(0, int(cfg.warmup)) + max(1, int(cfg.trials))
         timed_rounds = range(max(0, int(cfg.warmup)), rounds)
         picked = set(secrets.SystemRandom().sample(timed_rounds, min(PRECISION_TRIALS, len(timed_rounds))))
         out_bytes = 0
+        # the candidate's CPU time over the timed trials, on the CPU (clock.ended_threads_check)
         self.cpu_snapshots: list[tuple[float | None, dict[str, int] | None]] = []
-        sandbox = self.channel.sandbox
+        sandbox, watch = self.channel.sandbox, self.channel.counts_threads
         for i in range(rounds):
             timed = i >= cfg.warmup
-            if i == cfg.warmup:  # the candidate's CPU time over the timed trials (clock.ended_threads_check)
+            if watch and i == cfg.warmup:
                 self.cpu_snapshots.append((sandbox.process_cpu_ms(), sandbox.thread_cpu_ns()))
             label = f"timed trial {i - cfg.warmup + 1}" if timed else f"warm-up call {i + 1}"
             draw_seed, seed = fresh_seed(), fresh_seed()
@@ -164,10 +180,8 @@ class TimedRounds:
             self._verify_timed(checks, res, values, ref_out, exact, label)
             del exact  # before the baselines' inputs are staged and the next round's yardstick computed
             if timed:
-                samples["main"].append((res.wall_ms, res.reply.ms))
-                self.tails["main"].append(res.reply.tail_ms)
+                samples["main"].append(Trial.of(res))
                 batch.append(res.reply.ms)
-                self.cpu_samples.setdefault("main", []).append((res.wall_ms, res.busy_threads))
             with self.channel.sandbox.paused():  # the candidate cannot run beside its baselines
                 for model_id in models:
                     assert self.baseline_channel is not None
@@ -178,16 +192,15 @@ class TimedRounds:
                         judge.baseline = None
                         raise HarnessFault(f"the reference sandbox failed while timing the baselines: {e}") from None
                     if b.reply.ok and timed and self._baseline_right(b, model_id, values, ref_out, label):
-                        samples[model_id].append((b.wall_ms, b.reply.ms))
-                        self.tails[model_id].append(b.reply.tail_ms)
-                        self.cpu_samples.setdefault(model_id, []).append((b.wall_ms, b.busy_threads))
+                        samples[model_id].append(Trial.of(b))
             if batch and time.monotonic() - last_sent > 0.25:
                 judge.send({"t": "trials", "ms": list(batch)})
                 batch.clear()
                 last_sent = time.monotonic()
         if batch:
             judge.send({"t": "trials", "ms": list(batch)})
-        self.cpu_snapshots.append((sandbox.process_cpu_ms(), sandbox.thread_cpu_ns()))
+        if watch:
+            self.cpu_snapshots.append((sandbox.process_cpu_ms(), sandbox.thread_cpu_ns()))
         r.stages.time_s = time.perf_counter() - t0
         return samples, out_bytes
 
@@ -214,15 +227,13 @@ class TimedRounds:
                                         "that trial is not counted", "warn")
         return False
 
-    def _reference_mutates(self) -> bool:
-        return self._checks is not None and self._checks.reference_mutates
-
-    def _time_baselines_alone(self, bs: BaselineSandbox) -> dict[str, list[tuple[float, float]]]:
+    def _time_baselines_alone(self, bs: BaselineSandbox) -> Samples:
         """A few more baseline rounds once the candidate's sandbox is gone: what the baselines cost
         when nothing of the candidate's (a process, queued device work) can run beside them."""
         assert self.baseline_channel is not None
         self.judge.stage(Stage.BASELINE)
-        samples: dict[str, list[tuple[float, float]]] = {m: [] for m in self._baseline_models(bs)}
+        samples: Samples = {m: [] for m in self._baseline_models(bs)}
+        mutates = self._checks is not None and self._checks.reference_mutates
         for i in range(max(ALONE_MIN_ROUNDS, int(self.cfg.trials) // 4)):
             label = f"baseline round {i + 1} alone"
             draw_seed, seed = fresh_seed(), fresh_seed()
@@ -230,15 +241,14 @@ class TimedRounds:
             staged = {m: self.baseline_channel.stage_inputs(values) for m in list(samples)[:1]}
             ref_out = self.reference.outputs(values, seed, label)
             for model_id in samples:
-                again = staged.pop(model_id, None) or self.baseline_channel.stage_inputs(
-                    draw(self.loaded.main.get_inputs, draw_seed) if self._reference_mutates() else values)
+                again = staged.pop(model_id, None) or self._staged(self.baseline_channel, values, draw_seed, mutates)
                 try:
                     b = self.baseline_channel.call(again, model_id, ref_out, seed, Stage.BASELINE)
                 except SandboxError as e:
                     self.judge.baseline = None
                     raise HarnessFault(f"the reference sandbox failed while timing the baselines: {e}") from None
                 if b.reply.ok and self._baseline_right(b, model_id, values, ref_out, label):
-                    samples[model_id].append((b.wall_ms, b.reply.ms))
+                    samples[model_id].append(Trial.of(b))
         return samples
 
     def _verify_timed(self, checks: CheckRun, res: Any, values: list[Any], ref_out: Any, exact: Any,
@@ -264,25 +274,24 @@ class TimedRounds:
         if self.obs.rejected or any(f.rule == "lower_precision" for f in self.obs.findings):
             raise Stop()  # the verdict is settled: no more trials to time
 
-    def _record_times(self, samples: dict[str, list[tuple[float, float]]],
-                      alone: dict[str, list[tuple[float, float]]], out_bytes: int) -> None:
+    def _record_times(self, samples: Samples, alone: Samples, out_bytes: int) -> None:
         r, bs = self.result, self.judge.baseline
         cand = samples["main"]
-        r.timings = [round(ms, 6) for _, ms in cand]
-        r.runtime_spread = spread([ms for _, ms in cand])
+        baselines = samples.get("eager", []) + samples.get("compiled", [])
+        r.timings = [round(t.ms, 6) for t in cand]
+        r.runtime_spread = spread([t.ms for t in cand])
         r.runtime_ms = r.runtime_spread.median_ms if r.runtime_spread else None
-        eager, compiled = samples.get("eager", []), samples.get("compiled", [])
         # The speedup is the judge's: a reported time below what its own clock saw (less the
         # reference's overhead) is replaced by the clock's figure (clock.py, judged_runtime).
-        judged = judged_runtime(cand, eager + compiled)
+        judged = judged_runtime(clocked(cand), clocked(baselines))
         if r.runtime_ms is not None and judged is not None and judged > r.runtime_ms:
             if judged > 1.05 * r.runtime_ms:  # named where it moves the figure, not for its noise
                 self.obs.find("judge_clock", f"the judge's clock puts the median trial at {judged:.4g} ms beyond "
                                              f"the reference's overhead, the sandbox reported {r.runtime_ms:.4g} "
                                              "ms: the judge's figure is used", "warn")
             r.runtime_ms = judged
-        r.ref_spread = self._undisturbed("eager", eager, alone.get("eager", []))
-        r.compile_ref_spread = self._undisturbed("torch.compile", compiled, alone.get("compiled", []))
+        r.ref_spread = self._undisturbed("eager", samples.get("eager", []), alone.get("eager", []))
+        r.compile_ref_spread = self._undisturbed("torch.compile", samples.get("compiled", []), alone.get("compiled", []))
         r.ref_runtime_ms = r.ref_spread.median_ms if r.ref_spread else None
         r.compile_ref_runtime_ms = r.compile_ref_spread.median_ms if r.compile_ref_spread else None
         if r.runtime_ms and r.runtime_ms > 0:
@@ -291,31 +300,29 @@ class TimedRounds:
             if r.compile_ref_runtime_ms:
                 r.speedup_compile = r.compile_ref_runtime_ms / r.runtime_ms
         floor_ms = out_bytes / self.judge.bandwidth() * 1e3
-        figures, message = clock_check(self.device, cand, eager + compiled, floor_ms)
+        figures, message = clock_check(self.device, clocked(cand), clocked(baselines), floor_ms)
         r.clock = figures
         if message:
             self.obs.find("clock", message)
-        tails = getattr(self, "tails", {})
-        unjoined = tail_check(tails.get("main", []), [t for m in ("eager", "compiled") for t in tails.get(m, [])])
+        unjoined = tail_check([t.tail_ms for t in cand], [t.tail_ms for t in baselines])
         if unjoined:
             self.obs.find("side_stream", unjoined)
-        cpu = getattr(self, "cpu_samples", {})
-        threads = thread_check([n for _, n in cpu.get("main", [])],
-                               [n for m in ("eager", "compiled") for _, n in cpu.get(m, [])],
-                               self.cfg.cpu_threads if not self.device.startswith("cuda") else None)
-        if threads:
-            self.obs.find("global_setting", threads)
-        snaps = getattr(self, "cpu_snapshots", [])
-        ended = ended_threads_check(snaps[0], snaps[-1]) if len(snaps) == 2 and cpu else None
-        if ended and not self.device.startswith("cuda") and self.cfg.cpu_threads:
-            self.obs.find("background_thread", ended)
+        if not self.device.startswith("cuda") and self.cfg.cpu_threads:  # a thread limit to hold it to
+            threads = thread_check([t.busy_threads for t in cand], [t.busy_threads for t in baselines],
+                                   self.cfg.cpu_threads)
+            if threads:
+                self.obs.find("global_setting", threads)
+            snaps = self.cpu_snapshots
+            ended = ended_threads_check(snaps[0], snaps[-1]) if len(snaps) == 2 and cand else None
+            if ended:
+                self.obs.find("background_thread", ended)
         if bs is not None and bs.compile_note and self.cfg.time_compile_baseline:
             self.obs.find("compile_baseline", f"no torch.compile baseline: {bs.compile_note}", "warn")
 
-    def _undisturbed(self, name: str, beside: list[tuple[float, float]], alone: list[tuple[float, float]]) -> Any:
+    def _undisturbed(self, name: str, beside: list[Trial], alone: list[Trial]) -> Any:
         """The spread of a baseline as timed beside the candidate, unless its rounds timed alone
         afterwards show it was disturbed there: then the alone figures (and a finding naming both)."""
-        interleaved, clean = spread([ms for _, ms in beside]), spread([ms for _, ms in alone])
+        interleaved, clean = spread([t.ms for t in beside]), spread([t.ms for t in alone])
         if interleaved is None or clean is None:
             return interleaved or clean
         noise = (clean.q3_ms - clean.q1_ms) / clean.median_ms if clean.median_ms > 0 else 0.0
