@@ -41,6 +41,16 @@ def slot_devices(size: int, device: str) -> list[str]:
     return [f"cuda:{i % n}" for i in range(size)]
 
 
+def judge_key(problem: Any, device: str, config: EvalConfig | None) -> str | None:
+    """The key a judge keeps a loaded problem and its reference sandbox under (problems.loader's)."""
+    from htam_engine.problems.loader import problem_key
+
+    if not hasattr(problem, "source"):
+        return None
+    unseen = config.unseen_shape if config is not None else None
+    return problem_key(problem, device, dict(unseen) if unseen is not None else None)
+
+
 class WorkerPool:
     """`await pool.evaluate(problem, code, config)`; `await pool.close()` (or `async with`).
 
@@ -66,9 +76,9 @@ class WorkerPool:
             self._freed = asyncio.Condition()
         return self._freed
 
-    async def _take(self, problem: Any) -> Evaluator:
+    async def _take(self, problem: Any, config: EvalConfig | None) -> Evaluator:
         """An idle slot: the one that evaluated `problem` last if idle, else the longest idle."""
-        key = problem_key(problem)
+        key = judge_key(problem, self.device, config)
         freed = self._condition()
         async with freed:
             await freed.wait_for(lambda: bool(self._free))
@@ -89,7 +99,7 @@ class WorkerPool:
         if self._closed:
             raise RuntimeError("worker pool is closed")
         loop = asyncio.get_running_loop()
-        slot = await self._take(problem)
+        slot = await self._take(problem, config)
         relay: Callable[[str, list[float]], None] | None = None
         if on_progress is not None:
             cb = on_progress
@@ -132,11 +142,3 @@ class WorkerPool:
     async def __aexit__(self, *exc: Any) -> None:
         await self.close()
 
-
-def problem_key(problem: Any) -> Any:
-    """What makes two evaluations the same problem to a judge: its id and size overrides."""
-    pid = getattr(problem, "id", None)
-    if pid is None:
-        return None
-    overrides = getattr(problem, "overrides", None) or {}
-    return (pid, tuple(sorted((str(k), repr(v)) for k, v in dict(overrides).items())))
