@@ -86,9 +86,13 @@ def tensor_leaves(values: Any) -> list[torch.Tensor]:
     return []
 
 
-def clone_inputs(inputs: list[Any]) -> list[Any]:
-    """Deep copy of an input list: tensors cloned (same dtype, device, layout); others kept."""
-    return [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+def clone_inputs(values: Any) -> Any:
+    """`values` with every tensor (nested in lists and tuples too) cloned; others kept."""
+    if isinstance(values, torch.Tensor):
+        return values.clone()
+    if isinstance(values, (list, tuple)):
+        return type(values)(clone_inputs(v) for v in values)
+    return values
 
 
 def same_values(a: torch.Tensor, b: torch.Tensor) -> bool:

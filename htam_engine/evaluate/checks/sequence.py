@@ -36,7 +36,7 @@ from htam_engine.evaluate.channel import Channel, fresh_seed
 from htam_engine.evaluate.checks.compare import compare_outputs, flatten, noise_norm, runs, tensors
 from htam_engine.evaluate.checks.inputs import (LARGE_SCALES, draw, has_floats, has_integers, heavy_tailed,
                                                 large_magnitude, signed_normal, wide_integers)
-from htam_engine.evaluate.checks.memory import same_values, tensor_leaves
+from htam_engine.evaluate.checks.memory import clone_inputs, same_values, tensor_leaves
 from htam_engine.evaluate.checks.observe import (Observations, candidate_output, check_mutation, check_native_threads,
                                                  check_precision, nonfinite, output_fingerprint, record_notes)
 from htam_engine.evaluate.config import EvalConfig
@@ -90,15 +90,6 @@ def _all_equal_to(t: torch.Tensor, first: torch.Tensor) -> bool:
     return all(bool((run == first).all()) for _, (run,) in runs(t))
 
 
-def clone_leaves(values: Any) -> Any:
-    """`values` with every tensor (nested in lists and tuples too) cloned."""
-    if isinstance(values, torch.Tensor):
-        return values.clone()
-    if isinstance(values, (list, tuple)):
-        return type(values)(clone_leaves(v) for v in values)
-    return values
-
-
 def reference_first(reference: ReferenceModel, values: list[Any], seed: int, label: str,
                     yardstick: bool) -> tuple[Any, Any, list[Any], list[Layout], set[int]]:
     """The judge's own work on an input set before any of it reaches a sandbox: the float64
@@ -110,7 +101,7 @@ def reference_first(reference: ReferenceModel, values: list[Any], seed: int, lab
     `values` and its float64 transient (freed inside reference.exact), then `values` and `pristine`."""
     exact = reference.exact(values, seed) if yardstick else None
     layouts = [Layout.of(t) for t in tensor_leaves(values)]
-    pristine = clone_leaves(values)
+    pristine = clone_inputs(values)
     ref_out = reference.outputs(values, seed, label)
     changed = {i for i, (now, before) in enumerate(zip(tensor_leaves(values), tensor_leaves(pristine)))
                if not same_values(now, before)}
