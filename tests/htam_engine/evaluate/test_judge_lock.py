@@ -110,6 +110,22 @@ def test_lock_order_of_stages(judge, small_problem, monkeypatch, slots, expected
     assert _stages(judge, small_problem, monkeypatch, slots) == expected
 
 
+def test_baseline_warm_ups_hold_the_lock_shared_on_a_gpu(judge, small_problem, monkeypatch):
+    """The reference sandbox is built and torch.compile compiles unlocked, but the warm-up calls
+    run on the device: they hold the check lock, so no other judge is timing meanwhile."""
+    from htam_engine.evaluate import judge as judge_mod
+
+    real, held = judge_mod.Evaluation._warm_baseline, []
+
+    def recording(self, bs, model_id):
+        held.append((model_id, _held(self.judge.lock.name)))
+        return real(self, bs, model_id)
+
+    monkeypatch.setattr(judge_mod.Evaluation, "_warm_baseline", recording)
+    _stages(judge, small_problem, monkeypatch, 2)
+    assert held == [("eager", True)]
+
+
 def test_check_out_of_memory_beside_other_checkers_is_checked_again_alone(judge, small_problem, monkeypatch,
                                                                           tmp_path):
     stages = _stages(judge, small_problem, monkeypatch, 2, oom_once(str(tmp_path / "flag")))
