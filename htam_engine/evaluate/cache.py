@@ -12,7 +12,6 @@ import hashlib
 import json
 import os
 import threading
-import time
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -162,22 +161,6 @@ def try_file_lock(name: str) -> list[int] | None:
 
 def release_file_lock(held: list[int]) -> None:
     _let_go(held)
-
-
-@contextlib.contextmanager
-def any_file_lock(names: list[str], poll_s: float = 0.05) -> Iterator[str]:
-    """The first of several exclusive locks to be free (a counting semaphore across processes)."""
-    while True:
-        for name in names:
-            held = _take(name, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            if held is None:
-                continue
-            try:
-                yield name
-            finally:
-                _let_go(held)
-            return
-        time.sleep(poll_s)
 
 
 def read_json(path: Path) -> dict[str, Any]:
