@@ -9,7 +9,11 @@ after the end event or into a thread), and is rejected naming both figures.
 
 Margin = MARGIN_SPREADS x the interquartile range of the reference's overheads (its own noise)
 + a fraction of the candidate's median trial + an absolute floor, per device. On a GPU box the
-channel's jitter is tens of microseconds and a few % of the trial covers the rest. On a shared,
+channel's jitter is tens of microseconds, but two sandboxes' median overheads in honest
+evaluations on the H200 differed by up to 0.3-0.5 ms either way (each process's host code runs
+cold after the pause between calls, by a different amount), more than 3 IQR of a few trials
+covers: the floor is 0.5 ms. Work hidden within it still costs the candidate through the
+judge's figure below. On a shared,
 busy CPU host the scheduler makes a process that just burned CPU wait longer to run again, so a
 slow CPU candidate's replies come back later than the reference's for no fault of its own:
 there the fraction is half the trial and the floor 10 ms (CPU timings are advisory anyway).
@@ -39,13 +43,18 @@ from htam_engine.evaluate.result import ClockCheck, Spread
 
 MARGIN_SPREADS = 3.0
 MARGIN_FRACTION = {"cpu": 0.5, "cuda": 0.05}
-MARGIN_FLOOR_MS = {"cpu": 10.0, "cuda": 0.02}
+MARGIN_FLOOR_MS = {"cpu": 10.0, "cuda": 0.5}
 # Reported times may beat the measured copy bandwidth by this factor (caches, a better copy).
 PHYSICS_SLACK = 0.25
 # A candidate's median tail (device work after its end event: timing.run_trial) may exceed the
 # baselines' by MARGIN_SPREADS x their IQR + this. Sandbox-side and per call, it sees hidden
 # work of microseconds that the judge's wall clock, with the channel's jitter, cannot.
 TAIL_FLOOR_MS = 0.01
+# ... plus this share of the candidate's own median trial: the synchronize after a long trial is
+# slower (on the H200, 0.13 ms after a 10 ms trial whose side stream was joined, against 0.018 ms
+# after the baselines' 0.09 ms ones). Work hidden past the end event gains a cheat at most this
+# share of its reported time, and the fast cheats report almost none.
+TAIL_FRACTION = 0.02
 
 
 def spread(samples: Sequence[float]) -> Spread | None:
@@ -84,13 +93,14 @@ def clock_check(device: str, candidate: Sequence[tuple[float, float]], reference
     return figures, None
 
 
-def tail_check(candidate: Sequence[float], reference: Sequence[float]) -> str | None:
+def tail_check(candidate: Sequence[float], reference: Sequence[float], trial_ms: float = 0.0) -> str | None:
     """The finding's message when the candidate's GPU work outlived its end event by more than the
-    baselines' (the same protocol's own synchronize latency), else None."""
+    baselines' (the same protocol's own synchronize latency), else None. trial_ms: the candidate's
+    median reported trial."""
     cand, ref = spread(candidate), spread(reference)
     if cand is None or ref is None:
         return None
-    bound = ref.median_ms + MARGIN_SPREADS * (ref.q3_ms - ref.q1_ms) + TAIL_FLOOR_MS
+    bound = ref.median_ms + MARGIN_SPREADS * (ref.q3_ms - ref.q1_ms) + TAIL_FLOOR_MS + TAIL_FRACTION * trial_ms
     if cand.median_ms <= bound:
         return None
     return (f"forward returned while GPU work it queued ran on for a median {cand.median_ms:.4g} ms past the end "

@@ -304,7 +304,8 @@ class TimedRounds:
         r.clock = figures
         if message:
             self.obs.find("clock", message)
-        unjoined = tail_check([t.tail_ms for t in cand], [t.tail_ms for t in baselines])
+        unjoined = tail_check([t.tail_ms for t in cand], [t.tail_ms for t in baselines],
+                              r.runtime_spread.median_ms if r.runtime_spread else 0.0)
         if unjoined:
             self.obs.find("side_stream", unjoined)
         if not self.device.startswith("cuda") and self.cfg.cpu_threads:  # a thread limit to hold it to

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from htam_engine.evaluate.clock import TAIL_FLOOR_MS, tail_check
+from htam_engine.evaluate.clock import TAIL_FLOOR_MS, TAIL_FRACTION, tail_check
 
 
 def test_gpu_work_left_running_past_the_end_event_is_named():
@@ -32,3 +32,26 @@ def test_the_bound_grows_with_the_baselines_own_noise():
 def test_no_figures_no_finding():
     assert tail_check([], [0.006]) is None and tail_check([0.5], []) is None
     assert tail_check([0.0] * 5, [0.0] * 5) is None  # the CPU: no tails
+
+
+def test_a_long_trial_may_have_a_longer_synchronize_but_a_short_one_may_not():
+    # the H200's figures: 0.13 ms after a 10 ms trial with a joined side stream, 0.018 ms after 0.09 ms
+    baselines = [0.018, 0.017, 0.019, 0.018, 0.018, 0.02]
+    after_long = [0.13, 0.12, 0.14, 0.13, 0.13, 0.125]
+    assert tail_check(after_long, baselines, trial_ms=10.25) is None
+    assert tail_check(after_long, baselines, trial_ms=0.05) is not None
+    assert TAIL_FRACTION * 0.05 < 0.01  # the side-stream cheats report next to nothing
+
+
+def test_two_sandboxes_honest_overheads_on_a_gpu_differ_without_a_finding():
+    from htam_engine.evaluate.clock import clock_check
+
+    # the H200's figures from an honest Triton kernel timed twice: (judge wall ms, reported ms)
+    candidate = [(0.1616 + 2.05, 0.1616), (0.2060 + 2.13, 0.2060)]
+    reference = [(0.1052 + 1.85, 0.1052), (0.1150 + 1.88, 0.1150)]
+    figures, message = clock_check("cuda", candidate, reference, floor_ms=1e-5)
+    assert message is None, message
+    assert 0.2 < figures.candidate_overhead_ms - figures.reference_overhead_ms < figures.margin_ms
+    # a millisecond and a half of work the reported time left out is still named
+    forged = [(w + 1.5, r) for w, r in candidate]
+    assert "beyond the reported time" in clock_check("cuda", forged, reference, floor_ms=1e-5)[1]
