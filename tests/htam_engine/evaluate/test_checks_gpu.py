@@ -38,9 +38,14 @@ def test_work_the_events_did_not_cover_is_rejected_by_the_judges_clock(candidate
 
 def test_device_work_the_candidate_keeps_up_between_its_calls_does_not_slow_its_baselines():
     # Its tree is stopped while the baselines are timed, and they are timed again once it is gone.
+    # Or it is caught outright, and no baseline of its evaluation is reported to be slowed.
     honest = run_check("relu", "honest_relu_triton", BIG, device="cuda", trials=20)
     busy = run_check("relu", "cheat_gpu_background", BIG, device="cuda", trials=20)
     assert honest.status is Status.OK, honest.diagnostics.message
+    if busy.status is Status.REJECTED:
+        assert rules(busy) & {"side_stream", "background_thread", "clock", "harness_tamper"}, busy.integrity
+        return
+    assert busy.status is Status.OK, (busy.status, busy.diagnostics.message, busy.integrity)
     assert busy.ref_runtime_ms < 1.3 * honest.ref_runtime_ms, (honest.ref_spread, busy.ref_spread, busy.integrity)
 
 
