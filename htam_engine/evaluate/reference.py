@@ -131,6 +131,8 @@ class ReferenceModel:
             if is_out_of_memory(e):
                 raise
             raise ReferenceFailed(f"the reference Model raised on {label}: {_one_line(e)}") from e
+        finally:
+            return_cached_blocks(inputs)  # its intermediates' blocks, of sizes the next allocations may not fit
 
     def exact(self, inputs: list[Any], seed: int) -> Any | None:
         """The float64 copy's output (None where the model cannot run in double). Its float64
