@@ -29,10 +29,12 @@ for part in $parts; do
                > "$OUT/kb_table.txt" 2>&1; tail -230 "$OUT/kb_table.txt"; cp "$OUT"/kb_table.md "$OUT"/kb_table.json "$FINAL"/ 2>/dev/null ;;
     ablation) timeout ${ABLATION_S:-570} python3 tests/bench/gpu_ablation.py ${ABLATION_ARGS:---deadline 480} > "$OUT/gpu_ablation.txt" 2>&1; tail -60 "$OUT/gpu_ablation.txt" ;;
     memory)  timeout ${MEMORY_S:-300} python3 tests/bench/gpu_memory.py ${MEMORY_ARGS:---top 3} > "$OUT/gpu_memory.txt" 2>&1; tail -12 "$OUT/gpu_memory.txt" ;;
-    verify)  timeout ${VERIFY_S:-400} python3 tests/bench/gpu_verify.py --parts alone --batch "$OUT/kb_table" --work "$OUT/verify" \
+    verify)  timeout ${VERIFY_S:-400} python3 tests/bench/gpu_verify.py --parts alone --batch "${VERIFY_BATCH:-$OUT/kb_table}" --work "$OUT/verify" \
                ${VERIFY_ARGS:---deadline 330} > "$OUT/gpu_verify.txt" 2>&1; tail -40 "$OUT/gpu_verify.txt" ;;
     throughput) timeout ${THROUGHPUT_S:-400} python3 tests/bench/gpu_batch.py --parts throughput \
                ${THROUGHPUT_ARGS:---workers 16 --parallel 16 --sequential 3} > "$OUT/gpu_throughput.txt" 2>&1; tail -20 "$OUT/gpu_throughput.txt" ;;
+    probe)   timeout ${PROBE_S:-200} python3 tests/bench/gpu_probe_timing.py ${PROBE_ARGS:?PROBE_ARGS: SOLUTION PROBLEM} \
+               > "$OUT/gpu_probe_timing.txt" 2>&1; tail -40 "$OUT/gpu_probe_timing.txt" ;;
     *) echo "unknown part $part" ;;
   esac
   echo "== $part took $(( $(date +%s) - start )) s"
