@@ -3,14 +3,14 @@
 Run on a CUDA machine (the lead runs it on the H200):
 
     python3 tests/bench/gpu_batch.py [--parts batch,throughput,compile] [--steps 2] [--jobs 16]
-                                     [--parallel 32] [--sequential 6] [--workers 16]
+                                     [--parallel 32] [--sequential 6] [--workers 16] [--backend triton]
 
 Parts (each robust to single failures; results are written after every part):
 
 batch       `htam batch builtin --device cuda --backend cuda` with the offline proposer at GPU
             sizes (problems in flight: --jobs); its metrics (correctness, fast_p, geomean vs
             eager and torch.compile).
-throughput  distinct CUDA load_inline candidates (the offline proposer's candidates for every
+throughput  distinct CUDA load_inline (or --backend triton) candidates (the offline proposer's candidates for every
             built-in problem x move) evaluated (compile, check, time) with the parallel
             pool (--workers slots) and, in the same run, a subset of the same candidates one at
             a time through a single worker; candidates per minute for each, and the per-stage
@@ -352,6 +352,9 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=2, help="compiles per variant in the compile part")
     ap.add_argument("--batch-deadline", type=float, default=3600.0,
                     help="seconds after which the batch part stops and reports what finished")
+    ap.add_argument("--backend", default=None, choices=["cuda", "triton", "cpp"],
+                    help="the candidates' backend (default cuda on a GPU, cpp on the CPU; triton's ~2 s compiles "
+                         "let the throughput part finish in a few minutes)")
     ap.add_argument("--device", default=None, choices=["cuda", "cpu"],
                     help="cuda (default where a GPU is visible); cpu runs the throughput part with cpp candidates")
     args = ap.parse_args()
@@ -364,7 +367,7 @@ def main() -> None:
     if device == "cuda" and not torch.cuda.is_available():
         print("needs a CUDA GPU")
         sys.exit(0)
-    TARGET.update(device=device, backend="cuda" if device == "cuda" else "cpp")
+    TARGET.update(device=device, backend=args.backend or ("cuda" if device == "cuda" else "cpp"))
     load_previous()
     REPORT["device"] = {"name": torch.cuda.get_device_name(0) if device == "cuda" else "cpu", "torch": torch.__version__,
                         "cuda": torch.version.cuda, "cores": os.cpu_count(),
