@@ -62,6 +62,10 @@ class Stop(Exception):
     """A reject-level finding was recorded: the verdict is settled."""
 
 
+# Labels of the input sets drawn as KernelBench draws them (get_inputs at the problem's sizes).
+KERNELBENCH_SET = "get_inputs"
+
+
 def noise_of(ref_out: Any, exact: Any) -> Callable[[str], float | None]:
     """noise(path) = ||ref - exact|| for that leaf (the reference's own rounding noise)."""
     if exact is None:
@@ -172,7 +176,10 @@ class CheckRun:
         self.verify_call(result, values, ref_out, label, ref_changed)
         out = self.last_out
         if out is not None:
-            m = compare_outputs(out, ref_out, self.cfg.tolerances, label, noise_of(ref_out, exact))
+            # KernelBench's own sets are judged by its per-element rule alone; htam's further sets
+            # also accept an element as close to float64 as the reference is (compare.py)
+            beyond = None if label.startswith(KERNELBENCH_SET) else exact
+            m = compare_outputs(out, ref_out, self.cfg.tolerances, label, noise_of(ref_out, exact), beyond)
             if m is None and not any(f.rule == "lower_precision" for f in self.obs.findings):
                 check_precision(out, ref_out, exact, label, self.obs)
             self.note_stale(out, m, label)
@@ -228,7 +235,7 @@ class CheckRun:
         n = max(2, int(self.cfg.correctness_trials))
         facts: ReferenceFacts | None = None
         for k in range(n):
-            label = f"get_inputs#{k}"
+            label = f"{KERNELBENCH_SET}#{k}"
             seed = fresh_seed()
             res = self.check_set(label, draw(main.get_inputs, seed), self.reference)
             if k == 0:

@@ -186,3 +186,30 @@ def test_all_zeros_fail_with_the_yardstick_where_the_true_output_is_not_near_zer
     assert float(ref.abs().max()) < 1e-2  # all-zeros passes every element's tolerance
     m = cmp(torch.zeros_like(ref), ref, lambda path: noise_norm(ref, exact))
     assert m is not None and "whole-output relative error 1" in m.note
+
+
+def _signed_matvec(rows=256, k=1 << 18, seed=0):
+    """A signed sum of many products, three ways: the reference's float32, an honest float32
+    kernel that sums in another order, float64 (the yardstick)."""
+    g = torch.Generator().manual_seed(seed)
+    a, x = torch.randn(rows, k, generator=g), torch.randn(k, 1, generator=g)
+    ref = a @ x
+    honest = (a * x.T).view(rows, 64, -1).sum(-1).sum(-1, keepdim=True)  # 64 partial sums, then theirs
+    exact = a.double() @ x.double()
+    return ref, honest, exact
+
+
+def test_an_honest_kernel_as_close_to_float64_as_the_reference_passes_on_htams_own_sets():
+    ref, honest, exact = _signed_matvec()
+    tol = dict(DEFAULT_TOLERANCES)  # KernelBench's 1e-4
+    # by KernelBench's rule alone outputs near zero fail: float32 is ~1e-3 off them in any order
+    assert compare_outputs(honest, ref, tol, "signed-normal") is not None
+    assert compare_outputs(honest, ref, tol, "signed-normal", exact=exact) is None
+
+
+def test_the_float64_allowance_does_not_let_lower_precision_through():
+    ref, _, exact = _signed_matvec()
+    tol = dict(DEFAULT_TOLERANCES)
+    low = (ref.to(torch.bfloat16)).float()
+    m = compare_outputs(low, ref, tol, "signed-normal", exact=exact)
+    assert m is not None and "outside atol" in m.note
