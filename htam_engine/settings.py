@@ -69,6 +69,12 @@ BY_KEY: dict[str, Setting] = {s.key: s for s in SETTINGS}
 # Variables htam sets for its own worker processes (not settings a person gives).
 INTERNAL_ENV = ("HTAM_WORKER_FDS", "HTAM_WORKER_DEVICE", "HTAM_WORKER_LOCK", "HTAM_WORKER_CPU_THREADS",
                 "HTAM_WORKER_AS_MB", "HTAM_WORKER_FILE_MB", "HTAM_ZYGOTE_FD")
+# Diagnostics, read where they act and never part of a verdict (README, "Diagnosing the judge"):
+# a file every sandbox appends the phases of each call to, and a folder a judge writes its CUDA
+# allocator history to, one snapshot per evaluation.
+SANDBOX_TRACE_ENV = "HTAM_SANDBOX_TRACE"
+JUDGE_MEMORY_HISTORY_ENV = "HTAM_JUDGE_MEMORY_HISTORY"
+DIAGNOSTIC_ENV = (SANDBOX_TRACE_ENV, JUDGE_MEMORY_HISTORY_ENV)
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off", "")
 
 

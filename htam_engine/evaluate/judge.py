@@ -35,6 +35,7 @@ from htam_engine.evaluate.checks.sequence import CandidateFailed, CheckRun, Stop
 from htam_engine.evaluate.clock import copy_bandwidth
 from htam_engine.evaluate.config import EvalConfig
 from htam_engine.evaluate.devicelock import DeviceLock, evaluation_need
+from htam_engine.evaluate.memory_history import MemoryHistory
 from htam_engine.evaluate.diagnostics import one_line, parse_compiler_output, trim_log
 from htam_engine.evaluate.limits import file_limit_note
 from htam_engine.evaluate.reference import BaselineSandbox, ReferenceFailed, ReferenceModel
@@ -364,6 +365,8 @@ class Evaluation(TimedRounds):
         started = time.perf_counter()
         r = self.result
         reset_gpu_peak(self.device)
+        history = MemoryHistory(self.device)
+        history.start()
         try:
             self._run()
         except Stop:
@@ -393,6 +396,7 @@ class Evaluation(TimedRounds):
             self._close()
         self._conclude()
         r.stages.gpu_peak_allocated_gib, r.stages.gpu_peak_reserved_gib = gpu_peak(self.device)
+        history.dump()
         r.stages.total_s = time.perf_counter() - started
         return r, self.healthy
 

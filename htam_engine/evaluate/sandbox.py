@@ -42,6 +42,7 @@ from htam_engine.evaluate.protocol import ProtocolError, recv_request, send_repl
 from htam_engine.evaluate.seeding import seed_all
 from htam_engine.evaluate.shared import attach, dtype_name, view
 from htam_engine.evaluate.timing import L2Flusher, is_cuda, run_trial
+from htam_engine.settings import SANDBOX_TRACE_ENV
 
 CANDIDATE, REFERENCE = "candidate", "reference"
 # Bound before any candidate exists: an instance attribute or a replaced class attribute does not
@@ -49,10 +50,9 @@ CANDIDATE, REFERENCE = "candidate", "reference"
 _verify = Guards.verify
 _MARKERS = {"nan": NAN, "sentinel": SENTINEL}
 FULL_COLLECT_EVERY = 16
-# A file each sandbox appends one JSON line per call to, with the milliseconds each phase of the
-# call took (a diagnostic for a judge clock that sees more than the sandbox reported; the judge
-# never reads it).
-TRACE_ENV = "HTAM_SANDBOX_TRACE"
+# settings.SANDBOX_TRACE_ENV names a file each sandbox appends one JSON line per call to, with the
+# milliseconds each phase of the call took (a diagnostic for a judge clock that sees more than the
+# sandbox reported; the judge never reads it).
 # Exception texts of builds that failed in the compiler, or in a kernel compiled at first launch.
 _BUILD_FAULTS = ("Error building extension", "CompilationError", "CompileTimeAssertionFailure")
 
@@ -87,7 +87,7 @@ class Sandbox:
         self.guards = install_guards(device)  # last: the snapshot sees the harness as installed
         self.extension_ops = False
         self._previous: list[weakref.ref] = []  # the last call's output tensors, while the candidate holds them
-        self.trace = os.environ.get(TRACE_ENV)
+        self.trace = os.environ.get(SANDBOX_TRACE_ENV)
 
     # ------------------------------------------------------------------ messages
     def _send(self, reply: Any) -> None:

@@ -3,7 +3,10 @@
 #   bash tests/bench/gpu_all.sh [tests] [harness] [offline] [batch]     (default: all)
 #   bash tests/bench/gpu_all.sh ablation     the memory-value experiment alone (8 minutes; needs
 #                                            HTAM_KERNELBENCH; its table.jsonl comes back in gpu.tgz)
-#   bash tests/bench/gpu_all.sh memory       peak memory of an evaluation, the largest level-1 problems (gpu_memory.py)
+#   bash tests/bench/gpu_all.sh memory       peak memory of an evaluation, the largest level-1 problems (gpu_memory.py;
+#                                            MEMORY_HISTORY=1 adds what each peak is made of: memory_peak.py)
+#   bash tests/bench/gpu_all.sh probe        a short kernel's time under each variant of the protocol (PROBE_ARGS:
+#                                            SOLUTION PROBLEM; gpu_probe_timing.py)
 #   bash tests/bench/gpu_all.sh verify       htam verify over the exports of kbtable's batch (run kbtable first)
 #   bash tests/bench/gpu_all.sh throughput   the worker pool against one at a time (gpu_batch.py --parts throughput)
 #   bash tests/bench/gpu_all.sh kbtable      the KernelBench level 1+2 table alone (its --deadline, default 480 s, + 2 min; needs
@@ -28,7 +31,10 @@ for part in $parts; do
     kbtable) timeout ${KBTABLE_S:-640} python3 tests/bench/kb_table.py --device cuda --out "$OUT" ${KBTABLE_ARGS:-} \
                > "$OUT/kb_table.txt" 2>&1; tail -230 "$OUT/kb_table.txt"; cp "$OUT"/kb_table.md "$OUT"/kb_table.json "$FINAL"/ 2>/dev/null ;;
     ablation) timeout ${ABLATION_S:-570} python3 tests/bench/gpu_ablation.py ${ABLATION_ARGS:---deadline 480} > "$OUT/gpu_ablation.txt" 2>&1; tail -60 "$OUT/gpu_ablation.txt" ;;
-    memory)  timeout ${MEMORY_S:-300} python3 tests/bench/gpu_memory.py ${MEMORY_ARGS:---top 3} > "$OUT/gpu_memory.txt" 2>&1; tail -12 "$OUT/gpu_memory.txt" ;;
+    memory)  if [ -n "${MEMORY_HISTORY:-}" ]; then export HTAM_JUDGE_MEMORY_HISTORY=/tmp/htam-memory-history; fi
+             timeout ${MEMORY_S:-300} python3 tests/bench/gpu_memory.py ${MEMORY_ARGS:---top 3} > "$OUT/gpu_memory.txt" 2>&1; tail -12 "$OUT/gpu_memory.txt"
+             for f in /tmp/htam-memory-history/*.pickle; do [ -f "$f" ] && python3 tests/bench/memory_peak.py "$f" 2>&1 | tee -a "$OUT/memory_peak.txt"; done
+             unset HTAM_JUDGE_MEMORY_HISTORY ;;
     verify)  timeout ${VERIFY_S:-400} python3 tests/bench/gpu_verify.py --parts alone --batch "${VERIFY_BATCH:-$OUT/kb_table}" --work "$OUT/verify" \
                ${VERIFY_ARGS:---deadline 330} > "$OUT/gpu_verify.txt" 2>&1; tail -40 "$OUT/gpu_verify.txt" ;;
     throughput) timeout ${THROUGHPUT_S:-400} python3 tests/bench/gpu_batch.py --parts throughput \

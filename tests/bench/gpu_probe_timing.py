@@ -206,7 +206,7 @@ def ipc_variant(solution: str, problem: str, x: torch.Tensor) -> None:
 
 
 def print_trace(path: Path) -> None:
-    """Median milliseconds of each phase of a sandbox's calls, per role and model (sandbox.TRACE_ENV)."""
+    """Median milliseconds of each phase of a sandbox's calls, per role and model (HTAM_SANDBOX_TRACE)."""
     import json
     rows: dict[tuple[str, str], list[dict[str, float]]] = {}
     for line in path.read_text().splitlines() if path.exists() else []:
@@ -264,7 +264,7 @@ def main() -> int:
         from htam_engine.evaluate import evaluate
         from htam_engine.evaluate.config import EvalConfig
         from htam_engine.problems.loader import load_problem
-        from htam_engine.evaluate.sandbox import TRACE_ENV
+        from htam_engine.settings import SANDBOX_TRACE_ENV as TRACE_ENV
         trace = Path(os.environ.get("OUT", "/tmp")) / "sandbox_trace.jsonl"
         trace.unlink(missing_ok=True)
         os.environ[TRACE_ENV] = str(trace)  # the judge and its sandboxes inherit it

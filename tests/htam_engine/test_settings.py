@@ -27,7 +27,7 @@ def test_every_htam_variable_the_code_reads_is_listed():
     for path in (ROOT / "htam_engine").rglob("*.py"):
         # quoted names, as the code reads them (a placeholder like "@HTAM_PREFIX@" is not one)
         named |= set(re.findall(r"[\"'`](HTAM_[A-Z_]+)\b", path.read_text()))
-    listed = {s.env for s in settings.SETTINGS} | set(settings.INTERNAL_ENV)
+    listed = {s.env for s in settings.SETTINGS} | set(settings.INTERNAL_ENV) | set(settings.DIAGNOSTIC_ENV)
     assert named - listed == set()
 
 
