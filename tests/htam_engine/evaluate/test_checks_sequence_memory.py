@@ -195,3 +195,20 @@ def test_the_float64_forward_never_changes_the_inputs_the_reference_runs_on_next
     assert torch.equal(x, torch.ones(4, dtype=torch.float64)) and torch.equal(n, torch.zeros(4, dtype=torch.int64))
     assert torch.equal(exact, torch.full((4,), 3.0, dtype=torch.float64))
     assert torch.equal(ref.outputs([x, n], 1, "x"), exact)
+
+
+def test_the_float64_copy_is_made_after_the_freed_blocks_went_back(monkeypatch):
+    # On CUDA a set's freed blocks cannot hold its float64 copy (twice the size): they are
+    # returned before the copy is allocated, and the copy's own after it is freed.
+    order: list[str] = []
+    real_to_double = reference_module._to_double
+    monkeypatch.setattr(reference_module, "return_cached_blocks", lambda inputs: order.append("returned"))
+    monkeypatch.setattr(reference_module, "_to_double", lambda x: (order.append("float64 copy"), real_to_double(x))[1])
+
+    class Twice(torch.nn.Module):
+        def forward(self, x):
+            return x * 2
+
+    ref = reference_module.ReferenceModel(Twice, [], 0, "cpu")
+    out = ref.exact([torch.ones(4)], 1)
+    assert out.dtype == torch.float64 and order == ["returned", "float64 copy", "returned"]
