@@ -77,6 +77,9 @@ class WorkerMemory(Exception):
         self.stage = stage
 
 
+BLAS_THREAD_ENV = ("OPENBLAS_NUM_THREADS",)
+
+
 def worker_env(device: str) -> dict[str, str]:
     """A judge's environment (and so its sandboxes'): the engine's without secrets, pinned to
     `device`. A candidate's own limits (address space, CPU threads) travel with each request."""
@@ -92,6 +95,13 @@ def worker_env(device: str) -> dict[str, str]:
     env.setdefault("TRITON_CACHE_DIR", str(cache_dir() / "triton"))
     if device == "cpu":
         env.setdefault("TRITON_INTERPRET", "1")  # the only way Triton kernels run on a CPU
+        # The interpreter runs tl.dot through numpy, whose OpenBLAS the zygote loads before any
+        # sandbox's thread setting exists (it reads this once, at load): on its own threads it
+        # made an honest Triton matmul busy two cores against a baseline held to one, a
+        # global_setting reject. One thread, as the baseline gets by default. (torch's MKL
+        # follows torch's own thread setting, which each sandbox sets.)
+        for name in BLAS_THREAD_ENV:
+            env.setdefault(name, "1")
     else:
         # Never inherited on a GPU: interpreted kernels copy to the host and back synchronously,
         # so timings are meaningless and work left on a side stream could not be seen.

@@ -160,3 +160,9 @@ def test_lower_precision_where_the_float64_copy_fails_is_caught(problem, candida
 @pytest.mark.parametrize("candidate", ["cheat_more_threads", "cheat_more_threads_joined"])
 def test_more_threads_during_forward_than_the_baseline_gets_is_caught(candidate):
     assert_caught(run_check("matmul_relu", candidate, trials=MARGIN_TRIALS), "global_setting", "background_thread")
+
+
+def test_an_interpreted_triton_matmul_is_not_taken_for_more_threads():
+    # its tl.dot runs on numpy's BLAS, which is held to one thread as the baseline is
+    r = run_check("matmul_relu", "honest_matmul_relu_dot", {"size": 256})
+    assert r.status is Status.OK, (r.status, r.diagnostics.message, r.integrity)
