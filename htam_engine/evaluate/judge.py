@@ -35,9 +35,9 @@ from htam_engine.evaluate.checks.sequence import CandidateFailed, CheckRun, Stop
 from htam_engine.evaluate.clock import copy_bandwidth
 from htam_engine.evaluate.config import EvalConfig
 from htam_engine.evaluate.devicelock import DeviceLock, evaluation_need
-from htam_engine.evaluate.memory_history import MemoryHistory
 from htam_engine.evaluate.diagnostics import one_line, parse_compiler_output, trim_log
 from htam_engine.evaluate.limits import file_limit_note
+from htam_engine.evaluate.memory_history import MemoryHistory
 from htam_engine.evaluate.reference import BaselineSandbox, ReferenceFailed, ReferenceModel
 from htam_engine.evaluate.oom import is_out_of_memory, out_of_memory_text
 from htam_engine.evaluate.result import CompilerMessage, EvalResult, Finding, Mismatch, Status

@@ -50,9 +50,6 @@ CANDIDATE, REFERENCE = "candidate", "reference"
 _verify = Guards.verify
 _MARKERS = {"nan": NAN, "sentinel": SENTINEL}
 FULL_COLLECT_EVERY = 16
-# settings.SANDBOX_TRACE_ENV names a file each sandbox appends one JSON line per call to, with the
-# milliseconds each phase of the call took (a diagnostic for a judge clock that sees more than the
-# sandbox reported; the judge never reads it).
 # Exception texts of builds that failed in the compiler, or in a kernel compiled at first launch.
 _BUILD_FAULTS = ("Error building extension", "CompilationError", "CompileTimeAssertionFailure")
 
@@ -87,6 +84,9 @@ class Sandbox:
         self.guards = install_guards(device)  # last: the snapshot sees the harness as installed
         self.extension_ops = False
         self._previous: list[weakref.ref] = []  # the last call's output tensors, while the candidate holds them
+        # A file to append one JSON line per call to, with the milliseconds each phase of the call
+        # took: a diagnostic for a judge clock that sees more than the sandbox reported (README,
+        # "Diagnosing the judge"); the judge never reads it.
         self.trace = os.environ.get(SANDBOX_TRACE_ENV)
 
     # ------------------------------------------------------------------ messages

@@ -14,11 +14,12 @@ per-element tolerances govern alone.
 
 On the input sets htam draws beyond KernelBench's own (other distributions, large magnitudes,
 an unseen shape) the caller may also pass the float64 yardstick's output: an element then also
-passes when the candidate is within NOISE_FACTOR times the reference's own distance to float64
-(there, or its root-mean-square over the output where that is larger: the reference can be
-right at an element by luck) plus the tolerance, of the float64 value. A signed sum of a million products has outputs
-near zero that float32 gets wrong by ~1e-2 in any order of summation; the reference is no closer
-to the truth there than an honest kernel, and KernelBench's positive inputs never ask it.
+passes when the candidate is within the tolerance plus NOISE_FACTOR times the reference's own
+distance to float64 (there, or its root-mean-square over the output where that is larger: the
+reference can be right at an element by luck) of the float64 value. A signed sum of many
+products has outputs near zero that float32 gets wrong by ~1e-2 in any order of summation;
+the reference is no closer to the truth there than an honest kernel, and KernelBench's
+positive inputs never ask it.
 
 Every comparison reads its tensors in runs of at most CHUNK_ELEMENTS elements and keeps
 per-run figures (counts, maxima, norms, the worst index), so its float64 temporaries stay
