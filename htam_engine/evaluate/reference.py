@@ -49,6 +49,8 @@ def _to_double(x: Any) -> Any:
 # device once it is freed: the caching allocator would otherwise keep blocks of sizes nothing
 # else of the judge's uses (fragmentation), on the device's memory the next allocations need.
 LARGE_INPUT_BYTES = 1 << 30
+# The most a CPU copy of the model and an input set may take for accepts_on_host to try them.
+HOST_PROBE_BYTES = 2 << 30
 
 
 def input_bytes(inputs: Any) -> int:
@@ -160,6 +162,25 @@ class ReferenceModel:
             return None
         finally:
             return_cached_blocks(inputs)
+
+    def accepts_on_host(self, inputs: list[Any], seed: int, limit_bytes: int = HOST_PROBE_BYTES) -> bool | None:
+        """Whether Model runs on `inputs` without raising, tried on a CPU copy of it. On CUDA an
+        input a kernel indexes with (a class label, a position) that is out of range ends in a
+        device-side assert, which ends the judge's CUDA context with it; on the CPU it is an
+        exception. None where the model's tensors or the inputs exceed limit_bytes (not tried)."""
+        tensors_bytes = sum(t.numel() * t.element_size() for t in self.model.state_dict().values()
+                            if isinstance(t, torch.Tensor))
+        if tensors_bytes + input_bytes(inputs) > limit_bytes:
+            return None
+        host = [x.cpu() if isinstance(x, torch.Tensor) else x for x in inputs]
+        try:
+            model = copy.deepcopy(self.model).cpu()
+            with torch.no_grad():
+                seed_all(seed)
+                model(*host)
+        except Exception:  # noqa: BLE001 - the model refuses these inputs (or cannot run on the CPU)
+            return False
+        return True
 
     def drop_exact(self) -> None:
         self._exact = None

@@ -318,11 +318,31 @@ class CheckRun:
         if not self.cfg.check_other_distribution or not self._has(has_integers):
             return
         seed = fresh_seed()
-        self.first_accepted([
-            ("wide-integers", lambda: wide_integers(draw(self.loaded.main.get_inputs, fresh_seed()), seed)),
-            ("wide-integers (positive)", lambda: wide_integers(draw(self.loaded.main.get_inputs, fresh_seed()), seed,
-                                                               positive=True)),
-        ], finite_only=facts.finite)
+
+        def wide(positive: bool) -> Callable[[], list[Any]]:
+            def make() -> list[Any]:
+                values = wide_integers(draw(self.loaded.main.get_inputs, fresh_seed()), seed, positive=positive)
+                if self.device.startswith("cuda"):
+                    self.probe_on_host(values)
+                return values
+            return make
+
+        self.first_accepted([("wide-integers", wide(False)), ("wide-integers (positive)", wide(True))],
+                            finite_only=facts.finite)
+
+    def probe_on_host(self, values: list[Any]) -> None:
+        """On CUDA, a wide-integer set reaches the judge's reference only once a CPU copy of it
+        accepted the set: integers a kernel indexes with end out of range in a device-side
+        assert, which would end the judge's CUDA context (reference.accepts_on_host).
+        ReferenceFailed where it refused them or was too large to try."""
+        accepted = self.reference.accepts_on_host(values, fresh_seed())
+        if accepted is None and not any(f.rule == "wide_integers_skipped" for f in self.obs.findings):
+            self.obs.find("wide_integers_skipped", "no wide-integer set: on CUDA the reference must accept it on "
+                                                   "the CPU first (a device-side assert would end the judge's "
+                                                   "context), and this model and its inputs are too large to try "
+                                                   "there", "warn")
+        if not accepted:
+            raise ReferenceFailed("the reference refuses the wide-integer set")
 
     def _has(self, kind: Callable[[list[Any]], bool]) -> bool:
         """Whether get_inputs' tensors include that kind (read from their layouts, or one draw)."""

@@ -212,3 +212,4 @@ def test_the_float64_copy_is_made_after_the_freed_blocks_went_back(monkeypatch):
     ref = reference_module.ReferenceModel(Twice, [], 0, "cpu")
     out = ref.exact([torch.ones(4)], 1)
     assert out.dtype == torch.float64 and order == ["returned", "float64 copy", "returned"]
+
