@@ -203,6 +203,7 @@ class Judge:
         except HarnessStartError as exc:
             self.zygote_error = str(exc)
         warm_device(device)  # while the zygote imports
+        self.memory_history = MemoryHistory(device)  # one per judge: its snapshots are numbered in turn
         self.lock = DeviceLock(device, os.environ.get("HTAM_WORKER_LOCK") or f"time-{device.replace(':', '')}",
                                lambda stage: self.stage(Stage(stage)))
         if not self.zygote_error:
@@ -365,7 +366,7 @@ class Evaluation(TimedRounds):
         started = time.perf_counter()
         r = self.result
         reset_gpu_peak(self.device)
-        history = MemoryHistory(self.device)
+        history = self.judge.memory_history
         history.start()
         try:
             self._run()

@@ -16,10 +16,13 @@ from pathlib import Path
 import torch
 
 from htam_engine.settings import JUDGE_MEMORY_HISTORY_ENV
+
 MAX_ENTRIES = 200_000
 
 
 class MemoryHistory:
+    """A judge's recorder: start() as an evaluation begins, dump() as it ends."""
+
     def __init__(self, device: str):
         folder = os.environ.get(JUDGE_MEMORY_HISTORY_ENV)
         self.folder = Path(folder) if folder and device.startswith("cuda") else None
