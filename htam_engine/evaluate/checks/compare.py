@@ -147,9 +147,7 @@ def compare_leaf(new: Any, ref: Any, path: str, tolerances: dict[str, float], in
         return _compare_exact(new_t, ref_t, mm)
     exact_t = exact if isinstance(exact, torch.Tensor) and exact.shape == ref_t.shape and exact.is_floating_point() \
         and not ref_t.is_complex() else None
-    if exact_t is None:
-        return _compare_float(new_t, ref_t, tol, mm, noise)
-    return _compare_float(new_t, ref_t, tol, mm, noise, exact=exact_t)
+    return _compare_float(new_t, ref_t, tol, mm, noise, exact_t)
 
 
 def pieces(shape: tuple[int, ...], limit: int) -> Iterator[tuple[Any, ...]]:
@@ -220,8 +218,8 @@ _NONFINITE_BAD, _ANY_NONFINITE, _WORST_RATIO, _WORST_AT, _MAX_ABS, _MAX_REL, _OU
     _REF_MAX, _FINITE = range(11)
 
 
-def _float_run(n: torch.Tensor, r: torch.Tensor, tol: float, offset: int, e: torch.Tensor | None = None,
-               noise_rms: float = 0.0) -> torch.Tensor:
+def _float_run(tol: float, offset: int, noise_rms: float, n: torch.Tensor, r: torch.Tensor,
+               e: torch.Tensor | None = None) -> torch.Tensor:
     n, r = n.double(), r.double()
     r_nan, n_nan = torch.isnan(r), torch.isnan(n)
     r_inf, n_inf = torch.isinf(r), torch.isinf(n)
@@ -251,12 +249,11 @@ def _compare_float(new: torch.Tensor, ref: torch.Tensor, tol: float, mm: Callabl
         new, ref = torch.view_as_real(new), torch.view_as_real(ref)
     if ref.numel() == 0:
         return None
-    if exact is None:
-        stats = _gather([_float_run(n, r, tol, offset) for offset, (n, r) in runs(new, ref)])
-    else:
-        total = noise_norm(ref, exact)
-        rms = (total or 0.0) / math.sqrt(ref.numel())
-        stats = _gather([_float_run(n, r, tol, offset, e, rms) for offset, (n, r, e) in runs(new, ref, exact)])
+    # ||ref - exact||, once: the per-element allowance's RMS and the whole-output bound's floor
+    exact_noise = noise_norm(ref, exact) if exact is not None else None
+    rms = (exact_noise or 0.0) / math.sqrt(ref.numel())
+    columns = (new, ref) if exact is None else (new, ref, exact)
+    stats = _gather([_float_run(tol, offset, rms, *run) for offset, run in runs(*columns)])
     worst = int(stats[_first_max(stats[:, _WORST_RATIO]), _WORST_AT])
     max_abs, max_rel = float(stats[:, _MAX_ABS].max()), float(stats[:, _MAX_REL].max())
     where = _index(worst, list(ref.shape))
@@ -271,7 +268,7 @@ def _compare_float(new: torch.Tensor, ref: torch.Tensor, tol: float, mm: Callabl
     err_norm, ref_norm = _norm(stats[:, _ERR_NORM]), _norm(stats[:, _REF_NORM])
     if err_norm <= tol * ref_norm:
         return None
-    floor = noise() if noise is not None else None
+    floor = exact_noise if exact_noise is not None else noise() if noise is not None else None
     if floor is not None and floor >= NEAR_ZERO_NOISE_SHARE * ref_norm:
         return None  # the reference is rounding noise around ~0: per-element tolerances govern
     if floor is None:  # no float64 reference: a few float32 ulps of the largest value, per element

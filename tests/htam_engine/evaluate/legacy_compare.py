@@ -24,7 +24,8 @@ def _compare_exact(new: torch.Tensor, ref: torch.Tensor, mm: Callable[..., Misma
 
 
 def _compare_float(new: torch.Tensor, ref: torch.Tensor, tol: float, mm: Callable[..., Mismatch],
-                   noise: Callable[[], float | None] | None) -> Mismatch | None:
+                   noise: Callable[[], float | None] | None, exact: torch.Tensor | None = None) -> Mismatch | None:
+    assert exact is None, "the oracle predates the float64 allowance; it compares KernelBench's sets only"
     if new.is_complex():
         new, ref = torch.view_as_real(new), torch.view_as_real(ref)
     n = new.reshape(-1).double()
