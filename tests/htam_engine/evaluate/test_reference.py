@@ -20,3 +20,44 @@ def test_a_set_the_reference_refuses_is_found_out_on_the_host_first():
     assert ref.accepts_on_host([logits, torch.tensor([0, 1, 2, 3, 0, 1, 2, 3])], 1) is True
     assert ref.accepts_on_host([logits, torch.full((8,), 1 << 40)], 1) is False
     assert ref.accepts_on_host([logits, torch.zeros(8, dtype=torch.int64)], 1, limit_bytes=64) is None
+
+
+class _Problem:
+    """What CheckRun reads of a loaded problem: get_inputs (logits and class labels)."""
+
+    input_layouts = None
+
+    class main:
+        @staticmethod
+        def get_inputs():
+            return [torch.randn(8, 4), torch.randint(0, 4, (8,))]
+
+
+def _sets_checked(device: str, model: type) -> list[str]:
+    """The wide-integer sets a check on `device` sends to the candidate (check_set recorded)."""
+    from htam_engine.evaluate.checks.observe import Observations
+    from htam_engine.evaluate.checks.sequence import CheckRun, ReferenceFacts
+    from htam_engine.evaluate.config import EvalConfig
+
+    run = CheckRun(None, _Problem, reference_module.ReferenceModel(model, [], 0, "cpu"), EvalConfig(),
+                   Observations(), device)
+    sent: list[str] = []
+    run.check_set = lambda label, values, reference, finite_only=False: sent.append(label) or True  # accepted
+    run.check_wide_integers(ReferenceFacts(finite=True, numel=1))
+    return sent
+
+
+class _Labels(torch.nn.Module):
+    def forward(self, logits, target):
+        return torch.nn.functional.cross_entropy(logits, target)
+
+
+class _Sum(torch.nn.Module):
+    def forward(self, logits, target):
+        return logits.sum() + target.sum()
+
+
+def test_on_cuda_a_wide_integer_set_the_reference_refuses_never_reaches_the_judges_reference():
+    assert _sets_checked("cuda", _Labels) == []
+    assert _sets_checked("cuda", _Sum) == ["wide-integers"]
+    assert _sets_checked("cpu", _Labels) == ["wide-integers"]  # there the reference's own exception says so
