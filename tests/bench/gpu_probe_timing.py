@@ -8,7 +8,7 @@ jumps names what htam adds. Run on a CUDA machine, from the repository root:
     HTAM_KERNELBENCH=/path/to/KernelBench python3 tests/bench/gpu_probe_timing.py SOLUTION.py PROBLEM.py
 
 Prints, per variant, the median and the quartiles of 20 trials (ms) for ModelNew and Model, and
-the host time of one forward call (a kernel shorter than the host's launch path is timed with
+the host time of its forward calls (a kernel shorter than the host's launch path is timed with
 the GPU waiting on the host, in every protocol that records the start event before the call).
 """
 
@@ -62,37 +62,13 @@ def models(solution: str, problem: str) -> tuple[Any, Any, list[Any]]:
     return new, ref, inputs
 
 
-def htam_trials(fn: Callable[..., Any], args: list[Any], poison_sizes: list[int], fresh: Callable[[], None] | None = None) -> list[float]:
+def htam_trials(fn: Callable[..., Any], args: list[Any], poison_sizes: list[int] = (),
+                before: Callable[[], None] | None = None) -> tuple[list[float], float]:
+    """htam's trials of `fn` (after three warm-ups) and the median host time of its forward
+    calls; before(), untimed, ahead of each trial (a fresh input, a pause as a sandbox has)."""
     flusher = L2Flusher("cuda")
     for _ in range(3):
         run_trial(fn, args, "cuda", 0.0, poison_sizes, flusher)
-    out = []
-    for _ in range(TRIALS):
-        if fresh is not None:
-            fresh()
-            torch.cuda.synchronize()
-        _, ms, _ = run_trial(fn, args, "cuda", 0.0, poison_sizes, flusher)
-        out.append(ms)
-    return out
-
-
-def host_ms(fn: Callable[..., Any], args: list[Any]) -> float:
-    times = []
-    with torch.no_grad():
-        for _ in range(TRIALS):
-            torch.cuda.synchronize()
-            t0 = time.perf_counter_ns()
-            fn(*args)
-            times.append((time.perf_counter_ns() - t0) / 1e6)
-    return statistics.median(times)
-
-
-def between_trials(fn: Callable[..., Any], args: list[Any], pause: Callable[[], None]) -> tuple[list[float], float]:
-    """htam's trials and the forward's host time with `pause` before each (a sandbox waits for
-    its next call: asleep, or awake)."""
-    flusher = L2Flusher("cuda")
-    for _ in range(3):
-        run_trial(fn, args, "cuda", 0.0, [], flusher)
     times, hosts = [], []
 
     def host_timed(*a: Any) -> Any:
@@ -101,8 +77,10 @@ def between_trials(fn: Callable[..., Any], args: list[Any], pause: Callable[[], 
         hosts.append((time.perf_counter_ns() - t0) / 1e6)
         return out
     for _ in range(TRIALS):
-        pause()
-        _, ms, _ = run_trial(host_timed, args, "cuda", 0.0, [], flusher)
+        if before is not None:
+            before()
+            torch.cuda.synchronize()
+        _, ms, _ = run_trial(host_timed, args, "cuda", 0.0, poison_sizes, flusher)
         times.append(ms)
     return times, statistics.median(hosts)
 
@@ -139,16 +117,15 @@ exported, layout, solution, problem = pickle.loads(bytes.fromhex(sys.stdin.readl
 new, ref, inputs = probe.models(solution, problem)
 x = view(attach(exported, None, "cuda"), layout, "cuda")
 flusher = L2Flusher("cuda")
-for touch in (False,):
-    for _ in range(3):
-        run_trial(new, [x], "cuda", 0.0, [], flusher)
-    times = []
-    for _ in range(probe.TRIALS):
-        sys.stdin.readline()  # the parent's turn is over
-        _, ms, _ = run_trial(new, [x], "cuda", 0.0, [], flusher)
-        times.append(ms)
-        print("done", flush=True)
-    print(f"  ipc input, parent works between trials, " + probe.figures(times), file=sys.stderr, flush=True)
+for _ in range(3):
+    run_trial(new, [x], "cuda", 0.0, [], flusher)
+times = []
+for _ in range(probe.TRIALS):
+    sys.stdin.readline()  # the parent's turn is over
+    _, ms, _ = run_trial(new, [x], "cuda", 0.0, [], flusher)
+    times.append(ms)
+    print("done", flush=True)
+print("  ipc input, parent works between trials, " + probe.figures(times), file=sys.stderr, flush=True)
 """
 
 
@@ -190,7 +167,7 @@ new, ref, inputs = probe.models(solution, problem)
 flat = attach(exported, None, "cuda")
 x = view(flat, layout, "cuda")
 for name, m in (("ModelNew", new), ("Model", ref)):
-    print(f"  ipc input, htam run_trial, {name:8s}: " + probe.figures(probe.htam_trials(m, [x], [])), flush=True)
+    print(f"  ipc input, htam run_trial, {name:8s}: " + probe.figures(probe.htam_trials(m, [x])[0]), flush=True)
 """
 
 
@@ -232,34 +209,35 @@ def main() -> int:
         out_bytes = ref(*inputs).numel() * 4
     print(f"device {torch.cuda.get_device_name()}; torch {torch.__version__}; inputs {sizes} bytes")
     for name, m in (("ModelNew", new), ("Model", ref)):
-        print(f"{name}: host time of one forward {host_ms(m, inputs):.4f} ms")
+        print(f"{name}:")
         kb = kernelbench_trials(m, inputs)
         if kb:
             print(f"  KernelBench time_execution_with_cuda_event: {figures(kb)}")
-        print(f"  htam run_trial, same inputs:               {figures(htam_trials(m, inputs, []))}")
-        for what, pause in (("asleep 3 ms", lambda: time.sleep(0.003)), ("awake 3 ms", lambda: spin(0.003))):
-            times, host = between_trials(m, inputs, pause)
-            print(f"  htam run_trial, {what} before each:      {figures(times)}; host time {host:.4f} ms")
-        print(f"  htam run_trial, poisoned sizes:            {figures(htam_trials(m, inputs, sizes + [out_bytes]))}")
+        for what, pause in (("back to back", None), ("asleep 3 ms before each", lambda: time.sleep(0.003)),
+                            ("awake 3 ms before each", lambda: spin(0.003))):
+            times, host = htam_trials(m, inputs, before=pause)
+            print(f"  htam run_trial, same inputs, {what}: {figures(times)}; forward's host time {host:.4f} ms")
+        print(f"  htam run_trial, poisoned sizes:            {figures(htam_trials(m, inputs, sizes + [out_bytes])[0])}")
         x0 = inputs[0]
         staged = torch.empty_like(x0)
         g = torch.Generator(device="cuda")
 
         def fresh() -> None:
             staged.uniform_(generator=g)
-        print(f"  htam run_trial, fresh input each trial:    {figures(htam_trials(m, [staged] + inputs[1:], [], fresh))}")
+        print(f"  htam run_trial, fresh input each trial:    {figures(htam_trials(m, [staged] + inputs[1:], before=fresh)[0])}")
         flat = SharedStorage(x0.numel() * x0.element_size(), "cuda", pool=new_pool("cuda"))
         shared_view = view(flat.bytes, Layout.of(x0), "cuda")
         shared_view.copy_(x0)
-        print(f"  htam run_trial, input in a private pool:   {figures(htam_trials(m, [shared_view] + inputs[1:], []))}")
+        print(f"  htam run_trial, input in a private pool:   {figures(htam_trials(m, [shared_view] + inputs[1:])[0])}")
     ipc_variant(a.solution, a.problem, inputs[0])
     turns_variant(a.solution, a.problem, inputs[0])
     from htam_engine.evaluate.checks.guards import install_guards
     from htam_engine.evaluate.kernel_switch import KernelSwitch
     KernelSwitch().install()
     install_guards("cuda")
+    times, host = htam_trials(new, inputs)
     print(f"  with the sandbox's kernel switch and guards installed, ModelNew: "
-          f"{figures(htam_trials(new, inputs, []))}; host time {host_ms(new, inputs):.4f} ms")
+          f"{figures(times)}; host time {host:.4f} ms")
     if not a.no_evaluate:
         from htam_engine.evaluate import evaluate
         from htam_engine.evaluate.config import EvalConfig
