@@ -77,9 +77,6 @@ class WorkerMemory(Exception):
         self.stage = stage
 
 
-BLAS_THREAD_ENV = ("OPENBLAS_NUM_THREADS",)
-
-
 def worker_env(device: str) -> dict[str, str]:
     """A judge's environment (and so its sandboxes'): the engine's without secrets, pinned to
     `device`. A candidate's own limits (address space, CPU threads) travel with each request."""
@@ -100,8 +97,7 @@ def worker_env(device: str) -> dict[str, str]:
         # made an honest Triton matmul busy two cores against a baseline held to one, a
         # global_setting reject. One thread, as the baseline gets by default. (torch's MKL
         # follows torch's own thread setting, which each sandbox sets.)
-        for name in BLAS_THREAD_ENV:
-            env.setdefault(name, "1")
+        env.setdefault("OPENBLAS_NUM_THREADS", "1")
     else:
         # Never inherited on a GPU: interpreted kernels copy to the host and back synchronously,
         # so timings are meaningless and work left on a side stream could not be seen.
