@@ -32,32 +32,34 @@ def site(frames: list[dict[str, Any]]) -> str:
     return "(no stack)"
 
 
-def replay(events: list[dict[str, Any]]) -> dict[str, Any]:
+def replay(events: list[dict[str, Any]], stop: int | None = None) -> tuple[dict[int, tuple[int, str]], int, int, int, int]:
+    """Replay the trace (up to event `stop`): the blocks live then, allocated and reserved bytes
+    then, and the indices of the events after which allocated and reserved first peaked."""
     live: dict[int, tuple[int, str]] = {}
     segments: dict[int, int] = {}
     allocated = reserved = 0
-    best_alloc = best_reserved = (-1, {}, 0, 0)
-    for ev in events:
+    top_alloc = top_reserved = (-1, -1)  # (bytes, index)
+    for i, ev in enumerate(events[:stop]):
         action, addr, size = ev.get("action"), ev.get("addr"), int(ev.get("size", 0))
         if action == "alloc":
             live[addr] = (size, site(ev.get("frames", [])))
             allocated += size
-        elif action in ("free_completed",) and addr in live:
+        elif action == "free_completed" and addr in live:
             allocated -= live.pop(addr)[0]
         elif action == "segment_alloc":
             segments[addr] = size
             reserved += size
         elif action == "segment_free" and addr in segments:
             reserved -= segments.pop(addr)
-        if allocated > best_alloc[0]:
-            best_alloc = (allocated, dict(live), allocated, reserved)
-        if reserved > best_reserved[0]:
-            best_reserved = (reserved, dict(live), allocated, reserved)
-    return {"allocated": best_alloc, "reserved": best_reserved}
+        if allocated > top_alloc[0]:
+            top_alloc = (allocated, i)
+        if reserved > top_reserved[0]:
+            top_reserved = (reserved, i)
+    return live, allocated, reserved, top_alloc[1], top_reserved[1]
 
 
-def show(title: str, peak: tuple[int, dict[int, tuple[int, str]], int, int], top: int) -> None:
-    _, live, allocated, reserved = peak
+def show(title: str, events: list[dict[str, Any]], at: int, top: int) -> None:
+    live, allocated, reserved, _, _ = replay(events, at + 1)
     by_site: collections.Counter[str] = collections.Counter()
     for size, where in live.values():
         by_site[where] += size
@@ -77,10 +79,10 @@ def main() -> int:
     for device, events in enumerate(snap.get("device_traces", [])):
         if not events:
             continue
-        peaks = replay(events)
+        *_, at_allocated, at_reserved = replay(events)
         print(f"device {device}: {len(events)} allocator events")
-        show("at the allocated peak", peaks["allocated"], a.top)
-        show("at the reserved peak", peaks["reserved"], a.top)
+        show("at the allocated peak", events, at_allocated, a.top)
+        show("at the reserved peak", events, at_reserved, a.top)
     return 0
 
 
