@@ -216,10 +216,9 @@ class Sandbox:
     def call(self, req: wire.Call) -> wire.Called:
         marks = [("start", time.perf_counter_ns())]
         reply = self._call(req, marks)
-        trace = self.trace
-        if trace:
+        if self.trace:
             ms = {name: round((t - marks[i][1]) / 1e6, 4) for i, (name, t) in enumerate(marks[1:])}
-            with contextlib.suppress(OSError), open(trace, "a") as f:
+            with contextlib.suppress(OSError), open(self.trace, "a") as f:
                 f.write(json.dumps({"role": self.role, "model": req.model_id, "pid": os.getpid(), "phases_ms": ms,
                                     "trial_ms": reply.ms, "tail_ms": reply.tail_ms}) + "\n")
         return reply
