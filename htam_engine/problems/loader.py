@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import itertools
+import math
 import sys
 import types
 from dataclasses import dataclass
@@ -510,6 +511,31 @@ class LoadedProblem:
     unseen_input_layouts: tuple | None
 
 
+def _layout_bytes(layouts: tuple | None) -> int:
+    """Bytes of contiguous tensors of these layouts (what a drawn set of them holds)."""
+    return sum(math.prod(shape) * dtype.itemsize for shape, _, dtype in layouts or ())
+
+
+def _unseen_variant(tree: ast.Module, label: str, overrides: dict[str, Any], bumped: dict[str, int],
+                    layouts: tuple | None, device: str,
+                    current: dict[str, Any] | None) -> tuple[ProblemInstance, dict[str, int], tuple | None]:
+    """The problem under `bumped` (variant, the bumps used, its input layouts). With `current`
+    (the sizes before bumping: the bumps were found, not given), a variant whose input set is
+    over UNSEEN_CAPPED_BYTES and more than UNSEEN_GROWTH times the main set's is replaced by one
+    with fewer bumps (shapes.fewer_bumps). Raises ProblemError."""
+    from htam_engine.problems.shapes import UNSEEN_CAPPED_BYTES, UNSEEN_GROWTH, fewer_bumps
+
+    tries = [bumped] + (fewer_bumps(bumped, current) if current is not None else [])
+    main_bytes = _layout_bytes(layouts)
+    for attempt in tries:
+        variant = _instance(_execute_tree(tree, label, {**overrides, **attempt}, keep=True), label, device)
+        unseen_layouts = _meta_layouts(variant.module.get_inputs)
+        grown = _layout_bytes(unseen_layouts)
+        if layouts is None or unseen_layouts is None or grown <= max(UNSEEN_CAPPED_BYTES, UNSEEN_GROWTH * main_bytes):
+            break
+    return variant, attempt, unseen_layouts
+
+
 def _meta_layouts(get_inputs: Callable[[], Any]) -> tuple | None:
     import torch
 
@@ -562,8 +588,9 @@ def load_for_judge(problem: Problem, device: str, unseen: dict[str, Any] | None 
                 note = "no module-level size that only get_inputs reads"
             else:
                 try:
-                    variant = _instance(_execute_tree(tree, label, {**overrides, **bumped}, keep=True), label, device)
-                    unseen_layouts = _meta_layouts(variant.module.get_inputs)
+                    variant, bumped, unseen_layouts = _unseen_variant(
+                        tree, label, overrides, bumped, layouts, device,
+                        {**problem.constants, **overrides} if unseen is None else None)
                 except ProblemError as exc:
                     variant, note = None, f"the problem failed under {bumped}: {exc.fault}"
                 else:
