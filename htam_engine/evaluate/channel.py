@@ -45,6 +45,18 @@ class Staged:
     template: list[Any]
     views: list[torch.Tensor]
 
+    def values(self) -> list[Any]:
+        """The staged inputs as the judge's views of the shared buffers, nested as they were drawn."""
+        views = iter(self.views)  # _template appends them in the order it walks the template
+
+        def walk(x: Any) -> Any:
+            if isinstance(x, wire.BufRef):
+                return next(views)
+            if isinstance(x, (list, tuple)):
+                return type(x)(walk(v) for v in x)
+            return x
+        return [walk(v) for v in self.template]
+
 
 @dataclass(slots=True)
 class CallResult:

@@ -13,6 +13,7 @@ A reference that changes its inputs in place still gets its inputs as drawn on b
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import warnings
 
@@ -116,6 +117,41 @@ def test_inputs_reach_the_candidate_only_right_before_its_call_and_the_judge_hol
     assert figures["forward", "time"] <= 5 + slack, figures
     assert figures["call", "check"] <= 2 + slack, figures
     assert figures["call", "time"] <= 3 + slack, figures
+
+
+def test_a_large_set_is_staged_first_with_the_sandbox_stopped_and_the_judge_holds_one_set_less(recorded, monkeypatch):
+    """Over LARGE_INPUT_BYTES on CUDA (forced here on the CPU) a set is staged before the judge's own
+    work on it, its yardstick taken from the staged copy and the judge's draw freed meanwhile: the
+    float64 forward of a checked set holds the shared storage and the float64 copy (3 sets, not 4),
+    of a picked timed round both sandboxes' storages and the copy (4, not 5). The candidate's
+    sandbox is stopped from the staging to the call, so the set still reaches it only with the call."""
+    from htam_engine.evaluate import sandbox_client
+    from htam_engine.evaluate.checks import sequence as sequence_module
+
+    monkeypatch.setattr(sequence_module, "stage_first", lambda values, device: True)
+    monkeypatch.setattr(rounds_module, "stage_first", lambda values, device: True)
+    real_paused = sandbox_client.SandboxProcess.paused
+
+    @contextlib.contextmanager
+    def paused(self):
+        recorded.append(("stopped", self.role, 0.0))
+        with real_paused(self):
+            yield
+        recorded.append(("continued", self.role, 0.0))
+
+    monkeypatch.setattr(sandbox_client.SandboxProcess, "paused", paused)
+    r = run_check("mse", "honest_mse", time_compile_baseline=False, check_unseen_shape=False)
+    assert r.status is Status.OK, (r.diagnostics.message, r.integrity)
+    events = recorded
+    stopped = False
+    for i, e in enumerate(events):
+        stopped = {"stopped": True, "continued": False}.get(e[0], stopped)
+        if e[:2] == ("stage", "candidate") and events[i + 1][:2] != ("call", "candidate"):
+            assert stopped, events[max(0, i - 3):i + 3]  # staged ahead of the judge's forwards: stopped till the call
+    checked = max(e[2] for e in events if e[:2] == ("forward", "check"))
+    timed = max(e[2] for e in events if e[:2] == ("forward", "time"))
+    print("input sets alive at most: forward check", round(checked, 2), "forward time", round(timed, 2))
+    assert checked <= 3 + 0.25 and timed <= 4 + 0.25, (checked, timed)
 
 
 MUTATING_PROBLEM = '''
