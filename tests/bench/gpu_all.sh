@@ -7,6 +7,8 @@
 #                                            MEMORY_HISTORY=1 adds what each peak is made of: memory_peak.py)
 #   bash tests/bench/gpu_all.sh probe        a short kernel's time under each variant of the protocol (PROBE_ARGS:
 #                                            SOLUTION PROBLEM; gpu_probe_timing.py)
+#   bash tests/bench/gpu_all.sh probehost    the same solution with its process pinned, its gc off, the sandbox's guards off
+#                                            (PROBE_ARGS; gpu_probe_host.py): what slows its forward's launch there
 #   bash tests/bench/gpu_all.sh verify       htam verify over the exports of kbtable's batch (run kbtable first)
 #   bash tests/bench/gpu_all.sh throughput   the worker pool against one at a time (gpu_batch.py --parts throughput)
 #   bash tests/bench/gpu_all.sh kbtable      the KernelBench level 1+2 table alone (its --deadline, default 480 s, + 2 min; needs
@@ -41,6 +43,8 @@ for part in $parts; do
                ${THROUGHPUT_ARGS:---workers 16 --parallel 16 --sequential 3} > "$OUT/gpu_throughput.txt" 2>&1; tail -20 "$OUT/gpu_throughput.txt" ;;
     probe)   timeout ${PROBE_S:-200} python3 tests/bench/gpu_probe_timing.py ${PROBE_ARGS:?PROBE_ARGS: SOLUTION PROBLEM} \
                > "$OUT/gpu_probe_timing.txt" 2>&1; tail -40 "$OUT/gpu_probe_timing.txt" ;;
+    probehost) timeout ${PROBEHOST_S:-200} python3 tests/bench/gpu_probe_host.py ${PROBE_ARGS:?PROBE_ARGS: SOLUTION PROBLEM} \
+               > "$OUT/gpu_probe_host.txt" 2>&1; tail -30 "$OUT/gpu_probe_host.txt" ;;
     *) echo "unknown part $part" ;;
   esac
   echo "== $part took $(( $(date +%s) - start )) s"
