@@ -57,12 +57,14 @@ CONTEXT_GIB_PER_JUDGE = 2
 JUDGES_PER_DEVICE = 16
 # An evaluation's peak on the device as a multiple of one input set plus its output, every
 # process's memory counted: measured on the H200 at KernelBench's official sizes (gpu_memory.py)
-# 8.1x, 6.1x and 8.2x for the three largest level-1 problems, where the judge's own allocated
-# peak was 4.0-5.4x: the rest is what its caching allocator kept reserved (blocks of the sizes a
-# check frees, 6.0-8.0x in all) and the sandboxes'. The output is not known before the problem
+# 4.3x and 5.6x for 45_Average_Pooling_2D and 46_Average_Pooling_3D, 3.1x for 4_Matrix_vector
+# (which ended before its timed rounds), with the judge's own allocated peak 3.0-4.2x: a large
+# set staged before the judge's work on it, its unseen shape kept within 10 % of it (the
+# issue's bound, 6x, is what admission counts). The output is not known before the problem
 # runs, so it is taken as large as the input set: right for elementwise problems, generous for
-# reductions and pooling (which then run nearly alone).
-NEED_FACTOR = 8
+# reductions and pooling (which then run nearly alone). An evaluation that still runs out
+# beside others is run again alone (Judge.evaluate).
+NEED_FACTOR = 6
 # Beside the inputs: the models' parameters (the judge's float32 and float64 copies, the
 # candidate's, the baselines'), cuBLAS workspaces and the allocators' rounding.
 NEED_ALLOWANCE_GIB = 2
