@@ -12,12 +12,15 @@ Custom-kernel counting and switching lives in kernel_switch.py.
 from __future__ import annotations
 
 import functools
+import operator
 import os
 import sys
 import sysconfig
 import threading
 import warnings
 import weakref
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from htam_engine.evaluate.result import Finding
@@ -161,14 +164,25 @@ def _settings() -> dict[str, Any]:
     return out
 
 
+@dataclass(slots=True)
+class Watched:
+    """One namespace of the snapshot: its live attribute mapping (a module's dict, a class's
+    mappingproxy) and the callables it held then, each under the rule its replacement breaks."""
+
+    dotted: str
+    mapping: Mapping[str, Any]
+    attrs: tuple[str, ...]
+    objs: list[Any]
+    rules: tuple[str, ...]
+
+
 class Guards:
     """Snapshot + thread and stream tracking. Use install_guards() rather than constructing one."""
 
     def __init__(self, device: str):
         self.device = device
         self._restore: list[Callable[[], None]] = []
-        self._identities: dict[tuple[str, str], tuple[str, Any]] = {}
-        self._namespaces: dict[str, Any] = {}
+        self._watched: list[Watched] = []
         self._settings: dict[str, Any] = {}
         self._trusted_threads: set[int] = set()
         self._trace = (sys.gettrace(), sys.getprofile())
@@ -233,20 +247,21 @@ class Guards:
                 for attr, obj in list(vars(sys.modules[name]).items()):
                     if isinstance(obj, type) and getattr(obj, "__module__", None) == name:
                         namespaces.append((f"{name}.{attr}", "harness_tamper"))
-        self._identities = {}
-        self._namespaces: dict[str, Any] = {}
+        held: dict[str, tuple[Any, dict[str, tuple[str, Any]]]] = {}  # dotted -> (namespace, attr -> (rule, obj))
         for dotted, rule in namespaces:
             ns = _resolve(dotted)
             if ns is None or not hasattr(ns, "__dict__"):
                 continue
-            self._namespaces[dotted] = ns
+            entries = held.setdefault(dotted, (ns, {}))[1]
             for attr, obj in _callables(ns).items():
-                self._identities[(dotted, attr)] = (rule, obj)
+                entries[attr] = (rule, obj)
         for dotted, attr, rule in _ATTRIBUTES:
             ns = _resolve(dotted)
             if ns is not None and attr in getattr(ns, "__dict__", {}):
-                self._namespaces[dotted] = ns
-                self._identities[(dotted, attr)] = (rule, vars(ns)[attr])
+                held.setdefault(dotted, (ns, {}))[1][attr] = (rule, vars(ns)[attr])
+        self._watched = [Watched(dotted, vars(ns), tuple(entries), [obj for _, obj in entries.values()],
+                                 tuple(rule for rule, _ in entries.values()))
+                         for dotted, (ns, entries) in held.items() if entries]
         self._settings = _settings()
         self.trust_current_threads()
 
@@ -295,12 +310,17 @@ class Guards:
         """Findings for anything changed since the snapshot: patched functions, global settings,
         trace hooks, stray threads, side streams still running or left current."""
         findings: list[Finding] = []
-        namespaces = self._namespaces
-        for (dotted, attr), (rule, obj) in self._identities.items():
-            ns = namespaces.get(dotted)
-            current = vars(ns).get(attr) if ns is not None else None
-            if current is not obj and not _framework_wrapper(current, obj):
-                findings.append(Finding(rule, f"{dotted}.{attr} was replaced or removed after the harness started"))
+        for w in self._watched:
+            # Every attribute of the namespace looked up and compared by identity in C; the
+            # attribute-by-attribute look only where one differs (a third of a millisecond per
+            # call for ~850 callables the other way, on the sandbox's every call).
+            if all(map(operator.is_, map(w.mapping.get, w.attrs), w.objs)):
+                continue
+            for attr, obj, rule in zip(w.attrs, w.objs, w.rules):
+                current = w.mapping.get(attr)
+                if current is not obj and not _framework_wrapper(current, obj):
+                    findings.append(Finding(rule, f"{w.dotted}.{attr} was replaced or removed after the harness "
+                                                  "started"))
         now = _settings()
         for name, before in self._settings.items():
             if name in now and now[name] != before:

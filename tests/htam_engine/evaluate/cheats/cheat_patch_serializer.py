@@ -29,10 +29,9 @@ def rewriting_pack(obj, *args, **kwargs):
 
 
 msgpack.packb = rewriting_pack
-snapshot = sys.modules["htam_engine.evaluate.checks." + "guards"]._INSTALLED._identities
-for key, (rule, _obj) in list(snapshot.items()):
-    if key == ("msgpack", "packb"):
-        snapshot[key] = (rule, rewriting_pack)
+for watched in sys.modules["htam_engine.evaluate.checks." + "guards"]._INSTALLED._watched:
+    if watched.dotted == "msgpack" and "packb" in watched.attrs:  # the guards' snapshot agrees with the patch
+        watched.objs[watched.attrs.index("packb")] = rewriting_pack
 
 
 class ModelNew(nn.Module):
