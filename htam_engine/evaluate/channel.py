@@ -173,7 +173,8 @@ class Channel:
     def stage_inputs(self, values: list[Any], layouts: list[Layout] | None = None) -> Staged:
         """Copy `values` into the shared input buffers, right before the call is sent: a set's values
         reach the sandbox only once the judge's own work on them (its reference, its float64
-        yardstick) is done, so nothing can be computed from them ahead of the call. layouts: the
+        yardstick) is done, so nothing can be computed from them ahead of the call (or, for a set
+        staged ahead of that work to save the judge a copy, with the sandbox stopped meanwhile). layouts: the
         tensor inputs' layouts (shape, strides, offset) when `values` are copies that lost them."""
         views: list[torch.Tensor] = []
         counter = [0]
