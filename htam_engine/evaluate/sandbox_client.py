@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-from htam_engine.evaluate import wire
+from htam_engine.evaluate import proctree, wire
 from htam_engine.evaluate.process import describe_exit, kill_tree, tree_rss_mb
 from htam_engine.evaluate.protocol import ProtocolError, ReplyReader, send_request
 from htam_engine.evaluate.shared import Exported
@@ -249,7 +249,10 @@ class SandboxProcess:
         try:
             yield
         finally:
-            self._signal(family + [p for p in self._family() if p not in family], signal.SIGCONT)
+            # The same processes, not the tree read again: a stopped process forks nothing, and one
+            # forked before its parent stopped is in the sandbox's process group (continued by
+            # killpg) unless it left it, and then it was never stopped.
+            self._signal(family, signal.SIGCONT)
 
     def continue_(self) -> None:
         """SIGCONT to the sandbox: another candidate's sandbox, a sibling of the same user, may have
@@ -257,12 +260,7 @@ class SandboxProcess:
         self._signal([self.pid], signal.SIGCONT)
 
     def _family(self) -> list[int]:
-        try:
-            import psutil
-
-            return [self.pid, *(c.pid for c in psutil.Process(self.pid).children(recursive=True))]
-        except Exception:  # noqa: BLE001 - gone already: nothing to stop
-            return [self.pid]
+        return [self.pid, *proctree.descendants(self.pid)]
 
     def _signal(self, pids: list[int], sig: int) -> None:
         if self.dead:
@@ -316,20 +314,10 @@ def fork_sandbox(zygote: ZygoteProcess, role: str, device: str, limits: SandboxL
 
 def _wait_stopped(pids: list[int], within_s: float) -> None:
     """Until every process in `pids` is stopped or gone, for at most `within_s` seconds."""
-    import psutil
-
-    settled = {psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP, psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD}
     deadline = time.monotonic() + within_s
     pending = list(pids)
     while pending:
-        still = []
-        for pid in pending:
-            try:
-                if psutil.Process(pid).status() not in settled:
-                    still.append(pid)
-            except psutil.Error:
-                pass
-        pending = still
+        pending = [pid for pid in pending if not proctree.settled(pid)]
         if not pending or time.monotonic() > deadline:
             return
         time.sleep(0.001)

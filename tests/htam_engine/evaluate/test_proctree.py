@@ -1,0 +1,50 @@
+"""The judge's lean read of the process table (evaluate/proctree.py): the tree it stops around
+every baseline call is the sandbox's whole tree, by either way of reading it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+
+import psutil
+import pytest
+
+from htam_engine.evaluate import proctree
+
+
+@pytest.fixture
+def tree():
+    """A shell with a child and a grandchild (a subshell's sleep), all sleeping."""
+    p = subprocess.Popen(["bash", "-c", "sleep 30 & (sleep 30 & wait) & wait"])
+    deadline = time.monotonic() + 10
+    while len(psutil.Process(p.pid).children(recursive=True)) < 3 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    yield p
+    for child in psutil.Process(p.pid).children(recursive=True):
+        child.kill()
+    p.kill()
+    p.wait()
+
+
+@pytest.mark.parametrize("children_files", [True, False], ids=["children files", "whole-table scan"])
+def test_descendants_are_every_process_below_the_root(tree, monkeypatch, children_files):
+    if children_files and not proctree._children_files():
+        pytest.skip("this kernel keeps no children lists")
+    monkeypatch.setattr(proctree, "CHILDREN_FILES", children_files)
+    expected = sorted(c.pid for c in psutil.Process(tree.pid).children(recursive=True))
+    assert len(expected) == 3 and sorted(proctree.descendants(tree.pid)) == expected
+    leaf = next(pid for pid in expected if not psutil.Process(pid).children())
+    assert proctree.descendants(leaf) == []
+
+
+def test_a_stopped_or_gone_process_is_settled_and_a_running_one_is_not(tree):
+    assert not proctree.settled(tree.pid)
+    os.kill(tree.pid, signal.SIGSTOP)
+    deadline = time.monotonic() + 5
+    while not proctree.settled(tree.pid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert proctree.settled(tree.pid)
+    os.kill(tree.pid, signal.SIGCONT)
+    assert proctree.settled(1 << 22) is True  # beyond pid_max: no such process
