@@ -36,6 +36,7 @@ from typing import Any, Callable, Iterator
 
 from htam_engine import settings
 from htam_engine.evaluate.cache import file_lock, release_file_lock, try_file_lock
+from htam_engine.problems.loader import layouts_bytes
 
 SLOTS_ENV = settings.BY_KEY["gpu_check_slots"].env
 GIB = 1 << 30
@@ -109,22 +110,6 @@ def check_slots(device: str, total_memory: int | None = None) -> int:
     if total is None:
         return 1
     return max(1, min(MAX_UNITS, usable_memory(total) // (UNIT_GIB * GIB)))
-
-
-def layouts_bytes(layouts: Any) -> int:
-    """The bytes of one input set from its (shape, stride, dtype) layouts (each tensor's storage span)."""
-    total = 0
-    for shape, stride, dtype in layouts:
-        if any(s == 0 for s in shape):
-            continue
-        span = 1 + sum((s - 1) * abs(st) for s, st in zip(shape, stride))
-        size = getattr(dtype, "itemsize", None)
-        if size is None:
-            import torch
-
-            size = torch.empty((), dtype=dtype).element_size()
-        total += span * int(size)
-    return total
 
 
 def evaluation_need(input_layouts: Any, unseen_input_layouts: Any, has_unseen: bool) -> int | None:

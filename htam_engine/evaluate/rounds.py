@@ -176,15 +176,15 @@ class TimedRounds:
             res = self.channel.call(self._staged(self.channel, values, draw_seed, mutates), "main", ref_out, seed,
                                     Stage.TIME)
             out = self._verify_timed(checks, res, values, ref_out, label)
-            # The baselines' inputs, staged now: a picked trial's yardstick is taken from them below.
-            staged = [self._staged(self.baseline_channel, values, draw_seed, mutates)] if models else []
+            # The first baseline's inputs, staged now: a picked trial's yardstick is taken from them below.
+            staged = self._staged(self.baseline_channel, values, draw_seed, mutates) if models else None
             if out is not None and (exact is not None or i in picked):
-                if exact is None and staged and stage_first(values, self.device) and \
+                if exact is None and staged is not None and stage_first(values, self.device) and \
                         not aliased_outputs(ref_out, tensor_leaves(values)):
                     # Beside both sandboxes' input buffers, the judge's own draw and the float64 copy
                     # made this the evaluation's peak (5x the set); without the draw, 4x.
                     del values
-                    exact = self.reference.exact(staged[0].values(), seed)
+                    exact = self.reference.exact(staged.values(), seed)
                     values = draw(loaded.main.get_inputs, draw_seed)
                 elif exact is None:
                     exact = self.reference.exact(values, seed)
@@ -196,12 +196,12 @@ class TimedRounds:
                 samples["main"].append(Trial.of(res))
                 batch.append(res.reply.ms)
             with self.channel.sandbox.paused():  # the candidate cannot run beside its baselines
-                for model_id in models:
+                for k, model_id in enumerate(models):
                     assert self.baseline_channel is not None
+                    # the first baseline's inputs were staged above; the next gets the same values again
+                    inputs = staged if k == 0 else self._staged(self.baseline_channel, values, draw_seed, mutates)
                     try:
-                        b = self.baseline_channel.call(staged.pop() if staged else
-                                                       self._staged(self.baseline_channel, values, draw_seed, mutates),
-                                                       model_id, ref_out, seed, Stage.TIME)
+                        b = self.baseline_channel.call(inputs, model_id, ref_out, seed, Stage.TIME)
                     except SandboxError as e:
                         judge.baseline = None
                         raise HarnessFault(f"the reference sandbox failed while timing the baselines: {e}") from None

@@ -10,7 +10,6 @@ from __future__ import annotations
 import ast
 import contextlib
 import itertools
-import math
 import sys
 import types
 from dataclasses import dataclass
@@ -511,9 +510,21 @@ class LoadedProblem:
     unseen_input_layouts: tuple | None
 
 
-def _layout_bytes(layouts: tuple | None) -> int:
-    """Bytes of contiguous tensors of these layouts (what a drawn set of them holds)."""
-    return sum(math.prod(shape) * dtype.itemsize for shape, _, dtype in layouts or ())
+def layouts_bytes(layouts: Any) -> int:
+    """The bytes of one input set from its (shape, stride, dtype) layouts (each tensor's storage span):
+    what the judge admits an evaluation by (devicelock) and bounds an unseen shape with."""
+    total = 0
+    for shape, stride, dtype in layouts:
+        if any(s == 0 for s in shape):
+            continue
+        span = 1 + sum((s - 1) * abs(st) for s, st in zip(shape, stride))
+        size = getattr(dtype, "itemsize", None)
+        if size is None:
+            import torch
+
+            size = torch.empty((), dtype=dtype).element_size()
+        total += span * int(size)
+    return total
 
 
 def _unseen_variant(tree: ast.Module, label: str, overrides: dict[str, Any], bumped: dict[str, int],
@@ -526,11 +537,11 @@ def _unseen_variant(tree: ast.Module, label: str, overrides: dict[str, Any], bum
     from htam_engine.problems.shapes import UNSEEN_CAPPED_BYTES, UNSEEN_GROWTH, fewer_bumps
 
     tries = [bumped] + (fewer_bumps(bumped, current) if current is not None else [])
-    main_bytes = _layout_bytes(layouts)
+    main_bytes = layouts_bytes(layouts or ())
     for attempt in tries:
         variant = _instance(_execute_tree(tree, label, {**overrides, **attempt}, keep=True), label, device)
         unseen_layouts = _meta_layouts(variant.module.get_inputs)
-        grown = _layout_bytes(unseen_layouts)
+        grown = layouts_bytes(unseen_layouts or ())
         if layouts is None or unseen_layouts is None or grown <= max(UNSEEN_CAPPED_BYTES, UNSEEN_GROWTH * main_bytes):
             break
     return variant, attempt, unseen_layouts

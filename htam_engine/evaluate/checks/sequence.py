@@ -34,7 +34,7 @@ from typing import Any, Callable
 
 import torch
 
-from htam_engine.evaluate.channel import Channel, Staged, fresh_seed
+from htam_engine.evaluate.channel import Channel, fresh_seed
 from htam_engine.evaluate.checks.compare import compare_outputs, flatten, noise_norm, runs, tensors
 from htam_engine.evaluate.checks.inputs import (LARGE_SCALES, draw, has_floats, has_integers, heavy_tailed,
                                                 large_magnitude, signed_normal, wide_integers)
@@ -177,7 +177,6 @@ class CheckRun:
         as the reference is (compare.py)."""
         seed = fresh_seed()
         values = make()
-        staged: Staged | None = None
         if stage_first(values, self.device):
             # Staged first, the yardstick taken from the staged copy and the set drawn again for the
             # reference: the judge then holds the shared buffer and the float64 copy (3x the set) at
@@ -192,12 +191,11 @@ class CheckRun:
                 ref_changed = changed_inputs(values, staged.views)
         else:
             exact, ref_out, pristine, layouts, ref_changed = reference_first(reference, values, seed, label, True)
+            staged = self.channel.stage_inputs(pristine, layouts)  # the inputs as drawn, right before the send
+            del pristine
         if finite_only and nonfinite(ref_out):
             return None
         self.reference_mutates |= bool(ref_changed)
-        if staged is None:
-            staged = self.channel.stage_inputs(pristine, layouts)  # the inputs as drawn, right before the send
-            del pristine
         result = self.channel.call(staged, model_id, ref_out, seed, Stage.CHECK)
         self.verify_call(result, values, ref_out, label, ref_changed)
         out = self.last_out
@@ -352,11 +350,14 @@ class CheckRun:
 
         def wide(positive: bool) -> Callable[[], list[Any]]:
             draw_seed = fresh_seed()
+            probed = not self.device.startswith("cuda")
 
-            def make() -> list[Any]:  # the same values each call
+            def make() -> list[Any]:  # the same values each call, tried on the host the first time only
+                nonlocal probed
                 values = wide_integers(draw(self.loaded.main.get_inputs, draw_seed), seed, positive=positive)
-                if self.device.startswith("cuda"):
+                if not probed:
                     self.probe_on_host(values)
+                    probed = True
                 return values
             return make
 

@@ -1,5 +1,6 @@
 """The judge's lean read of the process table (evaluate/proctree.py): the tree it stops around
-every baseline call is the sandbox's whole tree, by either way of reading it."""
+every round's baseline calls is the sandbox's whole tree, read from the kernel's children lists
+or, where it keeps none, through psutil."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ def tree():
     p.wait()
 
 
-@pytest.mark.parametrize("children_files", [True, False], ids=["children files", "whole-table scan"])
+@pytest.mark.parametrize("children_files", [True, False], ids=["children files", "psutil"])
 def test_descendants_are_every_process_below_the_root(tree, monkeypatch, children_files):
     if children_files and not proctree._children_files():
         pytest.skip("this kernel keeps no children lists")

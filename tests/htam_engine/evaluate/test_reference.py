@@ -62,3 +62,21 @@ def test_on_cuda_a_wide_integer_set_the_reference_refuses_never_reaches_the_judg
     assert _sets_checked("cuda", _Labels) == []
     assert _sets_checked("cuda", _Sum) == ["wide-integers"]
     assert _sets_checked("cpu", _Labels) == ["wide-integers"]  # there the reference's own exception says so
+
+
+def test_a_wide_integer_set_drawn_twice_is_tried_on_the_host_once():
+    # a large set is drawn twice by check_set (staged first, drawn again for the reference); the
+    # CPU copy of the model runs on it once
+    from htam_engine.evaluate.checks.observe import Observations
+    from htam_engine.evaluate.checks.sequence import CheckRun, ReferenceFacts
+    from htam_engine.evaluate.config import EvalConfig
+
+    run = CheckRun(None, _Problem, reference_module.ReferenceModel(_Sum, [], 0, "cpu"), EvalConfig(),
+                   Observations(), "cuda")
+    probed: list[list] = []
+    run.probe_on_host = probed.append
+    drawn = []
+    run.check_set = lambda label, make, reference, finite_only=False: drawn.extend([make(), make()]) and None
+    run.check_wide_integers(ReferenceFacts(finite=True, numel=1))
+    assert len(drawn) == 4 and len(probed) == 2  # two sets tried (neither accepted), each probed once
+    assert all(torch.equal(a[1], b[1]) for a, b in zip(drawn[::2], drawn[1::2]))  # the same values each draw
