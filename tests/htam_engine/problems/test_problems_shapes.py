@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import math
-
 from problems_support import write_problem  # noqa: F401 - fixture
 
 from htam_engine.problems import load_problem, unseen_shape_overrides, with_overrides
-from htam_engine.problems.loader import load_for_judge
+from htam_engine.problems.loader import layouts_bytes, load_for_judge
 from htam_engine.problems.shapes import UNSEEN_GROWTH
 
 FIXED = """
@@ -87,17 +85,13 @@ def get_init_inputs():
 """
 
 
-def _set_bytes(layouts):
-    return sum(math.prod(shape) * dtype.itemsize for shape, _, dtype in layouts)
-
-
 def test_a_large_set_keeps_its_unseen_shape_within_a_tenth_of_its_size(write_problem):
     # 16 GiB at these sizes (drawn on the meta device only): bumping all four sizes would make
     # the unseen set 1.25x the main one, and the judge's memory peak with it
     loaded = load_for_judge(load_problem(write_problem(POOL)), "cpu")
     assert "batch_size" not in loaded.unseen_overrides  # 16 -> 19 grows the set most: dropped first
     assert loaded.unseen_overrides["height"] == 2051 and loaded.unseen_overrides["width"] == 2051
-    assert _set_bytes(loaded.unseen_input_layouts) <= UNSEEN_GROWTH * _set_bytes(loaded.input_layouts)
+    assert layouts_bytes(loaded.unseen_input_layouts) <= UNSEEN_GROWTH * layouts_bytes(loaded.input_layouts)
 
 
 def test_a_small_set_gets_every_size_bumped(write_problem):
