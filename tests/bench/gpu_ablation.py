@@ -19,6 +19,11 @@ Other modes (the report says which produced it):
                      formula, recomputed on a CPU. Candidates not in the table are counted.
     --synthetic      made-up timings for the real proposer's candidates (tests/support/
                      synthetic_timings.py): search dynamics and candidate counts on a CPU.
+    --direct         each candidate measured KernelBench's way in long-lived processes
+                     (htam_engine/experiment/direct.py) rather than through the judge: its
+                     output checked against the reference on fixed-seed sets, then timed
+                     with the sandbox's protocol. For the offline proposer's own candidates;
+                     an order of magnitude cheaper on the device than the judge.
     --device cpu --small --test-limit 2 --bank-limit 2 --seeds 1 --steps 2
                      a real end-to-end run on this CPU at small sizes (Triton interpreter).
 
@@ -94,6 +99,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--table", help="evaluation table file (default OUT/table.jsonl)")
     p.add_argument("--replay", metavar="TABLE", help="replay against this table; evaluate nothing")
     p.add_argument("--synthetic", action="store_true", help="made-up timings (a CPU study of the search)")
+    p.add_argument("--direct", action="store_true",
+                   help="measure each candidate directly, KernelBench's way, in long-lived processes "
+                        "(experiment/direct.py: the offline proposer's own candidates only) instead of through "
+                        "htam's judge")
     p.add_argument("--small", action="store_true", help="shrink the problems (a CPU run of real kernels)")
     p.add_argument("--max-elems", type=int, default=1 << 14, help="with --small: elements per input at most")
     p.add_argument("--test-limit", type=int, help="only the first N test problems")
@@ -151,12 +160,20 @@ def make_pool(args: argparse.Namespace, out: Path, eval_config: Any) -> tuple[An
 
         inner = SyntheticTimings()
         return TablePool(EvalTable(table_path, {"synthetic": inner.name}), inner), inner.name
-    workers = args.workers or os.cpu_count() or 1
+    cores = os.cpu_count() or 1
+    # direct measurement on a GPU: the cores the proposer's processes (a quarter) leave
+    workers = args.workers or (max(1, cores - cores // 4) if args.direct and args.device.startswith("cuda") else cores)
     where = args.device
     if args.device.startswith("cuda"):
         import torch
 
         where = f"{args.device} ({torch.cuda.get_device_name(0)})"
+    if args.direct:
+        from htam_engine.experiment.direct import NAME, DirectPool
+
+        settings = {**table_settings(eval_config), "evaluator": "direct"}
+        return (TablePool(EvalTable(table_path, settings), DirectPool(workers, args.device, eval_config.cpu_threads)),
+                f"{NAME}, {workers} processes on {where}")
     return (TablePool(EvalTable(table_path, table_settings(eval_config)), WorkerPool(workers, args.device)),
             f"htam's worker pool ({workers} workers on {where})")
 

@@ -1,0 +1,112 @@
+"""Direct measurement (experiment/direct.py) on the CPU: real worker processes, real candidates."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from dataclasses import replace
+
+import multiprocessing
+import pytest
+
+from htam_engine.evaluate.config import EvalConfig
+from htam_engine.evaluate.result import Status
+from htam_engine.experiment.direct import DirectPool, SharedExclusive
+from htam_engine.problems import load_problem
+
+CANDIDATE = '''
+import os, time, torch
+class ModelNew(torch.nn.Module):
+    def __init__(self, *args):
+        super().__init__()
+    def forward(self, x):
+        return {body}
+'''
+RIGHT = CANDIDATE.format(body="torch.relu(x)")
+WRONG = CANDIDATE.format(body="x")
+RAISES = CANDIDATE.format(body="undefined_name")
+NO_IMPORT = "import a_module_that_is_not_there\n" + RIGHT
+HANGS = CANDIDATE.format(body="time.sleep(3600)")
+
+
+def dies_once(marker) -> str:
+    """Kills its worker process the first time it runs, then computes the right answer."""
+    return CANDIDATE.format(body=f"(torch.relu(x) if os.path.exists({str(marker)!r}) "
+                                 f"else (open({str(marker)!r}, 'w').close(), os._exit(9)))")
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory):
+    problem = load_problem("builtin:relu", {"batch_size": 4, "dim": 1024})
+    cfg = EvalConfig(device="cpu", trials=5, warmup=1)
+    candidates = {"right": RIGHT, "wrong": WRONG, "raises": RAISES, "no_import": NO_IMPORT,
+                  "dies_once": dies_once(tmp_path_factory.mktemp("direct") / "died"), "hangs": HANGS}
+
+    async def run():
+        pool = DirectPool(2, "cpu")
+        try:
+            jobs = [pool.evaluate(problem, code, replace(cfg, timeout_s=3.0 if name == "hangs" else 120.0))
+                    for name, code in candidates.items()]
+            return dict(zip(candidates, await asyncio.gather(*jobs))), cfg
+        finally:
+            await pool.close()
+
+    return asyncio.run(run())
+
+
+def test_each_outcome_gets_its_status_and_a_right_candidate_its_time_against_the_eager_reference(measured):
+    results, cfg = measured
+    assert {name: r.status for name, r in results.items()} == {
+        "right": Status.OK, "wrong": Status.INCORRECT, "raises": Status.RUNTIME_ERROR,
+        "no_import": Status.COMPILE_ERROR, "dies_once": Status.OK, "hangs": Status.TIMEOUT}
+    right = results["right"]
+    assert len(right.timings) == cfg.trials and right.runtime_ms > 0
+    assert right.speedup_eager == pytest.approx(right.ref_runtime_ms / right.runtime_ms)
+    assert "outside atol" in results["wrong"].diagnostics.message
+    assert results["wrong"].diagnostics.mismatch is not None
+    assert "NameError" in results["raises"].diagnostics.message
+    assert "a_module_that_is_not_there" in results["no_import"].diagnostics.message
+
+
+def test_the_eager_reference_is_measured_once_for_every_candidate_of_a_problem(measured):
+    results, _ = measured
+    assert len({r.ref_runtime_ms for r in results.values()}) == 1
+
+
+def test_a_worker_killed_by_its_candidate_or_stuck_in_it_costs_only_that_candidate(measured):
+    """dies_once took its worker down and was measured again; hangs was given up and its worker
+    replaced: every other candidate in flight still got its own result (the first test)."""
+    results, _ = measured
+    assert results["dies_once"].speedup_eager is not None
+    assert "3 s" in results["hangs"].diagnostics.message
+
+
+def test_a_waiting_timer_lets_no_new_check_in_and_timing_waits_for_the_checks_in_progress():
+    lock = SharedExclusive(multiprocessing.get_context("spawn"))
+    events: list[str] = []
+    timer_may_end = threading.Event()
+
+    def timer() -> None:
+        with lock.exclusive():
+            events.append("timing")
+            timer_may_end.wait(5)
+            events.append("timing ends")
+
+    def late_check() -> None:
+        with lock.shared():
+            events.append("late check")
+
+    threads = [threading.Thread(target=timer, daemon=True), threading.Thread(target=late_check, daemon=True)]
+    with lock.shared():
+        threads[0].start()
+        time.sleep(0.2)
+        threads[1].start()
+        time.sleep(0.2)
+        assert events == []  # the timer waits for this check; the late check waits behind the timer
+    time.sleep(0.2)
+    assert events == ["timing"]  # no check runs beside the timing
+    timer_may_end.set()
+    for t in threads:
+        t.join(5)
+    assert events == ["timing", "timing ends", "late check"]
