@@ -166,6 +166,8 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=4)
     ap.add_argument("--steps", type=int, default=1)
     ap.add_argument("--limit", type=int, default=None, help="first N problems of the list (default all 30)")
+    ap.add_argument("--skip", default="", help="comma-separated problems (levelN/NAME) not to verify: those an "
+                                               "earlier call verified")
     ap.add_argument("--load-problems", type=int, default=8, help="how many exports to verify again under load")
     ap.add_argument("--deadline", type=float, default=480, help="seconds for the whole run; parts stop early after it")
     ap.add_argument("--budget-mb", type=float, default=None, help="shrink inputs (default: official on CUDA, 1 on the CPU)")
@@ -200,6 +202,8 @@ def main() -> int:
     names = PROBLEMS[: args.limit]
     if args.batch:
         names = names_in_batch(Path(args.batch), args.limit or len(PROBLEMS))
+    skipped = set(filter(None, args.skip.split(",")))
+    names = [n for n in names if n not in skipped]
     print(f"device {device}; KernelBench: {checkout.root}{'' if gpu else ' (test double: KernelBench needs CUDA)'}; "
           f"settings {settings.to_dict()}; sizes {'official' if budget is None else f'shrunk to {budget_mb:g} MiB'}")
     print(f"problems ({len(names)}): {', '.join(names)}", flush=True)
