@@ -135,7 +135,8 @@ def _init_worker(lock: SharedExclusive, budget: Any, device: str, cpu_threads: i
 
         from htam_engine.evaluate.timing import L2Flusher
 
-        torch.cuda.set_device(torch.device(device))
+        if torch.device(device).index is not None:  # "cuda" alone is the current device already
+            torch.cuda.set_device(torch.device(device))
         torch.cuda.init()
         _state["flusher"] = L2Flusher(device)
 
