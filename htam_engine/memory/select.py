@@ -30,6 +30,11 @@ For every global direction g:
   unchanged after such a try, so without this term the argmax would pick the move that just
   failed again (the offline proposer then writes the same candidate).
 
+A direction whose step found no move for the problem's code (the proposer's NO_MOVE: none of its
+strategies changes anything this plan has) is barred for the rest of the session, in every arm,
+random included: the plan does not change within a session, and on the H200 the full method spent
+up to three of six steps re-picking such directions after a new best had reset r_g.
+
 Why these weights: rewards are log speedups (a 1.5x step is +0.41), while the seed priors are
 hand-written with spreads of 1-2; at λ_p = 1 and λ_e = 0.15 no learned edge could outweigh the
 seed's ranking (a bank changed no choice) and untried directions got +0.3 of bonus. Measured on
@@ -162,6 +167,11 @@ def retries(history: list[HistoryEntry]) -> dict[str, int]:
     return out
 
 
+def barred(history: list[HistoryEntry]) -> set[str]:
+    """Directions that found no move for this problem earlier in the session (see the docstring)."""
+    return {h.direction for h in history if h.no_move}
+
+
 def _keys(history: list[HistoryEntry], state: State, config: SelectConfig) -> list[HistoryEntry]:
     """History entries attended over, most recent first."""
     k_max = 1 if config.ablation == "no-prefix" else max(1, config.k_history)
@@ -229,12 +239,15 @@ def select_direction(htg: HTG, state: State, history: list[HistoryEntry], *, rng
     scores = score_directions(htg, state, history, config, records)
     if not scores:
         raise MemoryDataError("the memory has no directions")
-    fits = set(applicable_directions(htg, state, records))
+    applicable = applicable_directions(htg, state, records)
+    no_move = barred(history)
+    applicable = [g for g in applicable if g not in no_move] or applicable
+    fits = set(applicable)
     candidates = [s for s in scores if s.direction in fits]  # best first
     if forced is not None:
         chosen, mode = forced, "forced"
     elif config.ablation == "random":
-        chosen, mode = rng.choice(applicable_directions(htg, state, records)), "random"
+        chosen, mode = rng.choice(applicable), "random"
     elif config.temperature > 0:
         top = max(s.total for s in candidates)
         ws = [math.exp((s.total - top) / config.temperature) for s in candidates]

@@ -100,6 +100,9 @@ class HistoryEntry:
     # The step's candidate became the new best (the proposer builds on it from then on).
     # False: the step was tried on the best before it and did not improve it.
     improved: bool = True
+    # The proposer had no move of this direction for the problem's code (ProposalOutcome.NO_MOVE):
+    # the direction is not picked again in the session (select.barred).
+    no_move: bool = False
 
 
 @dataclass(slots=True)

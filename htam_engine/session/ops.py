@@ -11,6 +11,7 @@ from typing import Any
 
 from htam_engine.errors import UsageError
 from htam_engine.evaluate.result import EvalResult
+from htam_engine.families import ProposalOutcome
 from htam_engine.memory.graph import HTG
 from htam_engine.memory.learn import apply_delta
 from htam_engine.memory.types import HistoryEntry
@@ -88,8 +89,9 @@ def history_of(session: Session) -> list[HistoryEntry]:
         improved = r.best_speedup is not None and (best is None or r.best_speedup > best)
         best = r.best_speedup if improved else best
         if r.selection.direction:
+            no_move = bool(r.candidates) and all(c.outcome == ProposalOutcome.NO_MOVE.value for c in r.candidates)
             out.append(HistoryEntry(state=r.state, direction=r.selection.direction, reward=r.reward,
-                                    improved=improved))
+                                    improved=improved, no_move=no_move))
     return out
 
 

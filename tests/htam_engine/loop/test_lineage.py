@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from htam_engine.evaluate.config import EvalConfig
 from htam_engine.loop.engine import Engine
+from htam_engine.families import ProposalOutcome
 from htam_engine.memory import START
+from htam_engine.propose.base import Proposal
 from htam_engine.session import history_of
 from htam_engine.session.model import SessionConfig
 from tests.support.toy_search import ToyEvaluator, ToyProposer, toy_problem
@@ -48,3 +50,26 @@ async def test_the_random_arm_draws_a_different_sequence_on_each_problem():
     again = await toy_session(ablation="random", seed=1)
     dirs = [[r.selection.direction for r in s.steps] for s in (a, b, again)]
     assert dirs[0] == dirs[2] and dirs[0] != dirs[1]
+
+
+class NoMoveFor(ToyProposer):
+    """The toy proposer, except that every direction in `none` has no move for the problem."""
+
+    def __init__(self, none: set[str]):
+        self.none = none
+
+    async def propose(self, request, on_token=None) -> Proposal:
+        if request.selection.direction in self.none:
+            return Proposal(code=None, failure="no move", model=self.name, outcome=ProposalOutcome.NO_MOVE)
+        return await super().propose(request, on_token)
+
+
+async def test_a_step_whose_proposer_had_no_move_reaches_the_selector_as_one():
+    """What bars the direction for the rest of the session (test_select covers the bar itself)."""
+    first = (await toy_session(steps=1)).steps[0].selection.direction
+    engine = Engine(toy_problem("lineage"), SessionConfig(backend="triton", device="cuda", proposer="toy", steps=3),
+                    proposer=NoMoveFor({first}), pool=ToyEvaluator(), eval_config=EvalConfig(device="cuda"))
+    session = await engine.run()
+    history = history_of(session)
+    assert history[0].direction == first and history[0].no_move
+    assert not any(e.no_move for e in history[1:]) and first not in [e.direction for e in history[1:]]

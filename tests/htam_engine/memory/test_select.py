@@ -12,7 +12,8 @@ from htg_builders import grow, random_history, random_state
 
 from htam_engine.memory import HTG, START, HistoryEntry, MemoryDataError, SelectConfig, edge_value, make_state, select_direction
 from htam_engine.memory.retrieve import record
-from htam_engine.memory.select import LEVEL_WEIGHTS, applicable_directions, lineage, retries, strategy_records
+from htam_engine.memory.select import (LEVEL_WEIGHTS, applicable_directions, barred, lineage, retries,
+                                      strategy_records)
 from htam_engine.memory.state import similarity
 
 S = make_state("ok", "elementwise", "cuda", "memory", 1.3)
@@ -224,6 +225,23 @@ def test_a_direction_tried_on_the_best_without_improving_it_is_not_picked_again_
     assert retries(moved_on) == {}
     off = select_direction(h, S, failed, rng=random.Random(0), config=SelectConfig(retry_penalty=0.0))
     assert off.direction == first  # the term is what moves the argmax on
+
+
+def test_a_direction_that_found_no_move_is_not_picked_again_in_the_session_by_any_arm():
+    h = HTG.seed()
+    made_best = [HistoryEntry(S, "operator_fusion")]
+    first = select_direction(h, S, made_best, rng=random.Random(0)).direction
+    # it found no move; then another direction improved the best, which resets the retry term
+    history = made_best + [HistoryEntry(S, first, improved=False, no_move=True), HistoryEntry(S, "memory_access")]
+    assert retries(history) == {}
+    assert barred(history) == {first}
+    assert select_direction(h, S, history, rng=random.Random(0)).direction != first
+    for ablation in ("flat", "random", "no-prefix"):
+        picks = {select_direction(h, S, history, rng=random.Random(i), config=SelectConfig(ablation=ablation)).direction
+                 for i in range(40)}
+        assert first not in picks, ablation
+    without = history[:1] + [HistoryEntry(S, first, improved=False), history[2]]
+    assert select_direction(h, S, without, rng=random.Random(0)).direction == first  # what the bar changes
 
 
 def test_only_directions_that_apply_are_picked_though_all_are_scored():
