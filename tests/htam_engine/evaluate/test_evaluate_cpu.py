@@ -14,19 +14,21 @@ import pytest
 
 from htam_engine.evaluate.evaluator import Evaluator
 from htam_engine.evaluate.result import Status
+from htam_engine.evaluate.rounds import ALONE_MIN_ROUNDS
 
 from harness_core_support import FUSED_CPP, HERE, fast_config, triton_variant
 
 BROKEN_CPP = (HERE / "candidates" / "broken_cpp.py").read_text()
 
 
-def test_honest_fused_cpp_candidate_is_ok_and_beats_eager(full_problem, evaluator):
+def test_honest_fused_cpp_candidate_is_ok_and_timed_against_eager(full_problem, evaluator):
+    """Whether it beats eager is a figure (tests/bench/cpu_offline.py prints it), not an assertion:
+    on a loaded 2-core box the same kernel measured 0.86x and 1.3x."""
     r = evaluator.evaluate(full_problem, FUSED_CPP, fast_config(timeout_s=600, trials=15, warmup=2))
     assert r.status is Status.OK, (r.diagnostics.message, r.diagnostics.log[-2000:])
     assert r.correct and r.backend == "cpp" and r.device == "cpu"
     assert r.runtime_ms and r.ref_runtime_ms and len(r.timings) >= 5
     assert r.speedup_eager == pytest.approx(r.ref_runtime_ms / r.runtime_ms)
-    assert r.speedup_eager > 1.0, (r.runtime_ms, r.ref_runtime_ms)
     assert r.stages.compile_s > 0 and r.stages.check_s > 0 and r.stages.time_s > 0
 
 
@@ -139,7 +141,12 @@ def test_torch_compile_baseline_is_timed_in_every_evaluation_by_one_reference_sa
     r = evaluator.evaluate(small_problem, triton_variant("y = y * 1.0"), fast_config(time_compile_baseline=True))
     assert r.status is Status.OK, r.diagnostics.message
     assert r.compile_ref_runtime_ms and r.speedup_compile == pytest.approx(r.compile_ref_runtime_ms / r.runtime_ms)
-    assert r.compile_ref_spread.n == r.ref_spread.n == len(r.timings)  # the same rounds, interleaved
+    # the same rounds, interleaved; or, where a baseline was slower beside the candidate than in the
+    # rounds timed alone after it (a loaded box), those rounds' figure, and a finding that says so
+    disturbed = {f.message.split()[1] for f in r.integrity if f.rule == "baseline_disturbed"}
+    for name, s in (("torch.compile", r.compile_ref_spread), ("eager", r.ref_spread)):
+        alone = max(ALONE_MIN_ROUNDS, len(r.timings) // 4)
+        assert s.n == (alone if name in disturbed else len(r.timings)), (name, s, disturbed)
     again = evaluator.evaluate(small_problem, triton_variant("y = y * 2.0 / 2.0"),
                                fast_config(time_compile_baseline=True))
     assert again.status is Status.OK, again.diagnostics.message
