@@ -232,7 +232,8 @@ def _measure(job: Job) -> dict[str, Any]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-        _release_device()
+        with contextlib.suppress(Exception):  # a context a CUDA fault broke: the worker is leaving anyway
+            _release_device()
 
 
 def _measure_now(job: Job) -> dict[str, Any]:
@@ -386,6 +387,9 @@ class DirectPool:
                 # its worker is stuck where its alarm cannot reach: every worker goes (the others' jobs are retried)
                 self._restart(generation)
                 return EvalResult.failure(Status.TIMEOUT, "the measuring process stopped answering",
+                                          device=self.device, backend=job.config.backend or "")
+            except Exception as exc:  # noqa: BLE001 - the worker failed to answer (e.g. a reply it could not pickle)
+                return EvalResult.failure(Status.HARNESS_ERROR, f"the measuring process failed: {_one_line(exc)}",
                                           device=self.device, backend=job.config.backend or "")
         return EvalResult.failure(Status.RUNTIME_ERROR, f"the measuring process died {RETRIES + 1} times on this "
                                   "candidate", device=self.device, backend=job.config.backend or "")
