@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
 import threading
 import time
 from dataclasses import replace
 
-import multiprocessing
 import pytest
 
 from htam_engine.evaluate.config import EvalConfig
