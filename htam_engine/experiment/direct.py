@@ -10,7 +10,8 @@ experiment needs from a measurement is the kernel's time and whether it is right
 DirectPool measures a candidate as KernelBench's eval does, in a long-lived worker process
 that imports it beside the problem's reference model (both built from the same seed):
 its output compared with the reference's on `correctness_trials` input sets drawn from fixed
-seeds (the judge's comparison and tolerances, checks/compare.py), then `warmup` + `trials`
+seeds (the judge's comparison and tolerances, checks/compare.py, with its float64 noise floor for
+outputs at rounding-noise level), then `warmup` + `trials`
 calls on one set, each through the judge's sandbox protocol (timing.run_trial: on CUDA an L2
 flush and events around the call). The eager reference is timed the same way once per
 problem and shared by every candidate of it. Timing holds a lock across the workers; device
@@ -276,6 +277,7 @@ def _checked_and_timed(job: Job, instance: Any, model_cls: type, stages: StageTi
     import torch
 
     from htam_engine.evaluate.checks.compare import compare_outputs
+    from htam_engine.evaluate.reference import ReferenceModel
 
     cfg, device = job.config, _state["device"]
     init = list(instance.get_init_inputs())
@@ -283,7 +285,7 @@ def _checked_and_timed(job: Job, instance: Any, model_cls: type, stages: StageTi
     with torch.no_grad():
         try:
             model = _build(model_cls, init, cfg.seed, device)
-            reference = _build(instance.Model, init, cfg.seed, device) if job.code is not None else None
+            reference = ReferenceModel(instance.Model, init, cfg.seed, device) if job.code is not None else None
             t1 = time.perf_counter()
             # The first call compiles (Triton's JIT: seconds of CPU) and runs outside the device
             # lock, so compiles overlap every other worker's timing; its output is checked below.
@@ -291,10 +293,11 @@ def _checked_and_timed(job: Job, instance: Any, model_cls: type, stages: StageTi
             with _device(exclusive=False):
                 for n in range(1, max(1, cfg.correctness_trials) + 1 if reference is not None else 1):
                     # drawn again for the candidate: a reference that changes its inputs leaves them as drawn
-                    expected = reference(*_draw(instance, n))
+                    expected = reference.model(*_draw(instance, n))
                     got = first if n == 1 else model(*_draw(instance, n))
                     first = None
-                    mismatch = compare_outputs(got, expected, cfg.tolerances, f"get_inputs#{n}")
+                    mismatch = compare_outputs(got, expected, cfg.tolerances, f"get_inputs#{n}",
+                                               _noise(reference, instance, n, expected, cfg.seed))
                     del expected, got
                     if mismatch is not None:
                         status, message = Status.INCORRECT, f"output differs from the reference: {mismatch.note}"
@@ -317,6 +320,25 @@ def _checked_and_timed(job: Job, instance: Any, model_cls: type, stages: StageTi
                       device=device, backend=cfg.backend or "", timings=[round(t, 6) for t in times],
                       runtime_spread=s, stages=stages,
                       diagnostics=Diagnostics(mismatch=mismatch, message=message)).to_dict()
+
+
+def _noise(reference: Any, instance: Any, n: int, expected: Any, seed: int) -> Any:
+    """The judge's noise floor for set n (compare.compare_outputs): ||ref32 - ref64|| per output
+    leaf, from a float64 run of the reference made only if the whole-output bound fails. Without
+    it, an output at rounding-noise level (a mean of group-normalised values) is always wrong."""
+    from htam_engine.evaluate.checks.compare import flatten, noise_norm
+
+    exact: dict[str, Any] = {}
+
+    def noise(path: str) -> float | None:
+        if not exact:
+            out = reference.exact(_draw(instance, n), seed)
+            exact.update({leaf.path: leaf.value for leaf in flatten(out)} if out is not None else {"": None})
+        ref = {leaf.path: leaf.value for leaf in flatten(expected)}.get(path)
+        e = exact.get(path)
+        return noise_norm(ref, e) if ref is not None and e is not None else None
+
+    return noise
 
 
 def _release_device() -> None:
