@@ -35,7 +35,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from htam_engine.evaluate.config import EvalConfig
-from htam_engine.evaluate.result import Diagnostics, EvalResult, Status, StageTimes
+from htam_engine.evaluate.result import Diagnostics, EvalResult, Mismatch, Status, StageTimes
+from htam_engine.problems.model import Problem
 
 NAME = "direct measurement (KernelBench's protocol, for the offline proposer's own candidates)"
 # Device memory an evaluation is admitted for: this many times its input set (the set, the
@@ -65,6 +66,8 @@ class _TimedOut(BaseException):
 
 def _alarm(_signum: int, _frame: Any) -> None:
     raise _TimedOut()
+
+
 _CUDA_FAULTS = ("CUDA error", "illegal memory access", "device-side assert", "CUBLAS_STATUS", "cudaError")
 
 
@@ -72,7 +75,7 @@ _CUDA_FAULTS = ("CUDA error", "illegal memory access", "device-side assert", "CU
 class Job:
     """One measurement, as sent to a worker (pickled)."""
 
-    problem: Any  # problems.model.Problem
+    problem: Problem
     code: str | None  # None: the problem's reference model (the eager baseline)
     config: EvalConfig
 
@@ -90,22 +93,12 @@ class SharedExclusive:
         if not self._cond.wait_for(ready, DEVICE_WAIT_S):
             raise TimeoutError(f"the device was not free within {DEVICE_WAIT_S:.0f} s")
 
-    @contextlib.contextmanager
-    def shared(self):
+    def acquire(self, exclusive: bool) -> None:
         with self._cond:
             self._wait(lambda: not self._writer.value)
-            self._readers.value += 1
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._readers.value -= 1
-                self._cond.notify_all()
-
-    @contextlib.contextmanager
-    def exclusive(self):
-        with self._cond:
-            self._wait(lambda: not self._writer.value)
+            if not exclusive:
+                self._readers.value += 1
+                return
             self._writer.value = 1
             try:
                 self._wait(lambda: not self._readers.value)
@@ -113,19 +106,57 @@ class SharedExclusive:
                 self._writer.value = 0
                 self._cond.notify_all()
                 raise
+
+    def release(self, exclusive: bool) -> None:
+        with self._cond:
+            if exclusive:
+                self._writer.value = 0
+            else:
+                self._readers.value -= 1
+            self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def held(self, exclusive: bool):
+        self.acquire(exclusive)
         try:
             yield
         finally:
-            with self._cond:
-                self._writer.value = 0
-                self._cond.notify_all()
+            self.release(exclusive)
+
+    def shared(self):
+        return self.held(exclusive=False)
+
+    def exclusive(self):
+        return self.held(exclusive=True)
+
+
+class DeviceBudget:
+    """Bytes of device memory the pool's workers take and give back (one condition across them)."""
+
+    def __init__(self, ctx: Any, total: int):
+        self.total = total
+        self._cond = ctx.Condition()
+        self._free = ctx.Value("q", total, lock=False)
+
+    def take(self, need: int) -> int:
+        """Blocks until `need` bytes (all of them at most) are free; returns what it took."""
+        take = min(need, self.total)
+        with self._cond:
+            self._cond.wait_for(lambda: self._free.value >= take)
+            self._free.value -= take
+        return take
+
+    def give(self, taken: int) -> None:
+        with self._cond:
+            self._free.value += taken
+            self._cond.notify_all()
 
 
 # ---------------------------------------------------------------------- the worker's side
 _state: dict[str, Any] = {}
 
 
-def _init_worker(lock: SharedExclusive, budget: Any, device: str, cpu_threads: int | None) -> None:
+def _init_worker(lock: SharedExclusive, budget: DeviceBudget | None, device: str, cpu_threads: int | None) -> None:
     _state.update(lock=lock, budget=budget, device=device, flusher=None)
     if cpu_threads and not device.startswith("cuda"):  # as the judge's sandboxes: HTAM_WORKER_CPU_THREADS
         import torch
@@ -156,42 +187,27 @@ def _waiting():
 @contextlib.contextmanager
 def _device(exclusive: bool):
     """The device lock taken shared (checks) or exclusive (timing), the wait not counted against the job."""
-    lock = _state["lock"]
-    held = lock.exclusive() if exclusive else lock.shared()
     with _waiting():
-        held.__enter__()
+        _state["lock"].acquire(exclusive)
     try:
         yield
     finally:
-        held.__exit__(None, None, None)
+        _state["lock"].release(exclusive)
 
 
 @contextlib.contextmanager
 def _admitted(need: int):
     """`need` bytes of the shared device budget (all of it at most), held for the block."""
-    budget = _state["budget"]
+    budget: DeviceBudget | None = _state["budget"]
     if budget is None:
         yield
         return
-    cond, free, total = budget
-    take = min(need, total)
-    with _waiting(), cond:
-        while free.value < take:
-            cond.wait()
-        free.value -= take
+    with _waiting():
+        taken = budget.take(need)
     try:
         yield
     finally:
-        with cond:
-            free.value += take
-            cond.notify_all()
-
-
-def _set_bytes(instance: Any) -> int:
-    from htam_engine.problems.loader import _meta_layouts, layouts_bytes
-
-    layouts = _meta_layouts(instance.module.get_inputs)
-    return layouts_bytes(layouts) if layouts is not None else 0
+        budget.give(taken)
 
 
 def _draw(instance: Any, seed: int) -> list[Any]:
@@ -199,13 +215,6 @@ def _draw(instance: Any, seed: int) -> list[Any]:
 
     seed_all(seed)
     return instance.get_inputs()
-
-
-def _build(cls: type, init: list[Any], seed: int, device: str) -> Any:
-    from htam_engine.evaluate.seeding import seed_all
-
-    seed_all(seed)
-    return cls(*init).to(device)
 
 
 def _time_calls(model: Any, inputs: list[Any], config: EvalConfig) -> list[float]:
@@ -228,8 +237,8 @@ def _measure(job: Job) -> dict[str, Any]:
     try:
         return _measure_now(job)
     except _TimedOut:
-        return replace(EvalResult.failure(Status.TIMEOUT, f"no result within {job.config.timeout_s:.0f} s",
-                                          device=_state["device"], backend=job.config.backend or "")).to_dict()
+        return EvalResult.failure(Status.TIMEOUT, f"no result within {job.config.timeout_s:.0f} s",
+                                  device=_state["device"], backend=job.config.backend or "").to_dict()
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
@@ -239,8 +248,7 @@ def _measure(job: Job) -> dict[str, Any]:
 
 def _measure_now(job: Job) -> dict[str, Any]:
     from htam_engine.evaluate.cache import candidate_key
-    from htam_engine.evaluate.clock import spread
-    from htam_engine.problems.loader import instantiate
+    from htam_engine.problems.loader import layouts_bytes, load_for_judge
 
     t0 = time.perf_counter()
     cfg, device = job.config, _state["device"]
@@ -252,9 +260,10 @@ def _measure_now(job: Job) -> dict[str, Any]:
                        stages=stages).to_dict()
 
     try:
-        instance = instantiate(job.problem, device)
+        loaded = load_for_judge(job.problem, device, check_unseen=False)
     except Exception as exc:  # noqa: BLE001 - the problem itself: the harness's fault
         return failed(Status.HARNESS_ERROR, f"the problem did not load: {exc}")
+    instance = loaded.main
     model_cls = instance.Model
     if job.code is not None:
         import torch
@@ -268,41 +277,34 @@ def _measure_now(job: Job) -> dict[str, Any]:
         except Exception as exc:  # noqa: BLE001 - anything raised while importing is a build outcome
             return failed(Status.COMPILE_ERROR, f"candidate failed to import: {_one_line(exc)}")
     stages.compile_s = time.perf_counter() - t0
-    with _admitted(NEED_FACTOR * _set_bytes(instance) + NEED_ALLOWANCE_BYTES):
-        return _checked_and_timed(job, instance, model_cls, stages, t0, spread)
+    budget = _state["budget"]
+    if loaded.input_layouts is not None:
+        need = NEED_FACTOR * layouts_bytes(loaded.input_layouts) + NEED_ALLOWANCE_BYTES
+    else:  # get_inputs cannot run on the meta device: half the budget, as devicelock's UNKNOWN_SHARE
+        need = budget.total // 2 if budget is not None else 0
+    with _admitted(need):
+        return _checked_and_timed(job, instance, model_cls, stages, t0)
 
 
-def _checked_and_timed(job: Job, instance: Any, model_cls: type, stages: StageTimes, t0: float,
-                       spread: Any) -> dict[str, Any]:
+def _checked_and_timed(job: Job, instance: Any, model_cls: type, stages: StageTimes, t0: float) -> dict[str, Any]:
     import torch
 
-    from htam_engine.evaluate.checks.compare import compare_outputs
+    from htam_engine.evaluate.clock import spread
     from htam_engine.evaluate.reference import ReferenceModel
+    from htam_engine.evaluate.seeding import seed_all
 
     cfg, device = job.config, _state["device"]
     init = list(instance.get_init_inputs())
     status, message, mismatch = Status.OK, "", None
     with torch.no_grad():
         try:
-            model = _build(model_cls, init, cfg.seed, device)
-            reference = ReferenceModel(instance.Model, init, cfg.seed, device) if job.code is not None else None
+            seed_all(cfg.seed)  # the construction seed, as for the reference (KernelBench's rule)
+            model = model_cls(*init).to(device)
             t1 = time.perf_counter()
-            # The first call compiles (Triton's JIT: seconds of CPU) and runs outside the device
-            # lock, so compiles overlap every other worker's timing; its output is checked below.
-            first = model(*_draw(instance, 1)) if reference is not None else None
-            with _device(exclusive=False):
-                for n in range(1, max(1, cfg.correctness_trials) + 1 if reference is not None else 1):
-                    # drawn again for the candidate: a reference that changes its inputs leaves them as drawn
-                    expected = reference.model(*_draw(instance, n))
-                    got = first if n == 1 else model(*_draw(instance, n))
-                    first = None
-                    mismatch = compare_outputs(got, expected, cfg.tolerances, f"get_inputs#{n}",
-                                               _noise(reference, instance, n, expected, cfg.seed))
-                    del expected, got
-                    if mismatch is not None:
-                        status, message = Status.INCORRECT, f"output differs from the reference: {mismatch.note}"
-                        break
-            del reference
+            if job.code is not None:
+                mismatch = _check(model, ReferenceModel(instance.Model, init, cfg.seed, device), instance, cfg)
+            if mismatch is not None:
+                status, message = Status.INCORRECT, f"output differs from the reference: {mismatch.note}"
             stages.check_s = time.perf_counter() - t1
             times: list[float] = []
             if status is Status.OK:
@@ -322,20 +324,40 @@ def _checked_and_timed(job: Job, instance: Any, model_cls: type, stages: StageTi
                       diagnostics=Diagnostics(mismatch=mismatch, message=message)).to_dict()
 
 
+def _check(model: Any, reference: Any, instance: Any, cfg: EvalConfig) -> Mismatch | None:
+    """The first mismatch of the candidate's output against the reference's over the correctness
+    sets (each drawn again for the candidate: a reference that changes its inputs leaves them as
+    drawn), or None. The first call compiles (Triton's JIT: seconds of CPU) and runs outside the
+    device lock, so compiles overlap the other workers' timing; its output is checked with the rest."""
+    from htam_engine.evaluate.checks.compare import compare_outputs
+
+    first = model(*_draw(instance, 1))
+    with _device(exclusive=False):
+        for n in range(1, max(1, cfg.correctness_trials) + 1):
+            expected = reference.model(*_draw(instance, n))
+            got = first if n == 1 else model(*_draw(instance, n))
+            first = None
+            mismatch = compare_outputs(got, expected, cfg.tolerances, f"get_inputs#{n}",
+                                       _noise(reference, instance, n, expected, cfg.seed))
+            if mismatch is not None:
+                return mismatch
+    return None
+
+
 def _noise(reference: Any, instance: Any, n: int, expected: Any, seed: int) -> Any:
     """The judge's noise floor for set n (compare.compare_outputs): ||ref32 - ref64|| per output
     leaf, from a float64 run of the reference made only if the whole-output bound fails. Without
     it, an output at rounding-noise level (a mean of group-normalised values) is always wrong."""
     from htam_engine.evaluate.checks.compare import flatten, noise_norm
 
-    exact: dict[str, Any] = {}
+    leaves: dict[str, tuple[Any, Any]] = {}  # path -> (float32 reference, float64 reference), made once
 
     def noise(path: str) -> float | None:
-        if not exact:
-            out = reference.exact(_draw(instance, n), seed)
-            exact.update({leaf.path: leaf.value for leaf in flatten(out)} if out is not None else {"": None})
-        ref = {leaf.path: leaf.value for leaf in flatten(expected)}.get(path)
-        e = exact.get(path)
+        if not leaves:
+            exact = reference.exact(_draw(instance, n), seed)
+            exact_leaves = {leaf.path: leaf.value for leaf in flatten(exact)} if exact is not None else {}
+            leaves.update({leaf.path: (leaf.value, exact_leaves.get(leaf.path)) for leaf in flatten(expected)})
+        ref, e = leaves.get(path, (None, None))
         return noise_norm(ref, e) if ref is not None and e is not None else None
 
     return noise
@@ -362,24 +384,26 @@ class DirectPool:
 
     name = NAME
 
-    def __init__(self, size: int, device: str, cpu_threads: int | None = 1):
+    def __init__(self, size: int, device: str, cpu_threads: int | None = 1, total_memory: int | None = None):
+        """total_memory: the device memory to budget, in place of what `device` reports (so that the
+        GPU's admission runs on the CPU, for tests; as devicelock.DeviceLock's)."""
         self.size = max(1, size)
         self.device = device
         self.cpu_threads = cpu_threads
+        self.total_memory = total_memory
         self._ctx = multiprocessing.get_context("spawn")
         self._executor: ProcessPoolExecutor | None = None
         self._generation = 0
         self._eager: dict[str, asyncio.Future] = {}
         self._start()
 
-    def _budget(self) -> tuple[Any, Any, int] | None:
+    def _budget(self) -> DeviceBudget | None:
         from htam_engine.evaluate.devicelock import device_memory, usable_memory
 
-        total = device_memory(self.device)
+        total = self.total_memory if self.total_memory is not None else device_memory(self.device)
         if total is None:
             return None
-        room = max(NEED_ALLOWANCE_BYTES, usable_memory(total) - self.size * WORKER_RESERVE_BYTES)
-        return self._ctx.Condition(), self._ctx.Value("q", room, lock=False), room
+        return DeviceBudget(self._ctx, max(NEED_ALLOWANCE_BYTES, usable_memory(total) - self.size * WORKER_RESERVE_BYTES))
 
     def _start(self) -> None:
         self._generation += 1
@@ -417,7 +441,9 @@ class DirectPool:
                                   "candidate", device=self.device, backend=job.config.backend or "")
 
     async def _eager_result(self, problem: Any, config: EvalConfig) -> EvalResult:
-        key = f"{problem.id}|{problem.source}|{sorted(problem.overrides.items())!r}|{config.trials}|{config.seed}"
+        from htam_engine.problems.loader import problem_key
+
+        key = f"{problem_key(problem, self.device, None)}|{config.warmup}|{config.trials}|{config.seed}"
         fut = self._eager.get(key)
         if fut is None:
             fut = self._eager[key] = asyncio.ensure_future(self._run(Job(problem, None, config)))

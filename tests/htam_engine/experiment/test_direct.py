@@ -12,7 +12,7 @@ import pytest
 
 from htam_engine.evaluate.config import EvalConfig
 from htam_engine.evaluate.result import Status
-from htam_engine.experiment.direct import DirectPool, SharedExclusive
+from htam_engine.experiment.direct import DeviceBudget, DirectPool, SharedExclusive
 from htam_engine.problems import load_problem
 
 CANDIDATE = '''
@@ -63,7 +63,7 @@ def measured(tmp_path_factory):
     near_zero = load_problem(str(near_zero_file))
 
     async def run():
-        pool = DirectPool(2, "cpu")
+        pool = DirectPool(2, "cpu", total_memory=64 << 30)  # the GPU's memory admission, on the CPU
         try:
             jobs = [pool.evaluate(problem, code, replace(cfg, timeout_s=3.0 if name == "hangs" else 120.0))
                     for name, code in candidates.items()]
@@ -139,3 +139,18 @@ def test_a_waiting_timer_lets_no_new_check_in_and_timing_waits_for_the_checks_in
     for t in threads:
         t.join(5)
     assert events == ["timing", "timing ends", "late check"]
+
+
+def test_the_device_budget_holds_a_taker_back_until_enough_is_given_back():
+    budget = DeviceBudget(multiprocessing.get_context("spawn"), 10)
+    first = budget.take(6)
+    got: list[int] = []
+    waiter = threading.Thread(target=lambda: got.append(budget.take(6)), daemon=True)
+    waiter.start()
+    time.sleep(0.2)
+    assert first == 6 and got == []  # 4 free: the second waits
+    budget.give(first)
+    waiter.join(5)
+    assert got == [6]
+    budget.give(got[0])
+    assert budget.take(100) == 10  # more than the whole budget takes all of it (it runs alone)
