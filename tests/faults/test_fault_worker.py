@@ -101,6 +101,9 @@ def test_fault_gets_its_status_and_the_next_candidate_is_fine(fault, problem, ev
     warm, _ = _honest(evaluator, problem)  # a warm judge: the timeout clock is the candidate's alone
     assert warm.status is Status.OK, warm.diagnostics.message
     (judge,) = worker_processes()
+    # The judge forks its next spare after an evaluation: on a loaded box it may not exist yet, and
+    # `before` would then hold only the reference's sandbox (no sandbox of this candidate to see go).
+    wait_until(lambda: len(sandboxes()) >= 2, 10)
     before = {p.pid for p in sandboxes()}  # the spare that will run this candidate, and the reference's
     t0 = time.monotonic()
     r = evaluator.evaluate(problem, fault.code, quick_config(timeout_s=fault.timeout_s, memory_limit_mb=fault.memory_mb))
