@@ -14,7 +14,9 @@ seeds (the judge's comparison and tolerances, checks/compare.py, with its float6
 outputs at rounding-noise level), then `warmup` + `trials`
 calls on one set, each through the judge's sandbox protocol (timing.run_trial: on CUDA an L2
 flush and events around the call). The eager reference is timed the same way once per
-problem and shared by every candidate of it. Timing holds a lock across the workers; device
+problem and shared by every candidate of it, and with compile_baseline so is torch.compile's
+(the judge's baseline: torch.compile(Model) in its default mode, its output held to the judge's
+baseline tolerance). Timing holds a lock across the workers; device
 memory is admitted from a shared budget, so a 6 GiB problem does not meet eleven others.
 
 It is never a verdict on untrusted code: a report made with it names it as its evaluator.
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import enum
 import multiprocessing
 import os
 import signal
@@ -71,13 +74,22 @@ def _alarm(_signum: int, _frame: Any) -> None:
 _CUDA_FAULTS = ("CUDA error", "illegal memory access", "device-side assert", "CUBLAS_STATUS", "cudaError")
 
 
+class Subject(enum.Enum):
+    """What a job measures."""
+
+    CANDIDATE = "candidate"  # the job's code, its ModelNew
+    EAGER = "eager"  # the problem's Model as written
+    COMPILED = "torch.compile"  # torch.compile(Model), the judge's second baseline
+
+
 @dataclass(frozen=True, slots=True)
 class Job:
     """One measurement, as sent to a worker (pickled)."""
 
     problem: Problem
-    code: str | None  # None: the problem's reference model (the eager baseline)
+    code: str | None  # the candidate's source (Subject.CANDIDATE only)
     config: EvalConfig
+    subject: Subject = Subject.CANDIDATE
 
 
 class SharedExclusive:
@@ -265,7 +277,7 @@ def _measure_now(job: Job) -> dict[str, Any]:
         return failed(Status.HARNESS_ERROR, f"the problem did not load: {exc}")
     instance = loaded.main
     model_cls = instance.Model
-    if job.code is not None:
+    if job.subject is Subject.CANDIDATE:
         import torch
 
         try:
@@ -301,8 +313,11 @@ def _checked_and_timed(job: Job, instance: Any, model_cls: type, stages: StageTi
             seed_all(cfg.seed)  # the construction seed, as for the reference (KernelBench's rule)
             model = model_cls(*init).to(device)
             t1 = time.perf_counter()
-            if job.code is not None:
-                mismatch = _check(model, ReferenceModel(instance.Model, init, cfg.seed, device), instance, cfg)
+            if job.subject is Subject.COMPILED:
+                model = torch.compile(model)
+            if job.subject is not Subject.EAGER:
+                mismatch = _check(model, ReferenceModel(instance.Model, init, cfg.seed, device), instance,
+                                  _baseline_tolerances(cfg) if job.subject is Subject.COMPILED else cfg)
             if mismatch is not None:
                 status, message = Status.INCORRECT, f"output differs from the reference: {mismatch.note}"
             stages.check_s = time.perf_counter() - t1
@@ -342,6 +357,14 @@ def _check(model: Any, reference: Any, instance: Any, cfg: EvalConfig) -> Mismat
             if mismatch is not None:
                 return mismatch
     return None
+
+
+def _baseline_tolerances(cfg: EvalConfig) -> EvalConfig:
+    """The judge's tolerance for a baseline's output (rounds.BASELINE_TOLERANCE): torch.compile's
+    own arithmetic is PyTorch's, and KernelBench times it as it is."""
+    from htam_engine.evaluate.rounds import BASELINE_TOLERANCE
+
+    return replace(cfg, tolerances={k: max(v, BASELINE_TOLERANCE) for k, v in cfg.tolerances.items()})
 
 
 def _noise(reference: Any, instance: Any, n: int, expected: Any, seed: int) -> Any:
@@ -384,17 +407,20 @@ class DirectPool:
 
     name = NAME
 
-    def __init__(self, size: int, device: str, cpu_threads: int | None = 1, total_memory: int | None = None):
+    def __init__(self, size: int, device: str, cpu_threads: int | None = 1, total_memory: int | None = None,
+                 compile_baseline: bool = False):
         """total_memory: the device memory to budget, in place of what `device` reports (so that the
-        GPU's admission runs on the CPU, for tests; as devicelock.DeviceLock's)."""
+        GPU's admission runs on the CPU, for tests; as devicelock.DeviceLock's). compile_baseline:
+        also time torch.compile once per problem, where the config asks for it (speedup_compile)."""
         self.size = max(1, size)
         self.device = device
         self.cpu_threads = cpu_threads
         self.total_memory = total_memory
+        self.compile_baseline = compile_baseline
         self._ctx = multiprocessing.get_context("spawn")
         self._executor: ProcessPoolExecutor | None = None
         self._generation = 0
-        self._eager: dict[str, asyncio.Future] = {}
+        self._baselines: dict[str, asyncio.Future] = {}  # one per problem, settings and subject
         self._start()
 
     def _budget(self) -> DeviceBudget | None:
@@ -440,19 +466,26 @@ class DirectPool:
         return EvalResult.failure(Status.RUNTIME_ERROR, f"the measuring process died {RETRIES + 1} times on this "
                                   "candidate", device=self.device, backend=job.config.backend or "")
 
-    async def _eager_result(self, problem: Any, config: EvalConfig) -> EvalResult:
+    async def _baseline(self, problem: Any, config: EvalConfig, subject: Subject) -> EvalResult:
         from htam_engine.problems.loader import problem_key
 
-        key = f"{problem_key(problem, self.device, None)}|{config.warmup}|{config.trials}|{config.seed}"
-        fut = self._eager.get(key)
+        key = f"{problem_key(problem, self.device, None)}|{config.warmup}|{config.trials}|{config.seed}|{subject.value}"
+        fut = self._baselines.get(key)
         if fut is None:
-            fut = self._eager[key] = asyncio.ensure_future(self._run(Job(problem, None, config)))
+            # its own limit, not the first asking candidate's: torch.compile of a large model takes minutes
+            from htam_engine.evaluate.rounds import BASELINE_PREP_S
+
+            job = Job(problem, None, replace(config, timeout_s=max(config.timeout_s, BASELINE_PREP_S)), subject)
+            fut = self._baselines[key] = asyncio.ensure_future(self._run(job))
         return await asyncio.shield(fut)
 
     async def evaluate(self, problem: Any, code: str, config: EvalConfig | None = None,
                        on_progress: Any = None) -> EvalResult:
         config = replace(config or EvalConfig(), device=self.device)
-        eager = await self._eager_result(problem, config)
+        subjects = [Subject.EAGER]
+        if self.compile_baseline and config.time_compile_baseline:
+            subjects.append(Subject.COMPILED)
+        eager, *compiled = await asyncio.gather(*(self._baseline(problem, config, s) for s in subjects))
         if not eager.ok or not eager.runtime_ms:
             return EvalResult.failure(Status.HARNESS_ERROR, f"the reference did not run: "
                                       f"{eager.diagnostics.message}", device=self.device, backend=config.backend or "")
@@ -460,10 +493,15 @@ class DirectPool:
         result.ref_runtime_ms, result.ref_spread = eager.runtime_ms, eager.runtime_spread
         if result.ok and result.runtime_ms:
             result.speedup_eager = eager.runtime_ms / result.runtime_ms
+        # a torch.compile that failed or came out wrong leaves no figure, as in the judge's table
+        if compiled and compiled[0].ok and compiled[0].runtime_ms:
+            result.compile_ref_runtime_ms, result.compile_ref_spread = compiled[0].runtime_ms, compiled[0].runtime_spread
+            if result.ok and result.runtime_ms:
+                result.speedup_compile = compiled[0].runtime_ms / result.runtime_ms
         return result
 
     async def close(self) -> None:
-        for fut in self._eager.values():
+        for fut in self._baselines.values():
             fut.cancel()
         if self._executor is not None:
             _stop(self._executor)

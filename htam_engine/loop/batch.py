@@ -121,14 +121,17 @@ class Batch:
 
     # ---- running ---------------------------------------------------------------------
     async def run(self, problems: list[Problem], on_done: Callable[[ProblemDone], None] | None = None,
-                  on_engine: Callable[[Engine], None] | None = None) -> dict[str, Any]:
+                  on_engine: Callable[[Engine], None] | None = None, pool: Any = None) -> dict[str, Any]:
+        """pool: an evaluator with the worker pool's evaluate/close (the batch closes it); None: htam's
+        worker pool of spec.workers."""
         spec = self.spec
         probe = session_config(self._run_spec(), problems[0]) if problems else None
         proposer = make_proposer_for(spec.proposer, probe, spec.model_settings) if probe else None
         if probe is not None:  # the ledger and report name the proposer that runs, not "None"
             spec.proposer = probe.proposer
         self._open_ledger()
-        pool = make_pool(spec.workers or pool_size(spec.samples * max(1, spec.jobs), spec.device), spec.device)
+        if pool is None:
+            pool = make_pool(spec.workers or pool_size(spec.samples * max(1, spec.jobs), spec.device), spec.device)
         counter = {"n": 0}
         gate = asyncio.Semaphore(max(1, spec.jobs))
 

@@ -6,6 +6,11 @@ half a minute to stop the workers and write the table):
 
     HTAM_KERNELBENCH=/path/to/KernelBench python3 tests/bench/kb_table.py --device cuda --out $OUT
 
+With --direct each candidate and both baselines are measured KernelBench's way in long-lived
+processes (htam_engine/experiment/direct.py: the offline proposer's own code only, never a model's)
+instead of through the judge, whose isolation costs 5-20 s of the device per evaluation at these
+sizes; the table's header names the evaluator.
+
 Here on the CPU (shrunk inputs, Triton through the interpreter, a few problems):
 
     HTAM_KERNELBENCH=/work/kb python3 tests/bench/kb_table.py --device cpu --problems 1/19,1/23,2/12 --steps 2
@@ -205,6 +210,9 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, help="problems in flight (default: one per core, at most 16)")
     ap.add_argument("--workers", type=int, help="worker pool size (default: jobs x samples, at most one per core)")
     ap.add_argument("--trials", type=int, help="timed trials per evaluation (default: htam's)")
+    ap.add_argument("--direct", action="store_true",
+                    help="measure candidates and baselines directly, KernelBench's way (experiment/direct.py), "
+                         "not through the judge")
     ap.add_argument("--deadline", type=float, default=480.0,
                     help="seconds from the start, planning included; what finished by then is reported")
     ap.add_argument("--order", choices=("stratified", "numbered"), default="stratified",
@@ -237,7 +245,11 @@ def main() -> int:
         problems.sort(key=lambda p: rank.get(_pick_of(p.id), len(rank)))  # stable: the rest keep their order
     out = Path(args.out) / "kb_table" if args.out else Path(tempfile.mkdtemp(prefix="htam-kb-table-"))
     jobs = args.jobs or max(1, min(16, os.cpu_count() or 1))
-    workers = args.workers or pool_size(args.samples * jobs, args.device)
+    cores = os.cpu_count() or 1
+    if args.direct:  # on a GPU the cores the proposer (this process) leaves; on the CPU a few
+        workers = args.workers or (max(1, cores - cores // 4) if args.device.startswith("cuda") else min(2, cores))
+    else:
+        workers = args.workers or pool_size(args.samples * jobs, args.device)
     spec = BatchSpec(suites=[], out=str(out), steps=args.steps, samples=args.samples, device=args.device,
                      backend=args.backend, proposer="offline", jobs=jobs, workers=workers, trials=args.trials)
     batch = Batch(spec)
@@ -260,7 +272,12 @@ def main() -> int:
         down (the pool's close) took longer than the margin a caller leaves after the deadline."""
         if not problems:
             return {"rows": [], "unfinished": []}, True
-        task = asyncio.ensure_future(batch.run(problems, on_done=on_done))
+        pool = None
+        if args.direct:
+            from htam_engine.experiment.direct import DirectPool
+
+            pool = DirectPool(workers, args.device, compile_baseline=True)
+        task = asyncio.ensure_future(batch.run(problems, on_done=on_done, pool=pool))
         done, _ = await asyncio.wait({task}, timeout=max(1.0, args.deadline - (time.time() - t0)))
         if task in done:
             return task.result(), True
@@ -306,6 +323,10 @@ def report(args: Any, levels: list[int], problems: list[Any], refused: dict[str,
     unfinished = [pid for pid in doc.get("unfinished", []) if pid in started]
     wall = time.time() - t0
     trials = f"{args.trials} timed trials" if args.trials else "htam's default timed trials"
+    if args.direct:
+        from htam_engine.experiment.direct import NAME
+
+        trials += f"; evaluator: {NAME}"
     header = (f"KernelBench levels {args.levels}, {args.backend} on {args.device}, offline proposer, at most "
               f"{args.steps} steps, {args.samples} sample(s), {trials}, {jobs} in flight; wall {wall:.0f} s of a "
               f"{args.deadline:.0f} s deadline; {len(unfinished)} cut off mid-run (their steps so far count), "

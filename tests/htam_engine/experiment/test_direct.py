@@ -63,7 +63,8 @@ def measured(tmp_path_factory):
     near_zero = load_problem(str(near_zero_file))
 
     async def run():
-        pool = DirectPool(2, "cpu", total_memory=64 << 30)  # the GPU's memory admission, on the CPU
+        # the GPU's memory admission on the CPU; torch.compile timed as the second baseline
+        pool = DirectPool(2, "cpu", total_memory=64 << 30, compile_baseline=True)
         try:
             jobs = [pool.evaluate(problem, code, replace(cfg, timeout_s=3.0 if name == "hangs" else 120.0))
                     for name, code in candidates.items()]
@@ -94,6 +95,15 @@ def test_each_outcome_gets_its_status_and_a_right_candidate_its_time_against_the
 def test_the_eager_reference_is_measured_once_for_every_candidate_of_a_problem(measured):
     results, _ = measured
     assert len({r.ref_runtime_ms for name, r in results.items() if name != "near_zero"}) == 1
+
+
+def test_torch_compile_is_timed_once_per_problem_and_a_right_candidate_gets_its_speedup_over_it(measured):
+    results, _ = measured
+    right = results["right"]
+    assert right.compile_ref_runtime_ms and right.compile_ref_spread is not None
+    assert right.speedup_compile == pytest.approx(right.compile_ref_runtime_ms / right.runtime_ms)
+    assert len({r.compile_ref_runtime_ms for name, r in results.items() if name != "near_zero"}) == 1
+    assert results["wrong"].speedup_compile is None and results["wrong"].compile_ref_runtime_ms
 
 
 def test_an_output_at_rounding_noise_level_is_judged_by_the_per_element_tolerances(measured):
