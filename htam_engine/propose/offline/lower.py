@@ -47,6 +47,20 @@ class _Mismatch(Exception):
     """The node does not fit the open region (another reduction layout); start a new one."""
 
 
+@dataclass(frozen=True, slots=True)
+class KeptConv:
+    """A 2-D or 3-D convolution kept in the library, called on one value."""
+
+    line: int  # its call in Plan.lines
+    call: str  # the module's attribute path (self.conv)
+    arg: str  # the input's variable
+    var: str  # the output's variable
+
+
+# Convolutions that cuDNN also runs channels-last (1-D ones have no such layout).
+_CHANNELS_LAST_CONVS = (torch.nn.Conv2d, torch.nn.Conv3d, torch.nn.ConvTranspose2d, torch.nn.ConvTranspose3d)
+
+
 @dataclass
 class Plan:
     params: list[str]  # forward's parameter list, as written
@@ -56,6 +70,22 @@ class Plan:
     gemms: list[Gemm] = field(default_factory=list)  # matrix products (library or a GEMM of ours)
     reassociable: bool = False  # a product summed over its columns could be summed first (lower._sum_first)
     reassociated: bool = False  # ... and this plan does it
+    convs: list[KeptConv] = field(default_factory=list)
+
+    def channels_last_reads(self) -> dict[int, int]:
+        """{region index: input} for the elementwise regions that read a kept convolution's whole
+        output (the first such input): with conv.layout=channels_last they read it in place."""
+        made = {c.var for c in self.convs}
+        out: dict[int, int] = {}
+        for r in self.regions:
+            if r.kind != "ew":
+                continue
+            for k, inp in enumerate(r.inputs):
+                if inp.kind == "full" and inp.source in made and len(inp.shape) in (4, 5) and \
+                        tuple(inp.shape) == tuple(r.out_shape):
+                    out[r.index] = k
+                    break
+        return out
 
     @property
     def has_library_op(self) -> bool:
@@ -342,6 +372,7 @@ class _Lowering:
         self.reassociate = reassociate  # a product summed over its columns is summed first (_sum_first)
         self.reassociable = False  # whether the graph has such a product
         self.done_early: set[fx.Node] = set()  # nodes a rewrite already put in the open region
+        self.convs: list[KeptConv] = []
     def constant_value(self, node: fx.Node) -> float | None:
         """A one-element tensor the tracer captured (torch.tensor(c) in forward), as a number."""
         # the tracer stores such tensors on the root as _tensor_constant<N>; ModelNew has no such attribute
@@ -456,7 +487,8 @@ class _Lowering:
             self._close()
             self._emit_kept(node)
         plan = Plan(params=params, lines=self.lines, regions=self.regions, kept=self.kept, gemms=self.gemms,
-                    reassociable=self.reassociable, reassociated=self.reassociable and self.reassociate)
+                    reassociable=self.reassociable, reassociated=self.reassociable and self.reassociate,
+                    convs=self.convs)
         _find_epilogues(plan)
         return plan
 
@@ -660,6 +692,10 @@ class _Lowering:
         var = _var(node)
         args = _call_args(node.args, dict(node.kwargs), self.names)
         if node.op == "call_module":
+            module = self.modules.get(str(node.target))
+            if isinstance(module, _CHANNELS_LAST_CONVS) and len(node.args) == 1 and not node.kwargs \
+                    and isinstance(node.args[0], fx.Node):
+                self.convs.append(KeptConv(len(self.lines), _attr_path(str(node.target)), args, var))
             self.lines.append(f"{var} = {_attr_path(str(node.target))}({args})")
         elif node.op == "call_function":
             self.lines.append(f"{var} = {_function_name(node.target)}({args})")

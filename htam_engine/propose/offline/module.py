@@ -36,7 +36,12 @@ def _wrapper(region: Region, launch: list[str]) -> list[str]:
     n = len(region.inputs)
     args = ", ".join(f"a{k}" for k in range(n))
     lines = [f"def _region_{region.index}({args}):"]
-    body = [f"src = _as_tensors([{args}])", "dt = _out_dtype(src)", "ts = [_f32(t) for t in src]"]
+    body = [f"src = _as_tensors([{args}])", "dt = _out_dtype(src)"]
+    strided = [k for k, inp in enumerate(region.inputs) if inp.kind == "strided"]
+    if strided:  # read in place by its strides (a channels-last convolution's output)
+        body.append(f"ts = [_f32_dense(t) if k == {strided[0]} else _f32(t) for k, t in enumerate(src)]")
+    else:
+        body.append("ts = [_f32(t) for t in src]")
     if region.window is not None:
         w = region.window
         body += [
@@ -54,6 +59,7 @@ def _wrapper(region: Region, launch: list[str]) -> list[str]:
             "    return out.to(dt)",
             f"ts, L, bands = _ew_prepare(shape, ts, {_kinds(region)})",
         ]
+        body += [f"ts[{k}], CH, sn{k}, sc{k}, sj{k} = _nchw_strides(ts[{k}], L)" for k in strided]
     elif region.middle:
         kept = [d for d in range(len(region.elem_shape)) if d not in region.reduce_dims]
         body.append(f"ts, shape, keep, outer, R, IN = _middle_prepare(ts, {_kinds(region)}, {kept[0]}, {kept[-1] + 1})")
@@ -124,9 +130,29 @@ def _gemm_parts(plan: Plan, backend: Backend, settings: Settings) -> tuple[Plan,
     return rest, [ln for ln in lines if ln], parts
 
 
+def _channels_last(plan: Plan) -> Plan:
+    """The plan with its kept convolutions called on a channels-last input and the elementwise
+    regions that read their outputs reading them by strides (conv.layout=channels_last)."""
+    lines = list(plan.lines)
+    for c in plan.convs:
+        lines[c.line] = f"{c.var} = {c.call}(_channels_last({c.arg}))"
+    reads = plan.channels_last_reads()
+    regions = [r if r.index not in reads else
+               replace(r, inputs=[replace(inp, kind="strided") if k == reads[r.index] else inp
+                                  for k, inp in enumerate(r.inputs)])
+               for r in plan.regions]
+    return replace(plan, lines=lines, regions=regions,
+                   kept=[k + (" (channels-last)" if k.split("(")[0] in _CONV_NAMES else "") for k in plan.kept])
+
+
+_CONV_NAMES = ("Conv2d", "Conv3d", "ConvTranspose2d", "ConvTranspose3d")
+
+
 def build_module(problem: Problem, plan: Plan, backend: Backend, settings: Settings, move: str) -> str:
     """The candidate module for `plan` written with `settings` (the move that chose them is
     recorded beside them, so the next step knows where the search stands)."""
+    if settings.get(Knob.CONV_LAYOUT) == "channels_last":
+        plan = _channels_last(plan)
     rest, lines, gemm_parts = _gemm_parts(plan, backend, settings)
     described = [_describe(r) for r in plan.regions] + [_describe_gemm(g, settings, backend) for g in plan.gemms]
     header = [

@@ -93,6 +93,11 @@ MOVES: dict[str, Move] = {m.id: m for m in (
          {Knob.EW_GRID: "rows"}),
     _sweep("column_block", "memory_access", "inner positions read together when reducing a middle dimension",
            Knob.COL_BLOCK),
+    _set("channels_last", "memory_access",
+         "the kept convolution on a channels-last input, its elementwise tail reading the result by strides",
+         {Knob.CONV_LAYOUT: "channels_last"}),
+    _set("conv_nchw", "memory_access", "the kept convolution in the problem's NCHW layout (no input conversion)",
+         {Knob.CONV_LAYOUT: "nchw"}),
     _sweep("gemm_stages", "memory_access", "software pipelining depth of the GEMM's loads", Knob.GEMM_STAGES),
     # vectorization
     _set("vector_width", "vectorization", "4-wide (128-bit) loads and stores", {Knob.EW_VEC: 4, Knob.ROW_VEC: 4}),

@@ -35,6 +35,8 @@ class Knob(str, Enum):
     ROW_VEC = "row.vec"  # vector width along the row: 1 or 4
     COL_BLOCK = "col.block"  # Triton: inner positions per program when reducing a middle dimension
     SPLIT = "split"  # few rows or columns: auto (split when they cannot fill the device) | off | wide (more slices)
+    # a convolution kept in the library, read by the fused tail
+    CONV_LAYOUT = "conv.layout"  # nchw (as the problem writes it) | channels_last (NHWC input; the tail reads it by strides)
     # everywhere
     INDEX = "index"  # auto (32-bit offsets while they fit) | int64 (always 64-bit)
     MATH = "math"  # exact | fast (approximate exp/log/division within the tolerances)

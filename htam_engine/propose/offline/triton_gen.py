@@ -113,6 +113,9 @@ def ew_loads(region: Region, ids: list[int], tiles: bool, skip: int | None = Non
         kind = region.inputs[k].kind
         if kind == "full":
             out.append(f"x{k} = tl.load(p{k} + offs, mask=mask, other=0.0)")
+        elif kind == "strided":  # row r = n * CH + c (CH a constant: the channel is contiguous in the tile)
+            out.append(f"x{k} = tl.load(p{k} + (r // CH)[:, None] * sn{k} + (r % CH)[:, None] * sc{k} "
+                       f"+ j[None, :] * sj{k}, mask=mask, other=0.0)")
         elif kind == "band1":
             row = f"((r // div{k}) % mod{k})"
             idx = f"{row}[:, None] * L + j[None, :]" if tiles else f"{row} * L + j"
@@ -129,13 +132,18 @@ def ew_kernel(region: Region, s: Settings) -> tuple[list[str], list[str]]:
     pr = TritonPrinter(fast=s[Knob.MATH] == "fast")
     k_name = f"_k_region_{region.index}"
     bands = _bands(region)
+    strided = [k for k, inp in enumerate(region.inputs) if inp.kind == "strided"]
     grid_kind = s[Knob.EW_GRID]
-    tiles = grid_kind == "rows"
+    # a strided operand is read in (channel, spatial) tiles: the channel runs down the tile's rows
+    tiles = grid_kind == "rows" or bool(strided)
     wide = s[Knob.INDEX] == "int64"
     ptrs = [f"p{k}" for k in range(len(region.inputs))]
     sizes = ["nrows", "L"] if tiles else ["n", "L"]
     consts = ["BR: tl.constexpr", "BC: tl.constexpr"] if tiles else ["BLOCK: tl.constexpr"]
-    params = ptrs + ["po"] + sizes + [f"{x}{k}" for k in bands for x in ("div", "mod")] + consts + ["BIG: tl.constexpr"]
+    if strided:
+        consts.append("CH: tl.constexpr")
+    params = (ptrs + ["po"] + sizes + [f"{x}{k}" for k in bands for x in ("div", "mod")]
+              + [f"{x}{k}" for k in strided for x in ("sn", "sc", "sj")] + consts + ["BIG: tl.constexpr"])
     ids = needed(region.exprs, [region.out])
 
     def load(k: int) -> str:
@@ -185,7 +193,17 @@ def ew_kernel(region: Region, s: Settings) -> tuple[list[str], list[str]]:
     block, warps = s[Knob.EW_BLOCK], s[Knob.EW_WARPS]
     big = "True" if wide else "n >= 2**31 - BLOCK"
     launch = ["n = out.numel()", f"BLOCK = {block}"]
-    if tiles:
+    if tiles and strided:
+        # 32 channels a tile (128-byte reads of the channels-last operand), the block's rest spatial
+        st = ", ".join(f"sn{k}, sc{k}, sj{k}" for k in strided)
+        launch += [
+            "nrows = n // L",
+            "BR = min(32, triton.next_power_of_2(nrows))",
+            "BC = max(16, min(triton.next_power_of_2(L), BLOCK // BR))",
+            f"{k_name}[(triton.cdiv(nrows, BR), triton.cdiv(L, BC))](*ts, out, nrows, L, *bands, {st}, BR=BR, BC=BC, "
+            f"CH=CH, BIG={big}, num_warps={warps})",
+        ]
+    elif tiles:
         launch += [
             "nrows = n // L",
             "BC = min(triton.next_power_of_2(L), BLOCK)",

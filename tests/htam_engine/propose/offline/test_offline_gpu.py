@@ -7,6 +7,7 @@ import pytest
 from htam_engine.evaluate import EvalConfig, Status, evaluate
 from htam_engine.problems import load_problem
 from htam_engine.propose.offline import Unsupported, generate
+from htam_engine.propose.offline.space import Knob
 
 CASES = [
     ("relu", "vector_width"),
@@ -34,3 +35,56 @@ def test_gpu_candidates_pass_the_harness(name, move, backend):
                         time_compile_baseline=False, overrides=dict(problem.overrides))
     result = evaluate(problem, g.code, config)
     assert result.status is Status.OK, (result.diagnostics.message, result.diagnostics.log[-3000:])
+
+
+CONV_RELU_BIAS = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(16, 32, 3)
+        self.bias = nn.Parameter(torch.randn(32, 1, 1))
+
+    def forward(self, x):
+        return torch.relu(self.conv(x)) + self.bias
+
+
+def get_inputs():
+    return [torch.randn(8, 16, 64, 64)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+def test_a_convolution_tail_reading_a_channels_last_result_computes_the_tail_of_that_result(tmp_path):
+    """cuDNN's channels-last float32 convolution (TF32 by default) rounds differently from its NCHW
+    one, so against the problem's Model it passes or fails by the tolerance (the search measures
+    both layouts). What the generator owns is the tail: read by strides on the GPU, its output is
+    the tail of the very channels-last result, in the reference's NCHW layout."""
+    import torch
+
+    from htam_engine.problems import instantiate
+
+    path = tmp_path / "conv_relu_bias.py"
+    path.write_text(CONV_RELU_BIAS)
+    problem = load_problem(str(path), device="cuda")
+    g = generate(problem, "triton", None, {Knob.CONV_LAYOUT: "channels_last"})
+    assert "_channels_last(x)" in g.code
+    ns: dict = {}
+    exec(compile(g.code, "<channels-last candidate>", "exec"), ns)  # noqa: S102 - our own generated module
+    inst = instantiate(problem)
+    torch.manual_seed(3)
+    model = ns["ModelNew"]().cuda()
+    x = torch.randn(8, 16, 64, 64, device="cuda")
+    with torch.no_grad():
+        out = model(x)
+        conv = model.conv(x.contiguous(memory_format=torch.channels_last))
+        expected = torch.relu(conv) + model.bias
+    assert out.is_contiguous() and inst is not None
+    torch.testing.assert_close(out, expected, rtol=1e-6, atol=1e-6)

@@ -78,6 +78,24 @@ class Model(nn.Module):
         x = torch.relu(x) + self.bias
         return torch.softmax(x * 0.5, dim=1)
 """
+# An elementwise tail after each convolution cuDNN also runs channels-last; `extra` is an operand
+# along the last dim (a band that cuts the rows below the spatial dims: the tail then reads a copy).
+CONV_EW_TAIL = """
+class Model(nn.Module):
+    def __init__(self, cin, cout, bias_shape):
+        super().__init__()
+        self.conv = nn.{conv}(cin, cout, 3)
+        self.bias = nn.Parameter(torch.randn(bias_shape))
+        self.extra = nn.Parameter(torch.randn({extra}))
+    def forward(self, x):
+        x = self.conv(x)
+        return F.hardswish(torch.relu(x) + self.bias) * self.extra
+"""
+CONV_LAYOUTS = {
+    "channels_last": {Knob.CONV_LAYOUT: "channels_last"},
+    "nchw": {Knob.CONV_LAYOUT: "nchw"},
+    "channels_last-int64": {Knob.CONV_LAYOUT: "channels_last", Knob.INDEX: "int64", Knob.EW_BLOCK: 256},
+}
 LAYER_NORM = """
 class Model(nn.Module):
     def __init__(self, n):
@@ -141,6 +159,18 @@ def checked(tmp_path_factory):
                          consts="batch = 2")
     for setting, knobs in {"defaults": {}, "online": {Knob.ROW_PASS: "online"}}.items():
         codes[f"conv-{setting}"] = _case(cases, f"conv-{setting}", conv, knobs)
+    for conv_kind, x_shape, bias_shape in (("Conv2d", "(batch, 3, 9, 10)", "(8, 1, 1)"),
+                                           ("Conv3d", "(batch, 3, 5, 6, 7)", "(8, 1, 1, 1)"),
+                                           ("ConvTranspose2d", "(batch, 3, 9, 10)", "(8, 1, 1)")):
+        for extra in ("1", "W"):
+            width = {"Conv2d": 8, "Conv3d": 5, "ConvTranspose2d": 12}[conv_kind]
+            name = f"{conv_kind}-{extra}"
+            tail = write_problem(d, f"conv_ew_{name}", CONV_EW_TAIL.format(conv=conv_kind, extra=width if extra == "W" else 1),
+                                 f"[torch.randn{x_shape}]", f"[3, 8, {bias_shape}]", consts="batch = 2")
+            for setting, knobs in CONV_LAYOUTS.items():
+                codes[f"conv-ew-{name}-{setting}"] = _case(cases, f"conv-ew-{name}-{setting}", tail, knobs)
+            codes[f"conv-ew-{name}-unseen"] = _case(cases, f"conv-ew-{name}-unseen", tail, CONV_LAYOUTS["channels_last"],
+                                                    run_overrides={"batch": 3})
     unseen = write_problem(d, "unseen", """
         class Model(nn.Module):
             def __init__(self, n):
@@ -228,6 +258,20 @@ def test_reduction_over_a_middle_dimension(checked, setting):
 def test_library_op_epilogues(checked, setting):
     assert "self.conv(x)" in checked["_codes"][f"conv-{setting}"]
     _assert_ok(checked, f"conv-{setting}")
+
+
+@pytest.mark.parametrize("conv", ["Conv2d", "Conv3d", "ConvTranspose2d"])
+@pytest.mark.parametrize("extra", ["1", "W"])
+@pytest.mark.parametrize("setting", [*CONV_LAYOUTS, "unseen"])
+def test_a_convolutions_elementwise_tail_reads_it_channels_last_or_as_written(checked, conv, extra, setting):
+    """channels_last: the convolution gets a channels-last input and the tail reads its output by
+    strides (an operand along the last dim makes the tail read a contiguous copy instead)."""
+    code = checked["_codes"][f"conv-ew-{conv}-{extra}-{setting}"]
+    if setting == "nchw":
+        assert "self.conv(x)" in code and "CH: tl.constexpr" not in code
+    else:
+        assert "self.conv(_channels_last(x))" in code and "CH: tl.constexpr" in code
+    _assert_ok(checked, f"conv-ew-{conv}-{extra}-{setting}")
 
 
 def test_shapes_the_trace_never_saw(checked):
