@@ -164,3 +164,34 @@ def test_the_device_budget_holds_a_taker_back_until_enough_is_given_back():
     assert got == [6]
     budget.give(got[0])
     assert budget.take(100) == 10  # more than the whole budget takes all of it (it runs alone)
+
+
+def test_a_candidates_first_call_runs_with_the_device_held_shared(monkeypatch):
+    """Its first call compiles and then runs on the device: outside the lock that device work
+    would land inside another worker's exclusive timing."""
+    import types
+
+    import torch
+
+    from htam_engine.experiment import direct
+
+    held: list[str] = []
+
+    class RecordingLock:
+        def acquire(self, exclusive: bool) -> None:
+            held.append("exclusive" if exclusive else "shared")
+
+        def release(self, exclusive: bool) -> None:
+            held.remove("exclusive" if exclusive else "shared")
+
+    monkeypatch.setitem(direct._state, "lock", RecordingLock())
+    seen: list[list[str]] = []
+
+    def candidate(x):
+        seen.append(list(held))
+        return torch.relu(x)
+
+    instance = types.SimpleNamespace(get_inputs=lambda: [torch.randn(4, 8)])
+    reference = types.SimpleNamespace(model=torch.relu, exact=lambda inputs, seed: None)
+    assert direct._check(candidate, reference, instance, EvalConfig(correctness_trials=2)) is None
+    assert seen == [["shared"], ["shared"]] and held == []
