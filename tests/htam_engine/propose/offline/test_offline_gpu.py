@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 
 from htam_engine.evaluate import EvalConfig, Status, evaluate
@@ -76,11 +78,15 @@ def test_a_convolution_tail_reading_a_channels_last_result_computes_the_tail_of_
     problem = load_problem(str(path), device="cuda")
     g = generate(problem, "triton", None, {Knob.CONV_LAYOUT: "channels_last"})
     assert "_channels_last(x)" in g.code
-    ns: dict = {}
-    exec(compile(g.code, "<channels-last candidate>", "exec"), ns)  # noqa: S102 - our own generated module
+    # Triton's JIT reads its kernels' source from a file: the module is imported from one
+    module_path = tmp_path / "channels_last_candidate.py"
+    module_path.write_text(g.code)
+    spec = importlib.util.spec_from_file_location("channels_last_candidate", module_path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
     inst = instantiate(problem)
     torch.manual_seed(3)
-    model = ns["ModelNew"]().cuda()
+    model = module.ModelNew().cuda()
     x = torch.randn(8, 16, 64, 64, device="cuda")
     with torch.no_grad():
         out = model(x)
