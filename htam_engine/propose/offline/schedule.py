@@ -131,6 +131,21 @@ def split_pass(region: Region) -> list[Reduction] | None:
     return sched.passes[0] if len(sched.passes) == 1 else None
 
 
+def split_column_passes(region: Region) -> list[list[Reduction]] | None:
+    """The passes of a column reduction (a leading or middle dim reduced, inner positions kept)
+    whose every pass can be cut into slices, else None: each pass's plain reductions combine
+    exactly (sums and full-count means add, maxima and minima take the max/min), and a later
+    pass needs only the combined values of the earlier ones. Not for an index (argmax)."""
+    if region.index_output or region.middle:
+        return None
+    sched = build_schedule(region, online=False)
+    plain = all(r.kind == "plain" and region.exprs[r.ids[0]].op in _COMBINABLE for p in sched.passes for r in p)
+    return sched.passes if sched.passes and plain else None
+
+
+_COMBINABLE = ("red_sum", "red_mean", "red_max", "red_min")
+
+
 def row_defs(region: Region, roots: list[int], defined: set[int]) -> list[int]:
     """Row/constant-level expressions (not reductions, not leaves) needed by roots, not yet defined."""
     exprs, levels = region.exprs, region.levels

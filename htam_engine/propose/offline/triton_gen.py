@@ -24,6 +24,7 @@ from htam_engine.propose.offline.schedule import (
     build_schedule,
     elem_defs,
     row_defs,
+    split_column_passes,
     split_pass,
     split_reductions,
 )
@@ -93,7 +94,9 @@ def row_space(region: Region) -> list[KnobSpec]:
         KnobSpec(Knob.COL_BLOCK, pow2_between(16, 1024), nearest(pow2_between(16, 1024), min(max(inner, 16), 256)),
                  "inner positions per program"),
     ]
-    if split_pass(region) is not None or split_reductions(region) is not None:
+    # columns reduced in several passes (a batch norm over the batch) split too, where there are columns
+    if split_pass(region) is not None or split_reductions(region) is not None or (
+            inner > 1 and split_column_passes(region)):
         specs.append(KnobSpec(Knob.SPLIT, ("auto", "off", "wide"), "auto", "split few long rows or columns"))
     return specs
 
@@ -522,22 +525,53 @@ class _ColumnKernel(_RegionKernel):
                  for j, red in enumerate(reds)]
         params = ins + ["part", "R", "inner", "cnt", "CH", "SPLIT", "BLOCK: tl.constexpr"]
         part = ["@triton.jit", f"def {name}_part({', '.join(params)}):"] + ind(self.col_head() + body)
-        fin = self.col_head()
-        for j, red in enumerate(reds):
-            a = red.ids[0]
-            op = self.r.exprs[a].op
-            fin.append(f"v{a} = tl.full([BLOCK], {_INIT[op]}, tl.float32)")
-        fin.append("for sp in range(0, SPLIT):")
-        for j, red in enumerate(reds):
-            a = red.ids[0]
-            op = self.r.exprs[a].op
-            x = f"tl.load(part + ((o * SPLIT + sp) * {n} + {j}) * inner + q, mask=qmask, other=0.0)"
-            fn = {"red_max": "tl.maximum", "red_min": "tl.minimum"}.get(op)
-            fin.append(f"    v{a} = {fn}(v{a}, {x})" if fn else f"    v{a} += {x}")
+        fin = self.col_head() + self._combined([reds], ["part"])
         self.defined = {i for red in reds for i in red.ids}  # a fresh kernel: row values are recomputed
         fin += self.row_lines([self.r.out]) + [f"tl.store(po + o * inner + q, {self.ref()(self.r.out)}, mask=qmask)"]
         params = ins + ["po", "part", "inner", "SPLIT", "cnt", "BLOCK: tl.constexpr"]
         return part + ["", "@triton.jit", f"def {name}_fin({', '.join(params)}):"] + ind(fin)
+
+    def split_pass_sources(self, name: str) -> list[str]:
+        """Every pass over the reduced dim cut into SPLIT slices (columns too few to fill the device,
+        more than one pass: a batch norm's mean, then its variance). <name>_sp<p> reduces slice sp of
+        pass p into part<p>[o, sp, j, q], reading the values of the passes before it combined from
+        their parts; <name>_spout combines them all and writes the output (an elementwise output
+        slice by slice, so every program keeps working)."""
+        ins = [f"p{k}" for k in range(len(self.r.inputs))]
+        passes = self.sched.passes
+        parts = [f"part{p}" for p in range(len(passes))]
+        sliced = ["sp = tl.program_id(2).to(tl.int64)", "lo = sp * CH", "hi = tl.minimum(lo + CH, R)"]
+        tail = ["R", "inner", "cnt", "CH", "SPLIT", "BLOCK: tl.constexpr"]
+        src: list[str] = []
+        for p, reds in enumerate(passes):
+            self.defined = {i for earlier in passes[:p] for red in earlier for i in red.ids}
+            body = self.col_head() + self._combined(passes[:p], parts) + sliced + self.pass_lines(reds, "lo", "hi")
+            body += [f"tl.store(part{p} + ((o * SPLIT + sp) * {len(reds)} + {j}) * inner + q, v{red.ids[0]}, mask=qmask)"
+                     for j, red in enumerate(reds)]
+            src += ["@triton.jit", f"def {name}_sp{p}({', '.join(ins + parts[:p + 1] + tail)}):"] + ind(body) + [""]
+        self.defined = {i for reds in passes for red in reds for i in red.ids}
+        out = self.r.out
+        body = self.col_head() + self._combined(passes, parts) + self.row_lines([out])
+        if self.r.levels[out] == ROW:
+            body.append(f"tl.store(po + o * inner + q, {self.ref()(out)}, mask=qmask)")
+        else:
+            body += sliced + ["for r in range(lo, hi):"] + ind(
+                self.elem_lines([out]) + [f"tl.store(po + (o * R + r) * inner + q, {self.ref()(out)}, mask=qmask)"])
+        return src + ["@triton.jit", f"def {name}_spout({', '.join(ins + ['po'] + parts + tail)}):"] + ind(body)
+
+    def _combined(self, passes: list[list[Reduction]], buffers: list[str]) -> list[str]:
+        """The values of these passes' reductions, each combined over the slices of its pass's buffer
+        (slot j of slice s at ((o * SPLIT + s) * n + j) * inner + q)."""
+        lines: list[str] = []
+        for reds, buf in zip(passes, buffers):
+            lines += [f"v{red.ids[0]} = tl.full([BLOCK], {_INIT[self.r.exprs[red.ids[0]].op]}, tl.float32)" for red in reds]
+            lines.append("for s in range(0, SPLIT):")
+            for j, red in enumerate(reds):
+                a = red.ids[0]
+                x = f"tl.load({buf} + ((o * SPLIT + s) * {len(reds)} + {j}) * inner + q, mask=qmask, other=0.0)"
+                fn = {"red_max": "tl.maximum", "red_min": "tl.minimum"}.get(self.r.exprs[a].op)
+                lines.append(f"    v{a} = {fn}(v{a}, {x})" if fn else f"    v{a} += {x}")
+        return lines
 
     def source(self, name: str) -> list[str]:
         params = [f"p{k}" for k in range(len(self.r.inputs))] + ["po", "R", "inner", "cnt", "BLOCK: tl.constexpr"]
@@ -575,8 +609,12 @@ def row_kernel(region: Region, s: Settings) -> tuple[list[str], list[str]]:
     col_split = split_reductions(region) if split_mode != "off" else None
     if row_split:
         src += [""] + _RowKernel(region, s, "split").split_sources(k_row, row_split)
+    # more than one pass over the columns (a batch norm's mean, then its variance): each pass split
+    col_passes = split_column_passes(region) if split_mode != "off" and not col_split else None
     if col_split:
         src += [""] + _ColumnKernel(region, s).split_sources(k_col, col_split)
+    elif col_passes:
+        src += [""] + _ColumnKernel(region, s).split_pass_sources(k_col)
     warps = s[Knob.ROW_WARPS]
     sizes = "R, outer, IN" if region.middle else "R"  # the batch-statistics layout also needs NK, IN
     mixed = ", *mixed" if any(i.kind == "mixed" for i in region.inputs) else ""
@@ -621,6 +659,25 @@ def row_kernel(region: Region, s: Settings) -> tuple[list[str], list[str]]:
             " BLOCK=BLOCK, num_warps=4)",
             f"    {k_col}_fin[(outer, triton.cdiv(inner, BLOCK))](*ts, out, part, inner, SPLIT, float(R), BLOCK=BLOCK,"
             " num_warps=4)",
+            "else:",
+        ] + ind(cols)
+    elif col_passes:
+        few, min_r, per_sm = _COL_SPLIT[split_mode]
+        parts = [f"part{p}" for p in range(len(col_passes))]
+        grid = "(outer, triton.cdiv(inner, BLOCK), SPLIT)"
+        out_grid = grid if region.levels[region.out] != ROW else "(outer, triton.cdiv(inner, BLOCK))"
+        cols = [
+            f"if outer * triton.cdiv(inner, BLOCK) < {few} * _num_sms(out.device) and R >= {min_r}:",
+            f"    SPLIT = min(triton.cdiv({per_sm} * _num_sms(out.device), outer * triton.cdiv(inner, BLOCK)), "
+            "triton.cdiv(R, 8))",
+            "    CH = triton.cdiv(R, SPLIT)",
+            "    SPLIT = triton.cdiv(R, CH)",
+        ] + [f"    part{p} = torch.empty(outer * SPLIT * {len(reds)} * inner, device=out.device, dtype=torch.float32)"
+             for p, reds in enumerate(col_passes)] + [
+            f"    {k_col}_sp{p}[{grid}](*ts, {', '.join(parts[:p + 1])}, R, inner, float(R), CH, SPLIT, BLOCK=BLOCK, "
+            "num_warps=4)" for p in range(len(col_passes))] + [
+            f"    {k_col}_spout[{out_grid}](*ts, out, {', '.join(parts)}, R, inner, float(R), CH, SPLIT, BLOCK=BLOCK, "
+            "num_warps=4)",
             "else:",
         ] + ind(cols)
     if region.middle:  # one layout: rows of kept positions (the column kernel is not used)

@@ -37,6 +37,12 @@ CASES = {
                 "[torch.randn(2, 6, 5, 7)]", {}),
     "columns-split": ("x", "return torch.amax(x, dim=0) - x.sum(dim=0)", "[torch.randn(600, 20)]",
                       {Knob.SPLIT: "wide", Knob.COL_BLOCK: 16}),
+    "columns-split-passes": ("x", "return (x - x.mean(dim=0, keepdim=True)) * torch.rsqrt(x.var(dim=0, "
+                                  "unbiased=False, keepdim=True) + 1e-5)", "[torch.randn(600, 20)]",
+                             {Knob.SPLIT: "wide", Knob.COL_BLOCK: 16}),
+    "ew-channels-last": ("x", "", "[torch.randn(2, 3, 12, 11)]", {Knob.CONV_LAYOUT: "channels_last"}),
+    "ew-channels-last-int64": ("x", "", "[torch.randn(2, 3, 12, 11)]",
+                               {Knob.CONV_LAYOUT: "channels_last", Knob.INDEX: "int64"}),
     "batch-stats-split": ("x", "return F.batch_norm(x, None, None, training=True)", "[torch.randn(4, 3, 40, 30)]",
                           {Knob.SPLIT: "wide", Knob.ROW_BLOCK: 128, Knob.ROW_PASS: "online"}),
     "argmax": ("x", "return torch.argmax(x, dim=1)", ROWS, {Knob.ROW_PASS: "multi"}),
@@ -55,6 +61,16 @@ CASES = {
     "scan-prod-reverse": ("x", "return torch.cumprod(x.flip(1), dim=1).flip(1)", "[torch.randn(3, 700)]", {}),
     "scan-columns": ("x", "return torch.cumsum(x, dim=1)", "[torch.randn(2, 30, 9)]", {}),
 }
+# A convolution kept in the library with an elementwise tail (the channels-last cases' model).
+CONV_MODEL = """
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+        self.w = nn.Parameter(torch.rand(8, 1, 1))
+    def forward(self, x):
+        return torch.relu(self.conv(x)) * self.w
+"""
 MODEL = """
 class Model(nn.Module):
     def __init__(self):
@@ -72,7 +88,8 @@ def compiled(tmp_path_factory):
     d = tmp_path_factory.mktemp("offline_compile")
     cases = []
     for name, (args, body, inputs, knobs) in CASES.items():
-        problem = write_problem(d, name.replace("-", "_"), MODEL.format(args=args, body=body), inputs)
+        model = CONV_MODEL if name.startswith("ew-channels-last") else MODEL.format(args=args, body=body)
+        problem = write_problem(d, name.replace("-", "_"), model, inputs)
         cases.append({"id": name, "problem": problem.path, "overrides": problem.overrides,
                       "code": generate(problem, "triton", None, knobs).code})
     return compile_batch(cases)
@@ -86,6 +103,6 @@ def test_kernels_compile_for_sm90(compiled, case):
 
 def test_split_paths_were_launched(compiled):
     # a split launches the partial and the combining kernel: both compiled
-    for case in ("rows-split-row-value", "rows-split-elementwise", "columns-split", "batch-stats-split",
-                 "gemm-split-k-int64"):
+    for case in ("rows-split-row-value", "rows-split-elementwise", "columns-split", "columns-split-passes",
+                 "batch-stats-split", "gemm-split-k-int64"):
         assert compiled[case]["kernels"] >= 2, (case, compiled[case])
