@@ -646,14 +646,8 @@ def row_kernel(region: Region, s: Settings) -> tuple[list[str], list[str]]:
             "else:",
         ] + ind(rows)
     if col_split:
-        few, min_r, per_sm = _COL_SPLIT[split_mode]
         n = len(col_split)
-        cols = [
-            f"if outer * triton.cdiv(inner, BLOCK) < {few} * _num_sms(out.device) and R >= {min_r}:",
-            f"    SPLIT = min(triton.cdiv({per_sm} * _num_sms(out.device), outer * triton.cdiv(inner, BLOCK)), "
-            "triton.cdiv(R, 8))",
-            "    CH = triton.cdiv(R, SPLIT)",
-            "    SPLIT = triton.cdiv(R, CH)",
+        cols = _column_split_when(split_mode) + [
             f"    part = torch.empty(outer * SPLIT * {n} * inner, device=out.device, dtype=torch.float32)",
             f"    {k_col}_part[(outer, triton.cdiv(inner, BLOCK), SPLIT)](*ts, part, R, inner, float(R), CH, SPLIT,"
             " BLOCK=BLOCK, num_warps=4)",
@@ -662,17 +656,10 @@ def row_kernel(region: Region, s: Settings) -> tuple[list[str], list[str]]:
             "else:",
         ] + ind(cols)
     elif col_passes:
-        few, min_r, per_sm = _COL_SPLIT[split_mode]
         parts = [f"part{p}" for p in range(len(col_passes))]
         grid = "(outer, triton.cdiv(inner, BLOCK), SPLIT)"
         out_grid = grid if region.levels[region.out] != ROW else "(outer, triton.cdiv(inner, BLOCK))"
-        cols = [
-            f"if outer * triton.cdiv(inner, BLOCK) < {few} * _num_sms(out.device) and R >= {min_r}:",
-            f"    SPLIT = min(triton.cdiv({per_sm} * _num_sms(out.device), outer * triton.cdiv(inner, BLOCK)), "
-            "triton.cdiv(R, 8))",
-            "    CH = triton.cdiv(R, SPLIT)",
-            "    SPLIT = triton.cdiv(R, CH)",
-        ] + [f"    part{p} = torch.empty(outer * SPLIT * {len(reds)} * inner, device=out.device, dtype=torch.float32)"
+        cols = _column_split_when(split_mode) + [f"    part{p} = torch.empty(outer * SPLIT * {len(reds)} * inner, device=out.device, dtype=torch.float32)"
              for p, reds in enumerate(col_passes)] + [
             f"    {k_col}_sp{p}[{grid}](*ts, {', '.join(parts[:p + 1])}, R, inner, float(R), CH, SPLIT, BLOCK=BLOCK, "
             "num_warps=4)" for p in range(len(col_passes))] + [
@@ -685,6 +672,18 @@ def row_kernel(region: Region, s: Settings) -> tuple[list[str], list[str]]:
     launch = (["if inner == 1:"] + ind(rows)
               + ["else:", f"    BLOCK = max(16, min(triton.next_power_of_2(inner), {s[Knob.COL_BLOCK]}))"] + ind(cols))
     return src, launch
+
+
+def _column_split_when(split_mode: str) -> list[str]:
+    """The launch's test for columns too few to fill the device, and the slices (SPLIT of CH rows)."""
+    few, min_r, per_sm = _COL_SPLIT[split_mode]
+    return [
+        f"if outer * triton.cdiv(inner, BLOCK) < {few} * _num_sms(out.device) and R >= {min_r}:",
+        f"    SPLIT = min(triton.cdiv({per_sm} * _num_sms(out.device), outer * triton.cdiv(inner, BLOCK)), "
+        "triton.cdiv(R, 8))",
+        "    CH = triton.cdiv(R, SPLIT)",
+        "    SPLIT = triton.cdiv(R, CH)",
+    ]
 
 
 def _passes(region: Region) -> tuple[str, ...]:
