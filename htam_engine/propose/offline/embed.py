@@ -11,7 +11,7 @@ import inspect
 from typing import Any
 
 from htam_engine.problems.model import Problem
-from htam_engine.propose.offline import runtime
+from htam_engine.propose.offline import runtime, runtime_layout
 from htam_engine.propose.offline.decompose import Unsupported
 
 BASE_NAME = "_ProblemModel"
@@ -71,8 +71,10 @@ def problem_pieces(problem: Problem) -> str:
     return ast.unparse(module) + "\n"
 
 
-def runtime_source() -> str:
-    """The launch helpers (runtime.py) without their module docstring and imports."""
-    tree = ast.parse(inspect.getsource(runtime))
-    body = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
+def runtime_source(channels_last: bool = False) -> str:
+    """The launch helpers (runtime.py; with channels_last also runtime_layout.py) without their
+    module docstrings and imports."""
+    modules = [runtime, runtime_layout] if channels_last else [runtime]
+    body = [n for m in modules for n in ast.parse(inspect.getsource(m)).body
+            if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
     return "\n\n".join(ast.unparse(n) for n in body) + "\n"

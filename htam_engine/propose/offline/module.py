@@ -57,7 +57,7 @@ def _wrapper(region: Region, launch: list[str]) -> list[str]:
             "out = torch.empty(shape, device=ts[0].device, dtype=torch.float32)",
             "if out.numel() == 0:",
             "    return out.to(dt)",
-            f"ts, L, bands = _ew_prepare(shape, ts, {_kinds(region)})",
+            f"ts, L, bands = {'_ew_prepare_nchw' if strided else '_ew_prepare'}(shape, ts, {_kinds(region)})",
         ]
         body += [f"ts[{k}], CH, sn{k}, sc{k}, sj{k} = _nchw_strides(ts[{k}], L)" for k in strided]
     elif region.middle:
@@ -119,7 +119,8 @@ def _gemm_parts(plan: Plan, backend: Backend, settings: Settings) -> tuple[Plan,
         region = plan.regions[g.epilogue] if g.epilogue is not None else None
         src, launch, epi = triton_gemm.gemm_kernel(g, region, settings)
         parts.append("\n".join(src) + "\n")
-        parts.append("\n".join(triton_gemm.gemm_wrapper(g, region, launch, epi)) + "\n")
+        parts.append("\n".join(triton_gemm.gemm_wrapper(g, region, launch, epi,
+                                                        settings.get(Knob.GEMM_OPERANDS) == "contiguous")) + "\n")
         if region is not None:  # the GEMM writes the region's output; the region's own call goes
             out_var = lines[region.line].split(" = ", 1)[0]
             args = [g.a, g.b] + ([g.bias] if g.bias else []) + [region.inputs[k].source for k in epi]
@@ -151,7 +152,8 @@ _CONV_NAMES = ("Conv2d", "Conv3d", "ConvTranspose2d", "ConvTranspose3d")
 def build_module(problem: Problem, plan: Plan, backend: Backend, settings: Settings, move: str) -> str:
     """The candidate module for `plan` written with `settings` (the move that chose them is
     recorded beside them, so the next step knows where the search stands)."""
-    if settings.get(Knob.CONV_LAYOUT) == "channels_last":
+    channels_last = settings.get(Knob.CONV_LAYOUT) == "channels_last"
+    if channels_last:
         plan = _channels_last(plan)
     rest, lines, gemm_parts = _gemm_parts(plan, backend, settings)
     described = [_describe(r) for r in plan.regions] + [_describe_gemm(g, settings, backend) for g in plan.gemms]
@@ -173,7 +175,7 @@ def build_module(problem: Problem, plan: Plan, backend: Backend, settings: Setti
         kernels, launches = extension.cuda_extension(cuda_src), cuda_src.launches
     else:
         kernels, launches = triton_module.kernels(rest, settings)
-    parts += [problem_pieces(problem), runtime_source(), kernels] + gemm_parts
+    parts += [problem_pieces(problem), runtime_source(channels_last), kernels] + gemm_parts
     for region in rest.regions:
         parts.append("\n".join(_wrapper(region, launches[region.index])) + "\n")
     parts.append("\n".join(_model_new(plan, lines)) + "\n")

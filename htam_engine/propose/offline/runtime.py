@@ -16,32 +16,6 @@ def _f32(t):
     return t if t.dtype == torch.float32 else t.float()
 
 
-def _f32_dense(t):
-    """As _f32, but a dense tensor keeps its strides (a channels-last convolution's output is read in place)."""
-    dense = t.is_contiguous() or t.is_contiguous(memory_format=torch.channels_last) or \
-        t.is_contiguous(memory_format=torch.channels_last_3d)
-    t = t if dense else t.contiguous()
-    return t if t.dtype == torch.float32 else t.float()
-
-
-def _channels_last(t):
-    """A convolution's input in channels-last layout: cuDNN's fastest float32 kernels read NHWC."""
-    return t.contiguous(memory_format=torch.channels_last if t.dim() == 4 else torch.channels_last_3d)
-
-
-def _nchw_strides(t, L):
-    """(tensor, C, stride of n, of c, of the spatial index j) for a kernel reading t at row n * C + c,
-    column j < L, where L is the size of t's spatial dims and they flatten with one stride (as in
-    NCHW and channels-last); otherwise a contiguous copy read as rows of L."""
-    spatial = tuple(t.shape[2:])
-    if t.dim() >= 3 and math.prod(spatial) == L:
-        sj = t.stride(-1)
-        if all(t.stride(d) == sj * math.prod(t.shape[d + 1:]) for d in range(2, t.dim()) if t.shape[d] > 1):
-            return t, t.shape[1], t.stride(0), t.stride(1), sj
-    t = t.contiguous()
-    return t, 1, L, 0, 1
-
-
 def _as_tensors(src):
     """Operands as tensors: a Python number becomes a 0-d float32 tensor on the others' device."""
     device = next((t.device for t in src if isinstance(t, torch.Tensor)), None)
@@ -66,14 +40,12 @@ def _ew_prepare(shape, ts, kinds):
     Output element i sits in row r = i // L at column j = i % L. A band operand is read at
     ((r // div) % mod) * L + j when it runs along the row (band1), or at (r // div) % mod when it
     is constant along the row (band0). Anything the kernel cannot index that way is expanded.
-    A strided operand (a channels-last convolution's output) is read by its strides at row
-    n * C + c, so its rows are at most the spatial dims (L divides their size).
     """
     nd = len(shape)
     ts = list(ts)
-    split = 2 if "strided" in kinds and nd >= 3 else 0
+    split = 0
     for k, (t, kind) in enumerate(zip(ts, kinds)):
-        if kind in ("full", "strided") and tuple(t.shape) != tuple(shape):
+        if kind == "full" and tuple(t.shape) != tuple(shape):
             ts[k] = t.expand(shape).contiguous()
         elif kind == "band1":
             s = _right(t.shape, nd)

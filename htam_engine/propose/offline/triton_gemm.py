@@ -51,7 +51,8 @@ def gemm_space(g: Gemm, library_ok: bool) -> list[KnobSpec]:
         KnobSpec(Knob.GEMM_GROUP, (1, 4, 8, 16), 8, "row blocks per program group"),
         KnobSpec(Knob.GEMM_SPLIT_K, (1, 2, 4, 8, 16, 32), split, "K slices per output tile"),
         KnobSpec(Knob.INDEX, ("auto", "int64"), "auto", "offset width"),
-    ]
+    ] + ([KnobSpec(Knob.GEMM_OPERANDS, ("strided", "contiguous"), "strided",
+                   "a transposed operand read in place, or copied row-major first")] if g.transposed else [])
 
 
 def _epilogue(g: Gemm, region: Region | None, fast: bool) -> tuple[list[str], list[str], list[int]]:
@@ -169,9 +170,12 @@ def _zero_tiles(region: Region | None) -> list[str]:
     return [f"k_hi = tl.where({empty}, k_lo, k_hi)  # a tile the {tri[0].op} zeroes: no product needed"]
 
 
-def gemm_wrapper(g: Gemm, region: Region | None, launch: list[str], epi_inputs: list[int]) -> list[str]:
+def gemm_wrapper(g: Gemm, region: Region | None, launch: list[str], epi_inputs: list[int],
+                 contiguous: bool = False) -> list[str]:
     """`_gemm_<i>(a, b[, bias], *epi)`: operand layout at run time (strides, so transposed views are
-    read in place), the output (the fused region's, when there is one) and the launch."""
+    read in place; with `contiguous` copied row-major first, an O(K N) pass before an O(M N K)
+    product: on the H200 the exact-float32 GEMM read a transposed B at about half its row-major
+    speed, 1/17 against 1/1), the output (the fused region's, when there is one) and the launch."""
     params = ["a", "b"] + (["bias"] if g.bias else []) + ["*epi"]
     lines = [f"def _gemm_{g.index}({', '.join(params)}):"]
     body = []
@@ -184,7 +188,11 @@ def gemm_wrapper(g: Gemm, region: Region | None, launch: list[str], epi_inputs: 
     else:
         body += ["batch, K, N = a.shape[:-2], a.shape[-1], b.shape[-1]", "a3 = a.reshape(-1, a.shape[-2], K)",
                  "b3 = b.reshape(-1, K, N)", "oshape = (*batch, a.shape[-2], N)"]
-    body += ["a3, b3 = a3.float(), b3.float()  # strided views are read in place",
+    if contiguous:
+        body.append("a3, b3 = a3.float().contiguous(), b3.float().contiguous()  # row-major: tiles read along rows")
+    else:
+        body.append("a3, b3 = a3.float(), b3.float()  # strided views are read in place")
+    body += [
              "nb, M = a3.shape[0], a3.shape[1]",
              "strides = (a3.stride(0) if a3.shape[0] > 1 else 0, a3.stride(1), a3.stride(2),",
              "           b3.stride(0) if b3.shape[0] > 1 else 0, b3.stride(1), b3.stride(2))",

@@ -70,14 +70,20 @@ def ew_space(region: Region) -> list[KnobSpec]:
     ]
 
 
+def _traced_inner(region: Region) -> int:
+    """Positions after the reduced dims at the traced shapes (1: the reduced dims are the last)."""
+    inner = 1
+    for s in region.elem_shape[region.reduce_dims[-1] + 1:]:
+        inner *= s
+    return inner
+
+
 def row_space(region: Region) -> list[KnobSpec]:
     d0, d1 = region.reduce_dims[0], region.reduce_dims[-1] + 1
     R = 1
     for s in region.elem_shape[d0:d1]:
         R *= s
-    inner = 1
-    for s in region.elem_shape[d1:]:
-        inner *= s
+    inner = _traced_inner(region)
     merged = build_schedule(region, online=True).merged
     passes = ("multi", "online", "cached") if merged else ("multi", "cached")
     if inner == 1 and R <= CACHE_DEFAULT:
@@ -565,10 +571,10 @@ class _ColumnKernel(_RegionKernel):
         lines: list[str] = []
         for reds, buf in zip(passes, buffers):
             lines += [f"v{red.ids[0]} = tl.full([BLOCK], {_INIT[self.r.exprs[red.ids[0]].op]}, tl.float32)" for red in reds]
-            lines.append("for s in range(0, SPLIT):")
+            lines.append("for sp in range(0, SPLIT):")
             for j, red in enumerate(reds):
                 a = red.ids[0]
-                x = f"tl.load({buf} + ((o * SPLIT + s) * {len(reds)} + {j}) * inner + q, mask=qmask, other=0.0)"
+                x = f"tl.load({buf} + ((o * SPLIT + sp) * {len(reds)} + {j}) * inner + q, mask=qmask, other=0.0)"
                 fn = {"red_max": "tl.maximum", "red_min": "tl.minimum"}.get(self.r.exprs[a].op)
                 lines.append(f"    v{a} = {fn}(v{a}, {x})" if fn else f"    v{a} += {x}")
         return lines
@@ -610,7 +616,8 @@ def row_kernel(region: Region, s: Settings) -> tuple[list[str], list[str]]:
     if row_split:
         src += [""] + _RowKernel(region, s, "split").split_sources(k_row, row_split)
     # more than one pass over the columns (a batch norm's mean, then its variance): each pass split
-    col_passes = split_column_passes(region) if split_mode != "off" and not col_split else None
+    col_passes = split_column_passes(region) if split_mode != "off" and not col_split and _traced_inner(
+        region) > 1 else None
     if col_split:
         src += [""] + _ColumnKernel(region, s).split_sources(k_col, col_split)
     elif col_passes:

@@ -73,6 +73,10 @@ def checked(tmp_path_factory):
     batch.add("tail-fused-split", tail, {Knob.GEMM_KERNEL: "triton", Knob.GEMM_TILE: "32x32x32", Knob.GEMM_SPLIT_K: 2},
               edit=lambda c: c.replace("triton.cdiv(K, 4 * BK)", "2"))
     batch.add("tail-library", tail, {Knob.GEMM_KERNEL: "library"})
+    for name in ("t_a", "t_b", "t_both"):  # transposed views copied row-major before the product
+        p = write_problem(d, f"{name}_rows", f"class Model(nn.Module):\n    def forward(self, a, b):\n"
+                                             f"        {PRODUCTS[name][0]}\n", PRODUCTS[name][1])
+        batch.add(f"{name}-contiguous", p, {Knob.GEMM_TILE: "32x32x32", Knob.GEMM_OPERANDS: "contiguous"})
     summed = write_problem(d, "summed", SUMMED, "[torch.randn(6, 40)]", "[40, 24]")
     batch.add("summed-first", summed, move="sum_first")
     batch.add("summed-gemm", summed, {Knob.GEMM_KERNEL: "triton", Knob.GEMM_TILE: "32x32x32"})
@@ -90,6 +94,22 @@ def test_products_are_exact_float32_and_read_transposed_views_in_place(checked):
     assert 'input_precision="ieee"' in code and "allow_tf32" not in code
     assert "getattr(a, 'T')" in code and "_gemm_0(t_getattr_1, t_getattr_2)" in code  # the views, not copies
     assert ".contiguous()" not in code.split("def _gemm_0")[1].split("class ModelNew")[0]
+
+
+@pytest.mark.parametrize("case", ["t_a", "t_b", "t_both"])
+def test_transposed_operands_copied_row_major_first(checked, case):
+    code = checked["_codes"][f"{case}-contiguous"]
+    assert "a3.float().contiguous(), b3.float().contiguous()" in code
+    assert_ok(checked, f"{case}-contiguous")
+
+
+def test_only_a_product_with_a_transposed_operand_has_the_operand_layout_knob(tmp_path):
+    square = write_problem(tmp_path, "square", "class Model(nn.Module):\n    def forward(self, a, b):\n"
+                                               "        return a @ b\n", "[torch.randn(8, 8), torch.randn(8, 8)]")
+    t_b = write_problem(tmp_path, "t_b", "class Model(nn.Module):\n    def forward(self, a, b):\n"
+                                         "        return a @ b.T\n", "[torch.randn(8, 8), torch.randn(8, 8)]")
+    assert Knob.GEMM_OPERANDS not in plan_space(plan_problem(square, "triton"), "triton")
+    assert Knob.GEMM_OPERANDS in plan_space(plan_problem(t_b, "triton"), "triton")
 
 
 def test_long_k_is_split_into_slices_summed_by_a_second_kernel(checked):
