@@ -132,21 +132,21 @@ def _gemm_parts(plan: Plan, backend: Backend, settings: Settings) -> tuple[Plan,
 
 
 def _channels_last(plan: Plan) -> Plan:
-    """The plan with its kept convolutions called on a channels-last input and the elementwise
-    regions that read their outputs reading them by strides (conv.layout=channels_last)."""
+    """The plan with the elementwise regions that read a kept convolution's output reading it by
+    strides, and those convolutions (only those: another reader would copy the result back to
+    NCHW) called on a channels-last input (conv.layout=channels_last)."""
+    reads = plan.channels_last_reads()
+    by_index = {r.index: r for r in plan.regions}
+    read = {by_index[i].inputs[k].source for i, k in reads.items()}
     lines = list(plan.lines)
     for c in plan.convs:
-        lines[c.line] = f"{c.var} = {c.call}(_channels_last({c.arg}))"
-    reads = plan.channels_last_reads()
+        if c.var in read:
+            lines[c.line] = f"{c.var} = {c.call}(_channels_last({c.arg}))"
     regions = [r if r.index not in reads else
                replace(r, inputs=[replace(inp, kind="strided") if k == reads[r.index] else inp
                                   for k, inp in enumerate(r.inputs)])
                for r in plan.regions]
-    return replace(plan, lines=lines, regions=regions,
-                   kept=[k + (" (channels-last)" if k.split("(")[0] in _CONV_NAMES else "") for k in plan.kept])
-
-
-_CONV_NAMES = ("Conv2d", "Conv3d", "ConvTranspose2d", "ConvTranspose3d")
+    return replace(plan, lines=lines, regions=regions)
 
 
 def build_module(problem: Problem, plan: Plan, backend: Backend, settings: Settings, move: str) -> str:
@@ -200,6 +200,8 @@ def _describe(region: Region) -> str:
         return (f"region {region.index}: {w.kind} pooling {list(w.kernel)} (stride {list(w.stride)}) of "
                 f"{list(region.elem_shape)}")
     if not region.is_row:
-        return f"region {region.index}: elementwise over {list(region.elem_shape)}"
+        strided = any(inp.kind == "strided" for inp in region.inputs)
+        return f"region {region.index}: elementwise over {list(region.elem_shape)}" + (
+            ", reading a channels-last convolution's output" if strided else "")
     what = "elementwise" if region.levels[region.out] == ELEM else "row values"
     return f"region {region.index}: reduce dims {list(region.reduce_dims)} of {list(region.elem_shape)} -> {what}"

@@ -97,6 +97,18 @@ class Model(nn.Module):
         x = self.conv(x)
         return F.hardswish(torch.relu(x) + self.bias) * self.extra
 """
+# Two convolutions: the first feeds a softmax over the channels (a row region, which reads NCHW),
+# the second an elementwise tail; channels-last converts only the second's input.
+TWO_CONVS = """
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+        self.conv2 = nn.Conv2d(8, 8, 3)
+    def forward(self, x):
+        y = torch.softmax(self.conv(x), dim=1)
+        return torch.relu(self.conv2(y)) * 2.0
+"""
 CONV_LAYOUTS = {
     "channels_last": {Knob.CONV_LAYOUT: "channels_last"},
     "nchw": {Knob.CONV_LAYOUT: "nchw"},
@@ -190,6 +202,8 @@ def checked(tmp_path_factory):
                     knobs, overrides = CONV_LAYOUTS[setting], None
                 codes[f"conv-ew-{name}-{setting}"] = _case(cases, f"conv-ew-{name}-{setting}", tail, knobs,
                                                            run_overrides=overrides)
+    two = write_problem(d, "two_convs", TWO_CONVS, "[torch.randn(2, 3, 12, 12)]")
+    codes["two-convs"] = _case(cases, "two-convs", two, CONV_LAYOUTS["channels_last"])
     unseen = write_problem(d, "unseen", """
         class Model(nn.Module):
             def __init__(self, n):
@@ -290,6 +304,12 @@ def test_a_convolutions_elementwise_tail_reads_it_channels_last_or_as_written(ch
     else:
         assert "self.conv(_channels_last(x))" in code and "CH: tl.constexpr" in code
     _assert_ok(checked, f"conv-ew-{conv}-{extra}-{setting}")
+
+
+def test_only_a_convolution_whose_tail_reads_it_in_place_gets_a_channels_last_input(checked):
+    code = checked["_codes"]["two-convs"]
+    assert "= self.conv(x)" in code and "self.conv2(_channels_last(t_softmax))" in code
+    _assert_ok(checked, "two-convs")
 
 
 def test_shapes_the_trace_never_saw(checked):
