@@ -41,6 +41,11 @@ DISTURBED_FRACTION = 0.15
 # torch.compile of 2/73 Conv2d_BatchNorm_Scaling and 2/85 Conv2d_GroupNorm missed 1e-4 on every
 # trial, so the table had no torch.compile figure for them; wrong code is far beyond it.
 BASELINE_TOLERANCE = 1e-2
+
+
+def baseline_tolerances(tolerances: dict[str, float]) -> dict[str, float]:
+    """The tolerances a baseline's output is held to: the candidate's, widened to BASELINE_TOLERANCE."""
+    return {k: max(v, BASELINE_TOLERANCE) for k, v in tolerances.items()}
 # Building, compiling and warming the reference sandbox's models may take this long.
 BASELINE_PREP_S = 1800.0
 
@@ -231,8 +236,8 @@ class TimedRounds:
         scratch = Observations()
         out = candidate_output(res, ref_out, tensor_leaves(values), label, scratch)
         noise = self._checks.timing_noise if self._checks is not None else {}
-        tolerances = {k: max(v, BASELINE_TOLERANCE) for k, v in self.cfg.tolerances.items()}
-        m = None if out is None else compare_outputs(out, ref_out, tolerances, label, noise.get)
+        m = None if out is None else compare_outputs(out, ref_out, baseline_tolerances(self.cfg.tolerances), label,
+                                                     noise.get)
         if out is not None and m is None:
             return True
         name = "torch.compile" if model_id == "compiled" else "eager"

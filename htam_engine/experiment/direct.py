@@ -303,6 +303,7 @@ def _checked_and_timed(job: Job, instance: Any, model_cls: type, stages: StageTi
 
     from htam_engine.evaluate.clock import spread
     from htam_engine.evaluate.reference import ReferenceModel
+    from htam_engine.evaluate.rounds import baseline_tolerances
     from htam_engine.evaluate.seeding import seed_all
 
     cfg, device = job.config, _state["device"]
@@ -316,8 +317,10 @@ def _checked_and_timed(job: Job, instance: Any, model_cls: type, stages: StageTi
             if job.subject is Subject.COMPILED:
                 model = torch.compile(model)
             if job.subject is not Subject.EAGER:
+                # torch.compile's own arithmetic is PyTorch's: held to the judge's baseline tolerance
+                tolerances = baseline_tolerances(cfg.tolerances) if job.subject is Subject.COMPILED else cfg.tolerances
                 mismatch = _check(model, ReferenceModel(instance.Model, init, cfg.seed, device), instance,
-                                  _baseline_tolerances(cfg) if job.subject is Subject.COMPILED else cfg)
+                                  replace(cfg, tolerances=tolerances))
             if mismatch is not None:
                 status, message = Status.INCORRECT, f"output differs from the reference: {mismatch.note}"
             stages.check_s = time.perf_counter() - t1
@@ -358,14 +361,6 @@ def _check(model: Any, reference: Any, instance: Any, cfg: EvalConfig) -> Mismat
             if mismatch is not None:
                 return mismatch
     return None
-
-
-def _baseline_tolerances(cfg: EvalConfig) -> EvalConfig:
-    """The judge's tolerance for a baseline's output (rounds.BASELINE_TOLERANCE): torch.compile's
-    own arithmetic is PyTorch's, and KernelBench times it as it is."""
-    from htam_engine.evaluate.rounds import BASELINE_TOLERANCE
-
-    return replace(cfg, tolerances={k: max(v, BASELINE_TOLERANCE) for k, v in cfg.tolerances.items()})
 
 
 def _noise(reference: Any, instance: Any, n: int, expected: Any, seed: int) -> Any:
