@@ -63,6 +63,14 @@ RETRIES = 2
 BACKSTOP_FACTOR = 4
 
 
+def pool_size(device: str) -> int:
+    """Measuring processes for a device: on a GPU the cores a quarter left to proposing leaves (the
+    timing is exclusive, so more processes only overlap checks and compiles); on the CPU two, each
+    timing with one thread while the other checks."""
+    cores = os.cpu_count() or 1
+    return max(1, cores - cores // 4) if device.startswith("cuda") else min(2, cores)
+
+
 class _TimedOut(BaseException):
     """Raised by the worker's alarm: a BaseException, so no `except Exception` swallows it."""
 

@@ -160,20 +160,19 @@ def make_pool(args: argparse.Namespace, out: Path, eval_config: Any) -> tuple[An
 
         inner = SyntheticTimings()
         return TablePool(EvalTable(table_path, {"synthetic": inner.name}), inner), inner.name
-    cores = os.cpu_count() or 1
-    # direct measurement on a GPU: the cores the proposer's processes (a quarter) leave
-    workers = args.workers or (max(1, cores - cores // 4) if args.direct and args.device.startswith("cuda") else cores)
     where = args.device
     if args.device.startswith("cuda"):
         import torch
 
         where = f"{args.device} ({torch.cuda.get_device_name(0)})"
     if args.direct:
-        from htam_engine.experiment.direct import NAME, DirectPool
+        from htam_engine.experiment.direct import NAME, DirectPool, pool_size
 
+        workers = args.workers or pool_size(args.device)
         settings = {**table_settings(eval_config), "evaluator": "direct"}
         return (TablePool(EvalTable(table_path, settings), DirectPool(workers, args.device, eval_config.cpu_threads)),
                 f"{NAME}, {workers} processes on {where}")
+    workers = args.workers or os.cpu_count() or 1
     return (TablePool(EvalTable(table_path, table_settings(eval_config)), WorkerPool(workers, args.device)),
             f"htam's worker pool ({workers} workers on {where})")
 

@@ -245,9 +245,10 @@ def main() -> int:
         problems.sort(key=lambda p: rank.get(_pick_of(p.id), len(rank)))  # stable: the rest keep their order
     out = Path(args.out) / "kb_table" if args.out else Path(tempfile.mkdtemp(prefix="htam-kb-table-"))
     jobs = args.jobs or max(1, min(16, os.cpu_count() or 1))
-    cores = os.cpu_count() or 1
-    if args.direct:  # on a GPU the cores the proposer (this process) leaves; on the CPU a few
-        workers = args.workers or (max(1, cores - cores // 4) if args.device.startswith("cuda") else min(2, cores))
+    if args.direct:
+        from htam_engine.experiment.direct import pool_size as direct_pool_size
+
+        workers = args.workers or direct_pool_size(args.device)
     else:
         workers = args.workers or pool_size(args.samples * jobs, args.device)
     spec = BatchSpec(suites=[], out=str(out), steps=args.steps, samples=args.samples, device=args.device,
