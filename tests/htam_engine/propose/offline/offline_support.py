@@ -12,6 +12,21 @@ from htam_engine.problems import instantiate, load_problem
 from htam_engine.problems.model import Problem
 from tests.conftest import HAS_CUDA  # noqa: F401 - re-exported for the tests
 
+# An elementwise tail after a convolution (Model(cin, cout, bias_shape); `conv` one cuDNN also runs
+# channels-last); `extra` is an operand along the last dim (a band that cuts the rows below the
+# spatial dims, so a channels-last tail reads a copy) or 1.
+CONV_EW_TAIL = """
+class Model(nn.Module):
+    def __init__(self, cin, cout, bias_shape):
+        super().__init__()
+        self.conv = nn.{conv}(cin, cout, 3)
+        self.bias = nn.Parameter(torch.randn(bias_shape))
+        self.extra = nn.Parameter(torch.randn({extra}))
+    def forward(self, x):
+        x = self.conv(x)
+        return F.hardswish(torch.relu(x) + self.bias) * self.extra
+"""
+
 # RMS norm over the channels of an NCHW tensor: the reduced dim is not the last one (inner > 1)
 RMS_CHANNELS = """
 class Model(nn.Module):

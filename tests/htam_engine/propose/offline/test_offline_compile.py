@@ -13,7 +13,7 @@ import pytest
 
 from htam_engine.propose.offline import Knob
 
-from offline_support import compile_batch, write_problem
+from offline_support import CONV_EW_TAIL, compile_batch, write_problem
 
 EW = "[torch.randn(8, 40), torch.randn(8, 1)]"
 ROWS = "[torch.randn(4, 300)]"
@@ -61,8 +61,7 @@ CASES = {
     "scan-prod-reverse": ("x", "return torch.cumprod(x.flip(1), dim=1).flip(1)", "[torch.randn(3, 700)]", {}),
     "scan-columns": ("x", "return torch.cumsum(x, dim=1)", "[torch.randn(2, 30, 9)]", {}),
 }
-# A convolution kept in the library with an elementwise tail (the channels-last cases' model).
-CONV_MODEL = """
+MODEL = """
 class Model(nn.Module):
     def __init__(self):
         super().__init__()
@@ -86,19 +85,29 @@ def compiled(tmp_path_factory):
     from htam_engine.propose.offline import generate
 
     d = tmp_path_factory.mktemp("offline_compile")
-    cases = []
+    cases, codes = [], {}
     for name, (args, body, inputs, knobs) in CASES.items():
-        model = CONV_MODEL if name.startswith("ew-channels-last") else MODEL.format(args=args, body=body)
-        problem = write_problem(d, name.replace("-", "_"), model, inputs)
-        cases.append({"id": name, "problem": problem.path, "overrides": problem.overrides,
-                      "code": generate(problem, "triton", None, knobs).code})
-    return compile_batch(cases)
+        if name.startswith("ew-channels-last"):
+            problem = write_problem(d, name.replace("-", "_"), CONV_EW_TAIL.format(conv="Conv2d", extra=1), inputs,
+                                    "[3, 8, (8, 1, 1)]")
+        else:
+            problem = write_problem(d, name.replace("-", "_"), MODEL.format(args=args, body=body), inputs)
+        codes[name] = generate(problem, "triton", None, knobs).code
+        cases.append({"id": name, "problem": problem.path, "overrides": problem.overrides, "code": codes[name]})
+    compiled = compile_batch(cases)
+    compiled["_codes"] = codes
+    return compiled
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_kernels_compile_for_sm90(compiled, case):
     assert case in compiled, sorted(compiled)
     assert compiled[case]["ok"], compiled[case]["message"]
+
+
+def test_the_channels_last_cases_compile_the_strided_tail(compiled):
+    for case in ("ew-channels-last", "ew-channels-last-int64"):
+        assert "CH: tl.constexpr" in compiled["_codes"][case], case
 
 
 def test_split_paths_were_launched(compiled):

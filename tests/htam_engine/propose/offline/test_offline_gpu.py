@@ -11,6 +11,8 @@ from htam_engine.problems import load_problem
 from htam_engine.propose.offline import Unsupported, generate
 from htam_engine.propose.offline.space import Knob
 
+from offline_support import CONV_EW_TAIL, write_problem
+
 CASES = [
     ("relu", "vector_width"),
     ("affine_gelu_scale", "fast_math"),
@@ -39,29 +41,6 @@ def test_gpu_candidates_pass_the_harness(name, move, backend):
     assert result.status is Status.OK, (result.diagnostics.message, result.diagnostics.log[-3000:])
 
 
-CONV_RELU_BIAS = """import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv = nn.Conv2d(16, 32, 3)
-        self.bias = nn.Parameter(torch.randn(32, 1, 1))
-
-    def forward(self, x):
-        return torch.relu(self.conv(x)) + self.bias
-
-
-def get_inputs():
-    return [torch.randn(8, 16, 64, 64)]
-
-
-def get_init_inputs():
-    return []
-"""
-
-
 @pytest.mark.gpu
 @pytest.mark.slow
 def test_a_convolution_tail_reading_a_channels_last_result_computes_the_tail_of_that_result(tmp_path):
@@ -71,11 +50,9 @@ def test_a_convolution_tail_reading_a_channels_last_result_computes_the_tail_of_
     the tail of the very channels-last result, in the reference's NCHW layout."""
     import torch
 
-    from htam_engine.problems import instantiate
-
-    path = tmp_path / "conv_relu_bias.py"
-    path.write_text(CONV_RELU_BIAS)
-    problem = load_problem(str(path), device="cuda")
+    problem = write_problem(tmp_path, "conv_tail", CONV_EW_TAIL.format(conv="Conv2d", extra=1),
+                            "[torch.randn(8, 16, 64, 64)]", "[16, 32, (32, 1, 1)]")
+    problem = load_problem(problem.path, device="cuda")
     g = generate(problem, "triton", None, {Knob.CONV_LAYOUT: "channels_last"})
     assert "_channels_last(x)" in g.code
     # Triton's JIT reads its kernels' source from a file: the module is imported from one
@@ -84,13 +61,12 @@ def test_a_convolution_tail_reading_a_channels_last_result_computes_the_tail_of_
     spec = importlib.util.spec_from_file_location("channels_last_candidate", module_path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    inst = instantiate(problem)
     torch.manual_seed(3)
-    model = module.ModelNew().cuda()
+    model = module.ModelNew(16, 32, (32, 1, 1)).cuda()
     x = torch.randn(8, 16, 64, 64, device="cuda")
     with torch.no_grad():
         out = model(x)
         conv = model.conv(x.contiguous(memory_format=torch.channels_last))
-        expected = torch.relu(conv) + model.bias
-    assert out.is_contiguous() and inst is not None
+        expected = torch.nn.functional.hardswish(torch.relu(conv) + model.bias) * model.extra
+    assert out.is_contiguous()
     torch.testing.assert_close(out, expected, rtol=1e-6, atol=1e-6)

@@ -15,7 +15,7 @@ import pytest
 from htam_engine.problems import load_problem
 from htam_engine.propose.offline import Knob, generate
 
-from offline_support import HAS_CUDA, RMS_CHANNELS, interpret_batch, write_problem
+from offline_support import CONV_EW_TAIL, HAS_CUDA, RMS_CHANNELS, interpret_batch, write_problem
 
 pytestmark = pytest.mark.skipif(HAS_CUDA, reason="interpreter checks run on CPU-only machines")
 
@@ -83,19 +83,6 @@ class Model(nn.Module):
         x = self.conv(x)
         x = torch.relu(x) + self.bias
         return torch.softmax(x * 0.5, dim=1)
-"""
-# An elementwise tail after each convolution cuDNN also runs channels-last; `extra` is an operand
-# along the last dim (a band that cuts the rows below the spatial dims: the tail then reads a copy).
-CONV_EW_TAIL = """
-class Model(nn.Module):
-    def __init__(self, cin, cout, bias_shape):
-        super().__init__()
-        self.conv = nn.{conv}(cin, cout, 3)
-        self.bias = nn.Parameter(torch.randn(bias_shape))
-        self.extra = nn.Parameter(torch.randn({extra}))
-    def forward(self, x):
-        x = self.conv(x)
-        return F.hardswish(torch.relu(x) + self.bias) * self.extra
 """
 # Two convolutions: the first feeds a softmax over the channels (a row region, which reads NCHW),
 # the second an elementwise tail; channels-last converts only the second's input.
