@@ -11,6 +11,8 @@
 #                                            (PROBE_ARGS; gpu_probe_host.py): what slows its forward's launch there
 #   bash tests/bench/gpu_all.sh probeconv    eager, torch.compile and the convolution in each layout (PROBECONV_ARGS:
 #                                            level/number list; gpu_probe_conv.py; Inductor's code under $OUT)
+#   bash tests/bench/gpu_all.sh variants     one problem's candidate under several knob settings, measured directly
+#                                            (VARIANTS_ARGS: level/number list, --preset gemm or --variant JSON)
 #   bash tests/bench/gpu_all.sh verify       htam verify over the exports of kbtable's batch (run kbtable first)
 #   bash tests/bench/gpu_all.sh throughput   the worker pool against one at a time (gpu_batch.py --parts throughput)
 #   bash tests/bench/gpu_all.sh kbtable      the KernelBench level 1+2 table alone (its --deadline, default 480 s, + 2 min; needs
@@ -49,6 +51,8 @@ for part in $parts; do
                > "$OUT/gpu_probe_host.txt" 2>&1; tail -30 "$OUT/gpu_probe_host.txt" ;;
     probeconv) timeout ${PROBECONV_S:-300} python3 tests/bench/gpu_probe_conv.py ${PROBECONV_ARGS:?PROBECONV_ARGS: level/number...} \
                > "$OUT/gpu_probe_conv.txt" 2>&1; tail -30 "$OUT/gpu_probe_conv.txt" ;;
+    variants) timeout ${VARIANTS_S:-300} python3 tests/bench/gpu_probe_variants.py ${VARIANTS_ARGS:?VARIANTS_ARGS: level/number... --preset P} \
+               > "$OUT/gpu_probe_variants.txt" 2>&1; tail -60 "$OUT/gpu_probe_variants.txt" ;;
     *) echo "unknown part $part" ;;
   esac
   echo "== $part took $(( $(date +%s) - start )) s"

@@ -54,11 +54,12 @@ def _sweep(id: str, direction: str, summary: str, *knobs: Knob) -> Move:
 MOVES: dict[str, Move] = {m.id: m for m in (
     # correctness repair: back to something simple that is known to be right
     Move("safe_kernel", "correctness_repair", MoveKind.RESET,
-         (Knob.MATH, Knob.INDEX, Knob.ROW_PASS, Knob.SPLIT, Knob.EW_VEC, Knob.ROW_VEC, Knob.CPU_EXP),
+         (Knob.MATH, Knob.INDEX, Knob.ROW_PASS, Knob.SPLIT, Knob.EW_VEC, Knob.ROW_VEC, Knob.CPU_EXP,
+          Knob.GEMM_PRECISION),
          "the plan's defaults with exact math, 64-bit offsets, one pass per reduction level, no split, "
-         "scalar loads",
+         "scalar loads, float32 FMA products",
          {Knob.MATH: "exact", Knob.INDEX: "int64", Knob.ROW_PASS: "multi", Knob.SPLIT: "off", Knob.EW_VEC: 1,
-          Knob.ROW_VEC: 1, Knob.CPU_EXP: "libm"}),
+          Knob.ROW_VEC: 1, Knob.CPU_EXP: "libm", Knob.GEMM_PRECISION: "ieee"}),
     # operator fusion: the fused plan itself, and the tail fused into a GEMM of our own
     Move("fuse_chain", "operator_fusion", MoveKind.RESET, (), "the fused plan with its default settings"),
     _set("fuse_into_gemm", "operator_fusion", "the matrix product as a Triton GEMM with the tail in its epilogue",
@@ -119,6 +120,12 @@ MOVES: dict[str, Move] = {m.id: m for m in (
          {Knob.INDEX: "auto"}),
     # precision
     _set("exact_math", "precision_tensor_cores", "exact float32 arithmetic (no fast intrinsics)", {Knob.MATH: "exact"}),
+    _set("gemm_tf32x3", "precision_tensor_cores",
+         "the matrix product as our Triton GEMM on tensor cores, each float32 operand split into two TF32 parts",
+         {Knob.GEMM_KERNEL: "triton", Knob.GEMM_PRECISION: "tf32x3", Knob.GEMM_OPERANDS: "k_major"}),
+    _set("gemm_fma", "precision_tensor_cores",
+         "the matrix product as our Triton GEMM in float32 FMA (no tensor cores) on row-major operands",
+         {Knob.GEMM_KERNEL: "triton", Knob.GEMM_PRECISION: "ieee", Knob.GEMM_OPERANDS: "contiguous"}),
 )}
 MOVE_IDS: tuple[str, ...] = tuple(MOVES)
 # Template ids of the fixed templates this design space replaced: strategies a bank learned with

@@ -1,9 +1,13 @@
-"""Triton GEMM kernels in exact float32, with the tail fused into the epilogue (knobs gemm.*).
+"""Triton GEMM kernels at float32 accuracy, with the tail fused into the epilogue (knobs gemm.*).
 
 One program per BM x BN output tile (in group-M order: GEMM_GROUP row blocks of programs run
 together and share B tiles in L2), stepping through K in BK slices with masked loads (any
-shape, strided operands: transposed views need no copy), `tl.dot(..., input_precision="ieee")`
-so no TF32 rounding ever happens. The epilogue adds the bias and computes the fused region's
+shape, strided operands: transposed views need no copy). gemm.precision picks the dot:
+`ieee` is float32 FMA (no TF32 rounding ever happens); `tf32x3` splits each float32 operand
+into a TF32 value and a TF32 remainder and sums three tensor-core products (hi*hi + hi*lo +
+lo*hi: only lo*lo, about 2^-22 of a product, is dropped), float32-level error at tensor-core
+speed. Plain TF32 (one product, 10 mantissa bits) is not offered: it misses float32
+tolerances. The epilogue adds the bias and computes the fused region's
 expressions on the accumulator tile before the only store. Few output tiles and a long K
 (GEMM_SPLIT_K > 1): each tile's K range is cut into slices whose partial tiles a second kernel
 sums before the epilogue. Offsets are 64-bit when a tensor may pass 2^31 elements.
@@ -21,6 +25,15 @@ from htam_engine.propose.offline.triton_gen import assign, ew_loads, ind
 # Tile shapes (BM x BN x BK), ordered so neighbours are similar (the tile sweep walks them).
 TILES = ("32x32x32", "32x64x32", "64x32x32", "64x64x32", "64x64x64", "64x128x32", "128x64x32", "128x128x16",
          "128x128x32", "128x256x16", "256x128x16")
+
+
+# tl.dot input precisions at float32 accuracy (the module docstring says why not plain "tf32").
+PRECISIONS = ("ieee", "tf32x3")
+# strided: views read in place; contiguous: row-major copies (the FMA GEMM reads a transposed B at
+# half its row-major speed on the H200, 1/17 against 1/1); k_major: A row-major and B with K
+# contiguous (B^T row-major), the layout the tensor-core products load fast (1/17 against 1/1
+# under tf32x3). A copy is made only where the operand is not already laid out so.
+OPERAND_LAYOUTS = ("strided", "contiguous", "k_major")
 
 
 def _tile(text: str) -> tuple[int, int, int]:
@@ -41,9 +54,14 @@ def gemm_space(g: Gemm, library_ok: bool) -> list[KnobSpec]:
     split = 1
     while tiles * split < 132 and k // (split * 2) >= 4096 and split < 32:
         split *= 2  # few output tiles and a long K: fill the device with K slices
+    # Rows of K-major operands start 16-byte aligned when K is a multiple of 4: there the split-float32
+    # tensor-core GEMM is the default (H200, gpu_probe_variants.py --preset gemm: 1.3-1.5x cuBLAS's
+    # float32 GEMM with K-major operands, 0.65x with a row-major B; 0.4x at K = 2949, where the FMA
+    # GEMM keeps 0.7x), and it beats the library's product with a tail after it.
+    tensor_cores = k % 4 == 0
     kernels = ("library", "triton") if library_ok else ("triton",)
     return [
-        KnobSpec(Knob.GEMM_KERNEL, kernels, "library" if library_ok else "triton",
+        KnobSpec(Knob.GEMM_KERNEL, kernels, "library" if library_ok and not tensor_cores else "triton",
                  "the product in cuBLAS/ATen or in our Triton GEMM with the tail fused"),
         KnobSpec(Knob.GEMM_TILE, TILES, tile, "BM x BN x BK"),
         KnobSpec(Knob.GEMM_WARPS, (2, 4, 8, 16), 8 if bm * bn >= 128 * 128 else 4, "warps per tile"),
@@ -51,8 +69,11 @@ def gemm_space(g: Gemm, library_ok: bool) -> list[KnobSpec]:
         KnobSpec(Knob.GEMM_GROUP, (1, 4, 8, 16), 8, "row blocks per program group"),
         KnobSpec(Knob.GEMM_SPLIT_K, (1, 2, 4, 8, 16, 32), split, "K slices per output tile"),
         KnobSpec(Knob.INDEX, ("auto", "int64"), "auto", "offset width"),
-    ] + ([KnobSpec(Knob.GEMM_OPERANDS, ("strided", "contiguous"), "strided",
-                   "a transposed operand read in place, or copied row-major first")] if g.transposed else [])
+        KnobSpec(Knob.GEMM_PRECISION, PRECISIONS, "tf32x3" if tensor_cores else "ieee",
+                 "float32 FMA, or three TF32 tensor-core products"),
+        KnobSpec(Knob.GEMM_OPERANDS, OPERAND_LAYOUTS, "k_major" if tensor_cores else "strided",
+                 "operands read in place, copied row-major, or copied so that K is contiguous in both"),
+    ]
 
 
 def _epilogue(g: Gemm, region: Region | None, fast: bool) -> tuple[list[str], list[str], list[int]]:
@@ -116,7 +137,7 @@ def gemm_kernel(g: Gemm, region: Region | None, s: Settings) -> tuple[list[str],
         "    kmask = (k0 + rk) < k_hi",
         "    av = tl.load(a_ptrs, mask=(rm[:, None] < M) & kmask[None, :], other=0.0)",
         "    bv = tl.load(b_ptrs, mask=kmask[:, None] & (rn[None, :] < N), other=0.0)",
-        '    acc += tl.dot(av, bv, input_precision="ieee")  # exact float32: no TF32',
+        _dot_line(s.get(Knob.GEMM_PRECISION, "ieee")),
         "    a_ptrs += BK * sak",
         "    b_ptrs += BK * sbk",
     ]
@@ -157,6 +178,12 @@ def gemm_kernel(g: Gemm, region: Region | None, s: Settings) -> tuple[list[str],
     return src, launch, epi_inputs
 
 
+def _dot_line(precision: str) -> str:
+    if precision == "ieee":
+        return '    acc += tl.dot(av, bv, input_precision="ieee")  # exact float32: no TF32'
+    return f'    acc += tl.dot(av, bv, input_precision="{precision}")  # split float32: hi*hi + hi*lo + lo*hi'
+
+
 def _zero_tiles(region: Region | None) -> list[str]:
     """A triu / tril epilogue zeroes whole tiles on the far side of the diagonal: skip their K loop."""
     tri = [e for e in region.exprs if e.op in TRIANGLE] if region is not None else []
@@ -171,7 +198,7 @@ def _zero_tiles(region: Region | None) -> list[str]:
 
 
 def gemm_wrapper(g: Gemm, region: Region | None, launch: list[str], epi_inputs: list[int],
-                 contiguous: bool = False) -> list[str]:
+                 operands: str = "strided") -> list[str]:
     """`_gemm_<i>(a, b[, bias], *epi)`: operand layout at run time (strides, so transposed views are
     read in place; with `contiguous` copied row-major first, an O(K N) pass before an O(M N K)
     product: on the H200 the exact-float32 GEMM read a transposed B at about half its row-major
@@ -188,8 +215,12 @@ def gemm_wrapper(g: Gemm, region: Region | None, launch: list[str], epi_inputs: 
     else:
         body += ["batch, K, N = a.shape[:-2], a.shape[-1], b.shape[-1]", "a3 = a.reshape(-1, a.shape[-2], K)",
                  "b3 = b.reshape(-1, K, N)", "oshape = (*batch, a.shape[-2], N)"]
-    if contiguous:
+    if operands == "contiguous":
         body.append("a3, b3 = a3.float().contiguous(), b3.float().contiguous()  # row-major: tiles read along rows")
+    elif operands == "k_major":
+        body += ["a3, b3 = a3.float().contiguous(), b3.float()  # K contiguous in both: what the tensor cores load",
+                 "if b3.stride(1) != 1:",
+                 "    b3 = b3.transpose(1, 2).contiguous().transpose(1, 2)"]
     else:
         body.append("a3, b3 = a3.float(), b3.float()  # strided views are read in place")
     body += [

@@ -4,7 +4,8 @@ The interpreter tests check what the kernels compute; this checks that the compi
 (loop-carried types, mixed integer widths, layouts) on the launch paths the knobs select: flat,
 persistent and tiled elementwise grids with 32- and 64-bit offsets; multi-pass, online, cached
 and split rows (row and elementwise outputs), middle-dim columns and their split; batch-statistics
-rows; GEMMs with a fused epilogue, split-K and a triangular output; pooling; scans; argmax.
+rows; GEMMs with a fused epilogue, split-K and a triangular output, in float32 FMA and in
+split-float32 tensor-core products; pooling; scans; argmax.
 """
 
 from __future__ import annotations
@@ -50,6 +51,13 @@ CASES = {
     "gemm-epilogue": ("a, b, y", "return torch.relu(a @ b + 1.0) * y",
                       "[torch.randn(40, 70), torch.randn(70, 50), torch.randn(40, 1)]",
                       {Knob.GEMM_KERNEL: "triton", Knob.GEMM_TILE: "64x64x32"}),
+    # split-float32 tensor-core products on K-major copies (B transposed-copied): sm_90's tf32 mma path
+    "gemm-tf32x3-k-major": ("a, b, y", "return torch.relu(a @ b + 1.0) * y",
+                            "[torch.randn(40, 64), torch.randn(64, 48), torch.randn(40, 1)]",
+                            {Knob.GEMM_KERNEL: "triton", Knob.GEMM_TILE: "64x64x32", Knob.GEMM_PRECISION: "tf32x3",
+                             Knob.GEMM_OPERANDS: "k_major"}),
+    "gemm-fma": ("a, b", "return a @ b", "[torch.randn(40, 64), torch.randn(64, 48)]",
+                 {Knob.GEMM_TILE: "64x64x32", Knob.GEMM_PRECISION: "ieee", Knob.GEMM_OPERANDS: "contiguous"}),
     "gemm-split-k-int64": ("a, b", "return torch.bmm(a, b)", "[torch.randn(2, 20, 2000), torch.randn(2, 2000, 30)]",
                            {Knob.GEMM_SPLIT_K: 4, Knob.INDEX: "int64", Knob.GEMM_TILE: "32x32x32"}),
     "gemm-triu": ("a, b", "return torch.triu(a @ b)", "[torch.randn(70, 40), torch.randn(40, 70)]",
@@ -108,6 +116,11 @@ def test_kernels_compile_for_sm90(compiled, case):
 def test_the_channels_last_cases_compile_the_strided_tail(compiled):
     for case in ("ew-channels-last", "ew-channels-last-int64"):
         assert "CH: tl.constexpr" in compiled["_codes"][case], case
+
+
+def test_the_gemm_cases_compile_the_dot_precision_they_name(compiled):
+    assert 'input_precision="tf32x3"' in compiled["_codes"]["gemm-tf32x3-k-major"]
+    assert 'input_precision="ieee"' in compiled["_codes"]["gemm-fma"]
 
 
 def test_split_paths_were_launched(compiled):

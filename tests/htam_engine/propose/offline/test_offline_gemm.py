@@ -1,4 +1,4 @@
-"""Triton GEMMs in exact float32, with fused epilogues, are correct for every GEMM knob (interpreter).
+"""Triton GEMMs at float32 accuracy, with fused epilogues, are correct for every GEMM knob (interpreter).
 
 The matrix-product layouts of KernelBench level 1 (square, batched, transposed views, a 3-D
 tensor times a matrix, einsum, tall-skinny, long K split into slices) and level 2's linear
@@ -32,7 +32,10 @@ PRODUCTS = {
 }
 # tile, split-K (the long-K case runs 4 slices), 64-bit offsets, pipelining and swizzle settings
 GEMM_SETTINGS = {
-    "small": {Knob.GEMM_TILE: "32x32x32"},
+    # float32 FMA reading the views in place; the split-float32 tensor-core products on K-major copies
+    # (the interpreter computes both dots in float32: precision is measured on the GPU, the copies here)
+    "small": {Knob.GEMM_TILE: "32x32x32", Knob.GEMM_PRECISION: "ieee", Knob.GEMM_OPERANDS: "strided"},
+    "tensor": {Knob.GEMM_TILE: "32x32x32", Knob.GEMM_PRECISION: "tf32x3", Knob.GEMM_OPERANDS: "k_major"},
     "split": {Knob.GEMM_TILE: "32x32x32", Knob.GEMM_SPLIT_K: 4},
     "wide": {Knob.GEMM_TILE: "64x32x32", Knob.INDEX: "int64", Knob.GEMM_GROUP: 1, Knob.GEMM_STAGES: 2},
 }
@@ -89,7 +92,7 @@ def test_matrix_products_every_gemm_setting(checked, case, setting):
     assert_ok(checked, f"{case}-{setting}")
 
 
-def test_products_are_exact_float32_and_read_transposed_views_in_place(checked):
+def test_fma_products_are_exact_float32_and_read_transposed_views_in_place(checked):
     code = checked["_codes"]["t_both-small"]
     assert 'input_precision="ieee"' in code and "allow_tf32" not in code
     assert "getattr(a, 'T')" in code and "_gemm_0(t_getattr_1, t_getattr_2)" in code  # the views, not copies
@@ -103,13 +106,25 @@ def test_transposed_operands_copied_row_major_first(checked, case):
     assert_ok(checked, f"{case}-contiguous")
 
 
-def test_only_a_product_with_a_transposed_operand_has_the_operand_layout_knob(tmp_path):
-    square = write_problem(tmp_path, "square", "class Model(nn.Module):\n    def forward(self, a, b):\n"
-                                               "        return a @ b\n", "[torch.randn(8, 8), torch.randn(8, 8)]")
-    t_b = write_problem(tmp_path, "t_b", "class Model(nn.Module):\n    def forward(self, a, b):\n"
-                                         "        return a @ b.T\n", "[torch.randn(8, 8), torch.randn(8, 8)]")
-    assert Knob.GEMM_OPERANDS not in plan_space(plan_problem(square, "triton"), "triton")
-    assert Knob.GEMM_OPERANDS in plan_space(plan_problem(t_b, "triton"), "triton")
+@pytest.mark.parametrize("case", ["square", "t_a", "t_b", "t_both", "batched"])
+def test_tensor_core_products_read_k_major_copies(checked, case):
+    code = checked["_codes"][f"{case}-tensor"]
+    assert 'input_precision="tf32x3"' in code and "b3 = b3.transpose(1, 2).contiguous().transpose(1, 2)" in code
+    assert_ok(checked, f"{case}-tensor")
+
+
+def test_aligned_products_default_to_tensor_cores_and_unaligned_ones_to_fma(tmp_path):
+    def space(k: int, tail: str):
+        p = write_problem(tmp_path, f"k{k}{len(tail)}", "class Model(nn.Module):\n    def forward(self, a, b):\n"
+                                                         f"        return (a @ b){tail}\n",
+                          f"[torch.randn(8, {k}), torch.randn({k}, 8)]")
+        return plan_space(plan_problem(p, "triton"), "triton").defaults()
+
+    aligned, odd, odd_tail = space(64, ""), space(37, ""), space(37, " * 2.0")
+    assert (aligned[Knob.GEMM_PRECISION], aligned[Knob.GEMM_OPERANDS]) == ("tf32x3", "k_major")
+    assert (odd[Knob.GEMM_PRECISION], odd[Knob.GEMM_OPERANDS]) == ("ieee", "strided")
+    assert space(64, " * 2.0")[Knob.GEMM_KERNEL] == "triton"  # beats the library's product with a tail after it
+    assert odd_tail[Knob.GEMM_KERNEL] == "library"
 
 
 def test_long_k_is_split_into_slices_summed_by_a_second_kernel(checked):
