@@ -176,3 +176,16 @@ def test_a_product_summed_over_its_columns_is_summed_first(checked):
     assert "_biassum = _region_1(self.gemm.bias)" in code
     assert_ok(checked, "summed-first")
     assert_ok(checked, "summed-gemm")  # the plan without the rewrite, for comparison
+
+
+def test_the_safe_kernel_leaves_a_product_with_a_tail_to_the_library_and_a_bare_one_to_float32_fma(tmp_path):
+    tail = write_problem(tmp_path, "tail", LINEAR_TAIL, "[torch.randn(6, 40), torch.randn(6, 24), torch.randn(6, 1)]",
+                         "[40, 24]")
+    bare = write_problem(tmp_path, "bare", "class Model(nn.Module):\n    def forward(self, a, b):\n"
+                                           "        return a @ b\n", "[torch.randn(8, 64), torch.randn(64, 8)]")
+    with_tail, alone = generate(tail, "triton", move="safe_kernel"), generate(bare, "triton", move="safe_kernel")
+    assert generate(tail, "triton").settings[Knob.GEMM_KERNEL] == "triton"  # the default the repair leaves
+    assert with_tail.settings[Knob.GEMM_KERNEL] == "library" and "torch.nn.functional.linear" in with_tail.code
+    assert (alone.settings[Knob.GEMM_KERNEL], alone.settings[Knob.GEMM_PRECISION]) == ("triton", "ieee")
+    assert 'input_precision="ieee"' in alone.code
+
