@@ -59,8 +59,9 @@ MOVES: dict[str, Move] = {m.id: m for m in (
          "the plan's defaults with exact math, 64-bit offsets, one pass per reduction level, no split, "
          "scalar loads, the library's product where a kernel of ours computes the tail (else float32 FMA)",
          # A tail that sums a product's columns cancels: on the H200 the split-float32 product put 1 of
-         # 1,024 sums of 2/18 outside 1e-4, and the FMA GEMM that repaired it ran at 0.43x eager
-         # against the library's product with the fused tail (1.96x in the table before tf32x3).
+         # 1,024 sums of 2/18 outside 1e-4, and the FMA GEMM that repaired it ran at 0.43x eager;
+         # the library's product with the fused tail had run at about 1.05x (the earlier table's
+         # 1.96x was against an eager time 1.87x too slow, timed while another job used the GPU).
          {Knob.MATH: "exact", Knob.INDEX: "int64", Knob.ROW_PASS: "multi", Knob.SPLIT: "off", Knob.EW_VEC: 1,
           Knob.ROW_VEC: 1, Knob.CPU_EXP: "libm", Knob.GEMM_PRECISION: "ieee", Knob.GEMM_KERNEL: "library"}),
     # operator fusion: the fused plan itself, and the tail fused into a GEMM of our own
