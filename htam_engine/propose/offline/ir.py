@@ -240,7 +240,6 @@ class Gemm:
     out_var: str
     line: int  # index of its call in Plan.lines
     epilogue: int | None = None  # the elementwise region a GEMM of ours computes in its epilogue
-    transposed: bool = False  # an operand reaches it as a transposed view (x.T; not a linear's own weight)
 
     @property
     def mnk(self) -> tuple[int, int, int, int]:

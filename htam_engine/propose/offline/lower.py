@@ -638,8 +638,7 @@ class _Lowering:
         var = _var(node)
         args = ", ".join([a, b] + ([bias] if bias else []))
         gemm = Gemm(len(self.gemms), mm.kind, a, b, bias, a_shape, b_shape,
-                    self.traced.shapes.get(node.name, ()), var, len(self.lines),
-                    transposed=_is_transpose(mm.a) or _is_transpose(mm.b))
+                    self.traced.shapes.get(node.name, ()), var, len(self.lines))
         self.lines.append(f"{var} = _gemm_{gemm.index}({args})")
         self.names[node] = var
         self.gemms.append(gemm)
@@ -708,17 +707,6 @@ class _Lowering:
         desc = _describe(node, self.traced)
         view = node.op == "call_method" or node.target in (operator.getitem, getattr, torch.flatten, torch.reshape)
         self.kept.append(("view:" if view else "") + desc)
-
-
-def _is_transpose(value: Any) -> bool:
-    """Whether a value is a transposed view (x.T, x.mT, x.t(), x.transpose(..), x.permute(..))."""
-    if not isinstance(value, fx.Node):
-        return False
-    if value.op == "call_function" and value.target is getattr:
-        return len(value.args) > 1 and value.args[1] in ("T", "mT")
-    if value.op == "call_method":
-        return value.target in ("t", "transpose", "permute")
-    return value.op == "call_function" and value.target in (torch.t, torch.transpose, torch.permute)
 
 
 def _scale_of(node: fx.Node, value: fx.Node) -> tuple[str, float] | None:
