@@ -80,6 +80,11 @@ def checked(tmp_path_factory):
         p = write_problem(d, f"{name}_rows", f"class Model(nn.Module):\n    def forward(self, a, b):\n"
                                              f"        {PRODUCTS[name][0]}\n", PRODUCTS[name][1])
         batch.add(f"{name}-contiguous", p, {Knob.GEMM_TILE: "32x32x32", Knob.GEMM_OPERANDS: "contiguous"})
+    matvec = write_problem(d, "matvec", "class Model(nn.Module):\n    def forward(self, a, b):\n"
+                                        "        return torch.matmul(a, b) * 0.5\n",
+                           "[torch.randn(40, 3000), torch.randn(3000, 1)]")
+    batch.add("matvec", matvec)
+    batch.add("matvec-split", matvec, {Knob.SPLIT: "wide", Knob.ROW_BLOCK: 256, Knob.ROW_PASS: "multi"})
     summed = write_problem(d, "summed", SUMMED, "[torch.randn(6, 40)]", "[40, 24]")
     batch.add("summed-first", summed, move="sum_first")
     batch.add("summed-gemm", summed, {Knob.GEMM_KERNEL: "triton", Knob.GEMM_TILE: "32x32x32"})
@@ -188,4 +193,11 @@ def test_the_safe_kernel_leaves_a_product_with_a_tail_to_the_library_and_a_bare_
     assert with_tail.settings[Knob.GEMM_KERNEL] == "library" and "torch.nn.functional.linear" in with_tail.code
     assert (alone.settings[Knob.GEMM_KERNEL], alone.settings[Knob.GEMM_PRECISION]) == ("triton", "ieee")
     assert 'input_precision="ieee"' in alone.code
+
+
+@pytest.mark.parametrize("case", ["matvec", "matvec-split"])
+def test_a_matrix_vector_product_is_a_row_reduction(checked, case):
+    code = checked["_codes"][case]
+    assert "_k_gemm" not in code and "tl.dot" not in code  # no 16-column tile for one output column
+    assert_ok(checked, case)
 
