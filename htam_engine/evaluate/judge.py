@@ -250,16 +250,21 @@ class Judge:
         if sandbox is not None:
             sandbox.continue_()  # the last candidate may have stopped its sibling, the spare
         # A spare forked by a zygote that has died since (a candidate may kill its parent) dies
-        # with it, perhaps not yet: it is not handed to the next candidate.
-        orphaned = not self.zygote.alive()
+        # with it, perhaps not yet: it is not handed to the next candidate. The next spare's fork
+        # is the test: a round trip a dying zygote cannot answer, where a SIGKILLed zygote still
+        # read as running (poll) while it exited, and under load the spare it had forked was handed
+        # to the next, honest candidate and died in its compile.
+        self._fork_spare(limits)
+        orphaned = self._spare is None or not self.zygote.alive()
         if sandbox is None or orphaned or not sandbox.alive() or sandbox.limits != limits:
             if sandbox is not None:
                 sandbox.kill()
             try:
-                sandbox = fork_sandbox(self.zygote, "candidate", self.device, limits)
+                sandbox = fork_sandbox(self.zygote, "candidate", self.device, limits)  # restarts a dead zygote
             except HarnessStartError as exc:
                 raise HarnessFault(str(exc)) from None
-        self._fork_spare(limits)
+            if self._spare is None:
+                self.zygote_error = ""  # the zygote answered again: the next request forks a spare
         return sandbox
 
     def loaded(self, problem: Any, config: EvalConfig) -> tuple[LoadedProblem, ReferenceModel | None]:
