@@ -12,6 +12,8 @@ the current judge fails is marked xfail(strict=True) with what the judge misses.
 from __future__ import annotations
 
 import fcntl
+import os
+import signal
 import threading
 import time
 
@@ -88,6 +90,19 @@ def test_stopping_the_spare_sandbox_leaves_the_next_candidate_alone(clean, monke
     honest_ok(clean.run("relu", "honest_relu_triton"))
     clean.run("relu", "cheat_stop_spare")
     honest_ok(clean.run("relu", "honest_relu_triton", timeout_s=10.0))
+
+
+def test_a_killed_zygote_still_reading_as_running_hands_no_orphaned_spare_to_the_next_candidate(tmp_path,
+                                                                                                 monkeypatch):
+    # A zygote a candidate SIGKILLed may still read as running (poll) while it exits; its spare
+    # sandbox dies with it. Here the exit window is held open: only a round trip can tell.
+    with isolated_judge(tmp_path) as j:
+        honest_ok(j.run("relu", "honest_relu_triton"))
+        zygote = j.judge.zygote
+        monkeypatch.setattr(zygote, "alive", lambda: zygote.sock is not None)
+        os.kill(zygote.proc.pid, signal.SIGKILL)
+        zygote.proc.wait()
+        honest_ok(j.run("relu", "honest_relu_triton"))
 
 
 def test_stopping_the_zygote_leaves_later_candidates_alone(tmp_path, monkeypatch):
