@@ -24,12 +24,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-
-def problem_file(kb: str, pick: str) -> Path:
-    level, number = pick.split("/")
-    base = Path(kb) / "KernelBench" if (Path(kb) / "KernelBench").is_dir() else Path(kb)
-    return next(p for p in (base / f"level{level}").glob(f"{number}_*.py"))
+from kb_table import problem_file  # noqa: E402
 
 
 def timed(fn, args, trials: int) -> float:

@@ -22,6 +22,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from kb_table import problem_file  # noqa: E402
 
 TF32X3 = {"gemm.kernel": "triton", "gemm.precision": "tf32x3"}
 PRESETS: dict[str, dict[str, dict]] = {
@@ -29,7 +32,8 @@ PRESETS: dict[str, dict[str, dict]] = {
     "gemm": {
         "defaults": {},
         "triton ieee": {"gemm.kernel": "triton"},
-        "tf32x3": TF32X3,
+        "tf32x3": TF32X3,  # K-major operands: the default gemm.operands wherever tf32x3 is
+        "tf32x3 strided": {**TF32X3, "gemm.operands": "strided"},  # B read in place (row-major: 0.65x on 1/1)
         "tf32x3 128x128x32 w8 s3": {**TF32X3, "gemm.tile": "128x128x32", "gemm.warps": 8, "gemm.stages": 3},
         "tf32x3 128x64x32 w4 s4": {**TF32X3, "gemm.tile": "128x64x32", "gemm.warps": 4, "gemm.stages": 4},
         "tf32x3 64x128x32 w4 s4": {**TF32X3, "gemm.tile": "64x128x32", "gemm.warps": 4, "gemm.stages": 4},
@@ -38,12 +42,6 @@ PRESETS: dict[str, dict[str, dict]] = {
         "tf32x3 64x64x32 w4 s3": {**TF32X3, "gemm.tile": "64x64x32", "gemm.warps": 4, "gemm.stages": 3},
     },
 }
-
-
-def problem_file(kb: str, pick: str) -> Path:
-    level, number = pick.split("/")
-    base = Path(kb) / "KernelBench" if (Path(kb) / "KernelBench").is_dir() else Path(kb)
-    return next(p for p in (base / f"level{level}").glob(f"{number}_*.py"))
 
 
 async def probe(picks: list[str], variants: dict[str, dict], kb: str, device: str, trials: int, workers: int) -> None:

@@ -69,6 +69,15 @@ def kernelbench_files(root: str, levels: list[int], picks: set[str] | None, limi
     return out
 
 
+def problem_file(root: str, pick: str) -> Path:
+    """The KernelBench file a level/number pick names ("2/73" -> level2/73_....py)."""
+    level = int(pick.split("/")[0])
+    found = kernelbench_files(root, [level], {pick}, None)
+    if not found:
+        raise SystemExit(f"no KernelBench file {pick} under {root}")
+    return found[0]
+
+
 def stratified_order(problems: list[Any]) -> list[Any]:
     """Problems ordered so that every prefix holds each (level, family) stratum in proportion to
     its size: the i-th of a stratum of n sits at (i + 0.5) / n; within a stratum its problems are
@@ -167,6 +176,18 @@ def summarize(rows: list[dict[str, Any]], total: int, unsupported: int) -> dict[
             hits = sum(1 for r in correct if r.get(key) and r[key] > p)
             out[f"fast_{p:g}_{name}"] = hits / len(covered) if covered else None
     return out
+
+
+def level_summaries(rows: list[dict[str, Any]], level_of: dict[str, int | None], refused: dict[str, str],
+                    levels: list[int]) -> dict[str, dict[str, Any]]:
+    """summarize() per level and over all: level_of names the level of every problem reached or refused."""
+    summary = {}
+    for level in levels:
+        mine = [r for r in rows if level_of.get(r["problem"]) == level]
+        total = sum(1 for lv in level_of.values() if lv == level)
+        summary[str(level)] = summarize(mine, total, sum(1 for pid in refused if level_of[pid] == level))
+    summary["all"] = summarize(rows, len(level_of), len(refused))
+    return summary
 
 
 def _fmt(x: float | None, spec: str = ".2f") -> str:
@@ -313,12 +334,7 @@ def report(args: Any, levels: list[int], problems: list[Any], refused: dict[str,
         rows.append({**r, "moves": moves, "best_move": best})
     by_id = {p.id: p for p in problems}
     level_of = {**{pid: by_id[pid].level for pid in by_id}, **{pid: _level_from(pid) for pid in refused}}
-    summary = {}
-    for level in levels:
-        mine = [r for r in rows if level_of.get(r["problem"]) == level]
-        total = sum(1 for lv in level_of.values() if lv == level)
-        summary[str(level)] = summarize(mine, total, sum(1 for pid in refused if level_of[pid] == level))
-    summary["all"] = summarize(rows, len(level_of), len(refused))
+    summary = level_summaries(rows, level_of, refused, levels)
     started = {r["problem"] for r in rows}
     not_reached = [p.id for p in problems if p.id not in started]
     unfinished = [pid for pid in doc.get("unfinished", []) if pid in started]

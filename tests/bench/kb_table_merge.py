@@ -17,10 +17,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from kb_table import markdown_table, summarize  # noqa: E402
+from kb_table import _level_from, level_summaries, markdown_table  # noqa: E402
 
 
-def merge(records: list[dict]) -> tuple[list[dict], dict[str, str], list[str], dict[str, int]]:
+def merge(records: list[dict]) -> tuple[list[dict], dict[str, str], list[str], dict[str, int | None]]:
     """(rows, unsupported, not reached, level of every problem) over the records, first run wins."""
     rows: dict[str, dict] = {}
     refused: dict[str, str] = {}
@@ -31,7 +31,7 @@ def merge(records: list[dict]) -> tuple[list[dict], dict[str, str], list[str], d
             level_of[r["problem"]] = int(r["level"])
         refused.update(rec["unsupported"])
         for pid in [*rec["unsupported"], *rec["not_reached"]]:
-            level_of.setdefault(pid, int(pid.split("level", 1)[1].split("/", 1)[0]))
+            level_of.setdefault(pid, _level_from(pid))
     not_reached = [pid for pid in level_of if pid not in rows and pid not in refused]
     return list(rows.values()), refused, not_reached, level_of
 
@@ -43,12 +43,7 @@ def main() -> int:
     args = ap.parse_args()
     records = [json.loads(Path(p).read_text()) for p in args.records]
     rows, refused, not_reached, level_of = merge(records)
-    summary = {}
-    for level in sorted(set(level_of.values())):
-        mine = [r for r in rows if level_of[r["problem"]] == level]
-        summary[str(level)] = summarize(mine, sum(1 for lv in level_of.values() if lv == level),
-                                        sum(1 for pid in refused if level_of[pid] == level))
-    summary["all"] = summarize(rows, len(level_of), len(refused))
+    summary = level_summaries(rows, level_of, refused, sorted({lv for lv in level_of.values() if lv is not None}))
     cut = sorted({pid for rec in records for pid in rec.get("cut_off", []) if pid in {r["problem"] for r in rows}})
     runs = "; ".join(f"{path}: {r['settings']['backend']} on {r['settings']['device']}, at most {r['settings']['steps']} "
                      f"steps, {r['settings']['trials']} trials, {r['wall_s']:.0f} s of a {r['settings']['deadline']:.0f} s "
