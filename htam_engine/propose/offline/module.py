@@ -120,7 +120,7 @@ def _gemm_parts(plan: Plan, backend: Backend, settings: Settings) -> tuple[Plan,
         src, launch, epi = triton_gemm.gemm_kernel(g, region, settings)
         parts.append("\n".join(src) + "\n")
         parts.append("\n".join(triton_gemm.gemm_wrapper(g, region, launch, epi,
-                                                        settings.get(Knob.GEMM_OPERANDS, "strided"))) + "\n")
+                                                        settings[Knob.GEMM_OPERANDS])) + "\n")
         if region is not None:  # the GEMM writes the region's output; the region's own call goes
             out_var = lines[region.line].split(" = ", 1)[0]
             args = [g.a, g.b] + ([g.bias] if g.bias else []) + [region.inputs[k].source for k in epi]

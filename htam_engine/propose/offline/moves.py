@@ -103,7 +103,7 @@ MOVES: dict[str, Move] = {m.id: m for m in (
          {Knob.CONV_LAYOUT: "channels_last"}),
     _set("conv_nchw", "memory_access", "the kept convolution in the problem's NCHW layout (no input conversion)",
          {Knob.CONV_LAYOUT: "nchw"}),
-    _set("gemm_contiguous", "memory_access", "transposed GEMM operands copied row-major before the product",
+    _set("gemm_contiguous", "memory_access", "GEMM operands copied row-major before the product",
          {Knob.GEMM_OPERANDS: "contiguous"}),
     _sweep("gemm_stages", "memory_access", "software pipelining depth of the GEMM's loads", Knob.GEMM_STAGES),
     # vectorization

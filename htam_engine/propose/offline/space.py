@@ -49,7 +49,7 @@ class Knob(str, Enum):
     GEMM_GROUP = "gemm.group"  # group-M swizzle of the program order (L2 reuse of B tiles)
     GEMM_SPLIT_K = "gemm.split_k"  # K slices per output tile (few tiles, long K), summed by a second kernel
     GEMM_PRECISION = "gemm.precision"  # ieee (float32 FMA) | tf32x3 (three TF32 tensor-core products, float32-level error)
-    GEMM_OPERANDS = "gemm.operands"  # strided (transposed views read in place) | contiguous (row-major copies first)
+    GEMM_OPERANDS = "gemm.operands"  # strided (views read in place) | contiguous (row-major copies) | k_major (K contiguous)
     GEMM_REWRITE = "gemm.rewrite"  # off | sum_first (a product summed over its columns: sum b first, then a GEMV)
     # pooling windows and scans
     POOL_BLOCK = "pool.block"  # output elements per program

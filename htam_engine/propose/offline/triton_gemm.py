@@ -137,7 +137,7 @@ def gemm_kernel(g: Gemm, region: Region | None, s: Settings) -> tuple[list[str],
         "    kmask = (k0 + rk) < k_hi",
         "    av = tl.load(a_ptrs, mask=(rm[:, None] < M) & kmask[None, :], other=0.0)",
         "    bv = tl.load(b_ptrs, mask=kmask[:, None] & (rn[None, :] < N), other=0.0)",
-        _dot_line(s.get(Knob.GEMM_PRECISION, "ieee")),
+        _dot_line(s[Knob.GEMM_PRECISION]),
         "    a_ptrs += BK * sak",
         "    b_ptrs += BK * sbk",
     ]
@@ -198,11 +198,10 @@ def _zero_tiles(region: Region | None) -> list[str]:
 
 
 def gemm_wrapper(g: Gemm, region: Region | None, launch: list[str], epi_inputs: list[int],
-                 operands: str = "strided") -> list[str]:
-    """`_gemm_<i>(a, b[, bias], *epi)`: operand layout at run time (strides, so transposed views are
-    read in place; with `contiguous` copied row-major first, an O(K N) pass before an O(M N K)
-    product: on the H200 the exact-float32 GEMM read a transposed B at about half its row-major
-    speed, 1/17 against 1/1), the output (the fused region's, when there is one) and the launch."""
+                 operands: str) -> list[str]:
+    """`_gemm_<i>(a, b[, bias], *epi)`: the operands laid out as gemm.operands says (OPERAND_LAYOUTS;
+    a copy is an O(K N) pass before an O(M N K) product), the output (the fused region's, when there
+    is one) and the launch."""
     params = ["a", "b"] + (["bias"] if g.bias else []) + ["*epi"]
     lines = [f"def _gemm_{g.index}({', '.join(params)}):"]
     body = []
