@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import ast
 import inspect
+from pathlib import Path
 from typing import Any
 
 from htam_engine.problems.model import Problem
-from htam_engine.propose.offline import runtime, runtime_layout
+from htam_engine.propose.offline import runtime
 from htam_engine.propose.offline.decompose import Unsupported
 
 BASE_NAME = "_ProblemModel"
@@ -71,10 +72,16 @@ def problem_pieces(problem: Problem) -> str:
     return ast.unparse(module) + "\n"
 
 
-def runtime_source(channels_last: bool = False) -> str:
-    """The launch helpers (runtime.py; with channels_last also runtime_layout.py) without their
-    module docstrings and imports."""
-    modules = [runtime, runtime_layout] if channels_last else [runtime]
-    body = [n for m in modules for n in ast.parse(inspect.getsource(m)).body
-            if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
+def runtime_source() -> str:
+    """The launch helpers (runtime.py) without their module docstring and imports."""
+    return _definitions(inspect.getsource(runtime))
+
+
+def layout_source() -> str:
+    """runtime_layout.py's helpers, the same way; read as text, since importing it needs Triton."""
+    return _definitions((Path(__file__).parent / "runtime_layout.py").read_text())
+
+
+def _definitions(source: str) -> str:
+    body = [n for n in ast.parse(source).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
     return "\n\n".join(ast.unparse(n) for n in body) + "\n"

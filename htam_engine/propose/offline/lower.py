@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 import torch.fx as fx
+import torch.nn.functional as F
 from torch.fx.node import _get_qualified_name
 
 from htam_engine.propose.offline.decompose import OPS, ROW_LOSSES, KeepInLibrary, Unsupported
@@ -51,14 +52,18 @@ class _Mismatch(Exception):
 class KeptConv:
     """A 2-D or 3-D convolution kept in the library, called on one value."""
 
-    line: int  # its call in Plan.lines
-    call: str  # the module's attribute path (self.conv)
+    line: int  # its call in Plan.lines: `var = call(arg<rest>)`
+    call: str  # the module's attribute path (self.conv) or the function (torch.nn.functional.conv2d)
     arg: str  # the input's variable
+    rest: str  # the call's other arguments, each after ", " (a function's weight, bias=None, ...)
     var: str  # the output's variable
+    reduction: int  # products summed per output: input channels per group x kernel positions
 
 
-# Convolutions that cuDNN also runs channels-last (1-D ones have no such layout).
+# Convolutions that cuDNN also runs channels-last (1-D ones have no such layout), as modules and
+# as the bias-free functions conv_bias.py calls.
 _CHANNELS_LAST_CONVS = (torch.nn.Conv2d, torch.nn.Conv3d, torch.nn.ConvTranspose2d, torch.nn.ConvTranspose3d)
+_CHANNELS_LAST_FUNCTIONS = frozenset({F.conv2d, F.conv3d, F.conv_transpose2d, F.conv_transpose3d})
 
 
 @dataclass
@@ -71,6 +76,12 @@ class Plan:
     reassociable: bool = False  # a product summed over its columns could be summed first (lower._sum_first)
     reassociated: bool = False  # ... and this plan does it
     convs: list[KeptConv] = field(default_factory=list)
+
+    def channels_last_convs(self) -> list[KeptConv]:
+        """The convolutions whose output an elementwise region reads in place (channels_last_reads)."""
+        by_index = {r.index: r for r in self.regions}
+        read = {by_index[i].inputs[k].source for i, k in self.channels_last_reads().items()}
+        return [c for c in self.convs if c.var in read]
 
     def channels_last_reads(self) -> dict[int, int]:
         """{region index: input} for the elementwise regions that read a kept convolution's whole
@@ -145,6 +156,13 @@ def _function_name(fn: Any) -> str:
     if name.startswith("builtins."):
         return name.split(".", 1)[1]
     return name
+
+
+def _reduction(weight: tuple[int, ...], transposed: bool, groups: int) -> int:
+    """Products summed per output of a convolution with this weight (a transposed one's weight is
+    (in, out / groups, k...), its sum runs over the input channels of a group)."""
+    cin = weight[0] // groups if transposed else weight[1]
+    return cin * math.prod(weight[2:])
 
 
 def _describe(node: fx.Node, traced: Traced) -> str:
@@ -709,9 +727,17 @@ class _Lowering:
             module = self.modules.get(str(node.target))
             if isinstance(module, _CHANNELS_LAST_CONVS) and len(node.args) == 1 and not node.kwargs \
                     and isinstance(node.args[0], fx.Node):
-                self.convs.append(KeptConv(len(self.lines), _attr_path(str(node.target)), args, var))
+                self.convs.append(KeptConv(len(self.lines), _attr_path(str(node.target)), args, "", var,
+                                           _reduction(tuple(module.weight.shape), module.transposed, module.groups)))
             self.lines.append(f"{var} = {_attr_path(str(node.target))}({args})")
         elif node.op == "call_function":
+            if node.target in _CHANNELS_LAST_FUNCTIONS and isinstance(node.args[0], fx.Node) and not node.kwargs:
+                rest = _call_args(node.args[1:], {}, self.names)
+                transposed = node.target in (F.conv_transpose2d, F.conv_transpose3d)
+                groups = node.args[6] if len(node.args) > 6 else 1  # both forms' seventh argument
+                weight = self.traced.shapes[node.args[1].name]
+                self.convs.append(KeptConv(len(self.lines), _function_name(node.target), _py(node.args[0], self.names),
+                                           f", {rest}", var, _reduction(weight, transposed, groups)))
             self.lines.append(f"{var} = {_function_name(node.target)}({args})")
         else:
             recv = _py(node.args[0], self.names)

@@ -14,7 +14,7 @@ from dataclasses import replace
 from htam_engine.families import Backend
 from htam_engine.problems.model import Problem
 from htam_engine.propose.offline import cpp, cuda, extension, triton_gemm, triton_module
-from htam_engine.propose.offline.embed import BASE_NAME, problem_pieces, runtime_source
+from htam_engine.propose.offline.embed import BASE_NAME, layout_source, problem_pieces, runtime_source
 from htam_engine.propose.offline.ir import ELEM, Gemm, Region
 from htam_engine.propose.offline.lower import Plan
 from htam_engine.propose.offline.space import MOVE_PREFIX, SETTINGS_PREFIX, Knob, Settings
@@ -136,12 +136,9 @@ def _channels_last(plan: Plan) -> Plan:
     strides, and those convolutions (only those: another reader would copy the result back to
     NCHW) called on a channels-last input (conv.layout=channels_last)."""
     reads = plan.channels_last_reads()
-    by_index = {r.index: r for r in plan.regions}
-    read = {by_index[i].inputs[k].source for i, k in reads.items()}
     lines = list(plan.lines)
-    for c in plan.convs:
-        if c.var in read:
-            lines[c.line] = f"{c.var} = {c.call}(_channels_last({c.arg}))"
+    for c in plan.channels_last_convs():
+        lines[c.line] = f"{c.var} = {c.call}(_channels_last({c.arg}){c.rest})"
     regions = [r if r.index not in reads else
                replace(r, inputs=[replace(inp, kind="strided") if k == reads[r.index] else inp
                                   for k, inp in enumerate(r.inputs)])
@@ -175,7 +172,8 @@ def build_module(problem: Problem, plan: Plan, backend: Backend, settings: Setti
         kernels, launches = extension.cuda_extension(cuda_src), cuda_src.launches
     else:
         kernels, launches = triton_module.kernels(rest, settings)
-    parts += [problem_pieces(problem), runtime_source(channels_last), kernels] + gemm_parts
+    layout = [layout_source()] if channels_last else []  # after the kernels' Triton imports: it has a kernel
+    parts += [problem_pieces(problem), runtime_source(), kernels] + layout + gemm_parts
     for region in rest.regions:
         parts.append("\n".join(_wrapper(region, launches[region.index])) + "\n")
     parts.append("\n".join(_model_new(plan, lines)) + "\n")

@@ -19,6 +19,7 @@ from torch.fx.passes.shape_prop import ShapeProp
 
 from htam_engine.problems import instantiate
 from htam_engine.problems.model import Problem
+from htam_engine.propose.offline.conv_bias import split_conv_bias
 from htam_engine.propose.offline.decompose import Unsupported
 
 
@@ -37,7 +38,9 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0][:160]}" if text else type(exc).__name__
 
 
-def trace_problem(problem: Problem) -> Traced:
+def trace_problem(problem: Problem, split_bias: bool = True) -> Traced:
+    """The traced Model; with `split_bias` each convolution's bias is added in the graph after a
+    bias-free convolution (conv_bias.py), where the fused tail reading it takes it in."""
     inst = instantiate(problem, device="cpu")
     try:
         raw_get_inputs = inst.namespace["get_inputs"]
@@ -53,6 +56,8 @@ def trace_problem(problem: Problem) -> Traced:
             gm = fx.symbolic_trace(model)
         except Exception as exc:  # noqa: BLE001 - data-dependent control flow and the like
             raise Unsupported(f"cannot trace Model with torch.fx ({_one_line(exc)})") from None
+        if split_bias:
+            split_conv_bias(gm)
         try:
             with contextlib.redirect_stderr(io.StringIO()):  # ShapeProp prints its own traceback
                 ShapeProp(gm).propagate(*inputs)

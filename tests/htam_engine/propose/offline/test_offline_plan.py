@@ -70,6 +70,42 @@ def test_library_op_is_kept_and_the_tail_fused(tmp_path):
     assert plan.gemms[0].epilogue is None  # a row region: not an epilogue the GEMM computes in registers
 
 
+CONV_THEN = """
+class Model(nn.Module):
+    def __init__(self, bias):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, bias=bias)
+    def forward(self, x):
+        x = self.conv(x)
+        return {ret}
+"""
+
+
+def test_a_convolutions_bias_is_added_by_the_tail_that_reads_it(tmp_path):
+    """PyTorch adds a cuDNN convolution's bias in a pass of its own over the output; the plan calls
+    the convolution without it and the tail's kernel adds it (a per-channel operand)."""
+    p = write_problem(tmp_path, "conv_bias", CONV_THEN.format(ret="torch.relu(x) * 2.0"),
+                      "[torch.randn(2, 3, 9, 10)]", "[True]")
+    plan = plan_problem(p)
+    assert plan.lines[0] == "t_conv2d = torch.conv2d(x, self.conv.weight, None, (1, 1), (0, 0), (1, 1), 1)"
+    assert [c.reduction for c in plan.convs] == [3 * 3 * 3]
+    (region,) = plan.regions
+    kinds = {inp.source: inp.kind for inp in region.inputs}
+    assert kinds["t_conv2d"] == "full" and kinds["t_view"] == "band0"  # the bias, one value per (n, c) row
+
+
+def test_a_convolution_without_bias_and_one_whose_output_is_returned_stay_module_calls(tmp_path):
+    """No bias: nothing to move. Returned as well as read: the bias-free plan would need the biased
+    output too, so the plan is the problem's own call (and still fuses the tail)."""
+    none = write_problem(tmp_path, "conv_nobias", CONV_THEN.format(ret="torch.relu(x) * 2.0"),
+                         "[torch.randn(2, 3, 9, 10)]", "[False]")
+    both = write_problem(tmp_path, "conv_both", CONV_THEN.format(ret="x, torch.relu(x) * 2.0"),
+                         "[torch.randn(2, 3, 9, 10)]", "[True]")
+    for p in (none, both):
+        plan = plan_problem(p)
+        assert plan.lines[0] == "t_conv = self.conv(x)" and len(plan.regions) == 1
+
+
 def test_reduction_over_a_middle_dimension(tmp_path):
     p = write_problem(
         tmp_path, "mid",

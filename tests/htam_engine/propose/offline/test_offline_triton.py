@@ -276,7 +276,8 @@ def test_reduction_over_a_middle_dimension(checked, setting):
 
 @pytest.mark.parametrize("setting", ["defaults", "online"])
 def test_library_op_epilogues(checked, setting):
-    assert "self.conv(x)" in checked["_codes"][f"conv-{setting}"]
+    # the convolution without its bias (the tail adds it: one pass over its output fewer)
+    assert "torch.conv2d(x, self.conv.weight, None," in checked["_codes"][f"conv-{setting}"]
     _assert_ok(checked, f"conv-{setting}")
 
 
@@ -286,16 +287,19 @@ def test_a_convolutions_elementwise_tail_reads_it_channels_last_or_as_written(ch
     """channels_last: the convolution gets a channels-last input and the tail reads its output by
     strides (an operand along the last dim makes the tail read a contiguous copy instead)."""
     code = checked["_codes"][f"conv-ew-{conv}-{extra}-{setting}"]
+    call = {"Conv2d": "torch.conv2d", "Conv3d": "torch.conv3d", "ConvTranspose2d": "torch.conv_transpose2d"}[conv]
     if setting == "nchw":
-        assert "self.conv(x)" in code and "CH: tl.constexpr" not in code
+        assert f"{call}(x, self.conv.weight, None," in code and "CH: tl.constexpr" not in code
     else:
-        assert "self.conv(_channels_last(x))" in code and "CH: tl.constexpr" in code
+        assert f"{call}(_channels_last(x), self.conv.weight, None," in code and "CH: tl.constexpr" in code
+    assert "self.conv.bias.view((1, -1" in code  # the bias is one more operand of the tail
     _assert_ok(checked, f"conv-ew-{conv}-{extra}-{setting}")
 
 
 def test_only_a_convolution_whose_tail_reads_it_in_place_gets_a_channels_last_input(checked):
     code = checked["_codes"]["two-convs"]
-    assert "= self.conv(x)" in code and "self.conv2(_channels_last(t_softmax))" in code
+    assert "= torch.conv2d(x, self.conv.weight, None," in code
+    assert "torch.conv2d(_channels_last(t_softmax), self.conv2.weight, None," in code
     _assert_ok(checked, "two-convs")
 
 
