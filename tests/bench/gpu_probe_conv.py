@@ -6,7 +6,11 @@ For each named KernelBench problem (official sizes) it times, by the judge's tri
   torch.compile         torch.compile(Model) in its default mode
   conv NCHW             the model's first convolution alone, as eager runs it
   conv channels-last    the same convolution on a channels-last input and weight
-  + input to NHWC       the input's conversion to channels-last, alone
+  + input to NHWC       the input's conversion to channels-last, alone (PyTorch's copy, then
+                        the Triton transpose channels-last candidates call)
+  conv ..., no bias     each layout without the bias, which the candidates' tails add
+  CL outside 1e-4       the share of the channels-last result outside the judge's 1e-4 of the NCHW one
+  conv ... benchmark    each layout again with cuDNN's own algorithm search on
 and writes the code Inductor generated for each problem to $OUT/inductor_<problem>.py, which says
 what layout it chose and what it fused. On a CUDA machine:
 
@@ -53,6 +57,7 @@ def main() -> int:
     from htam_engine.evaluate.seeding import seed_all
     from htam_engine.problems import load_problem
     from htam_engine.problems.loader import load_for_judge
+    from htam_engine.propose.offline.runtime_layout import _channels_last
 
     out = Path(os.environ.get("OUT", "."))
     for pick in args.problems:
@@ -77,9 +82,22 @@ def main() -> int:
             x_cl = x.contiguous(memory_format=fmt)
             row["conv channels-last"] = timed(conv_cl, [x_cl], args.trials)
             row["+ input to NHWC"] = timed(lambda t: t.contiguous(memory_format=fmt), [x], args.trials)
+            row["+ input to NHWC, htam's kernel"] = timed(_channels_last, [x], args.trials)
+            bias_free, bias_free_cl = copy.deepcopy(conv), copy.deepcopy(conv_cl)
+            bias_free.bias = bias_free_cl.bias = None
+            row["conv NCHW, no bias"] = timed(bias_free, [x], args.trials)
+            row["conv CL, no bias"] = timed(bias_free_cl, [x_cl], args.trials)
             with torch.no_grad():
                 y = conv_cl(x_cl)
+                y_ref = conv(x)
             row["out is channels-last"] = float(y.is_contiguous(memory_format=fmt))
+            # how far the channels-last result is from the NCHW one, by the judge's 1e-4 rule
+            row["CL outside 1e-4 (%)"] = 100 * (~torch.isclose(y, y_ref, atol=1e-4, rtol=1e-4)).float().mean().item()
+            # cuDNN's own search (torch.backends.cudnn.benchmark) in each layout
+            torch.backends.cudnn.benchmark = True
+            row["conv NCHW benchmark"] = timed(conv, [x], args.trials)
+            row["conv CL benchmark"] = timed(conv_cl, [x_cl], args.trials)
+            torch.backends.cudnn.benchmark = False
         print(f"{path.stem}: " + ", ".join(f"{k} {v:.3f}" for k, v in row.items()), flush=True)
     return 0
 

@@ -41,6 +41,11 @@ PRESETS: dict[str, dict[str, dict]] = {
         "tf32x3 128x256x16 w8 s3": {**TF32X3, "gemm.tile": "128x256x16", "gemm.warps": 8, "gemm.stages": 3},
         "tf32x3 64x64x32 w4 s3": {**TF32X3, "gemm.tile": "64x64x32", "gemm.warps": 4, "gemm.stages": 3},
     },
+    # a kept convolution in the problem's layout against channels-last (its tail reading the result by strides)
+    "conv": {
+        "defaults": {},
+        "channels_last": {"conv.layout": "channels_last"},
+    },
 }
 
 
