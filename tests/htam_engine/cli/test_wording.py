@@ -79,7 +79,7 @@ def test_batch_names_its_proposer_and_why_a_problem_has_no_candidate(tmp_path, c
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "HTAM_BASE_URL"):  # no endpoint: the offline proposer
         monkeypatch.delenv(name, raising=False)
     out = tmp_path / "out"
-    assert main(["batch", "builtin:conv2d", "--steps", "1", "--out", str(out), "--backend", "triton",
+    assert main(["batch", "builtin:masked_fill", "--steps", "1", "--out", str(out), "--backend", "triton",
                  "--no-compile-baseline"]) == 0
     err = capsys.readouterr().err
     report = (out / "report.md").read_text()
