@@ -145,6 +145,8 @@ def verify_all(pairs: list[tuple[Any, Path]], checkout: Any, device: str, settin
         print(" | ".join([cells[0], times(bx), *cells[1:]]) + f"  ({time.monotonic() - t0:.0f} s)", flush=True)
         if v.kernelbench.error:
             print(f"    KernelBench: {v.kernelbench.error}", flush=True)
+        if v.htam.diagnostics.message:  # why htam's verdict is not ok: the row alone does not say
+            print(f"    htam: {v.htam.diagnostics.message}", flush=True)
         doc = v.to_dict()
         doc["htam"].pop("result")
         doc["batch_speedup"] = bx

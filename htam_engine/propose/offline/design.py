@@ -33,7 +33,10 @@ MATH = KnobSpec(Knob.MATH, ("exact", "fast"), "exact", "exact or approximate tra
 # convolution. Measured on 12 problems with an elementwise tail (gpu_probe_variants.py --preset
 # conv): every one with at least 216 products per output was correct and 1.01-1.28x faster
 # channels-last, every one with 72 incorrect. So channels-last is the default from 128 products
-# per output on; the moves channels_last and conv_nchw flip it, and the checks decide.
+# per output on; the moves channels_last and conv_nchw flip it, and the checks decide. It is a
+# prior, not a guarantee: in the whole level 1+2 table (tests/bench/data/kb_table_h200.md) 3 of the
+# 19 channels-last defaults failed the checks (2/27 with 192 products, 2/90 216, 2/31 576), and
+# safe_kernel's NCHW repaired each at the next step.
 CHANNELS_LAST_FROM = 128
 CONV_LAYOUTS = ("nchw", "channels_last")
 
