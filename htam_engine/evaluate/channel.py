@@ -86,6 +86,7 @@ class Channel:
         self._out_slots: dict[str, int] = {}  # output leaf path -> storage id
         self._retired: list[SharedStorage] = []  # outgrown, the sandbox never said it dropped them
         self.calls = 0
+        self.stage = Stage.CHECK  # the stage of the last call, which a warm-up call is counted in
         # The sandbox's threads are counted around each call on the CPU only, where the judge holds a
         # candidate to the baseline's thread setting; on a GPU the driver's threads come and go.
         self.counts_threads = not device.startswith("cuda")
@@ -170,12 +171,16 @@ class Channel:
             return tuple(self._template(v, views, counter, layouts) for v in values)
         return values
 
-    def stage_inputs(self, values: list[Any], layouts: list[Layout] | None = None) -> Staged:
+    def stage_inputs(self, values: list[Any], warm: str | None, layouts: list[Layout] | None = None) -> Staged:
         """Copy `values` into the shared input buffers, right before the call is sent: a set's values
         reach the sandbox only once the judge's own work on them (its reference, its float64
         yardstick) is done, so nothing can be computed from them ahead of the call (or, for a set
         staged ahead of that work to save the judge a copy, with the sandbox stopped meanwhile). layouts: the
-        tensor inputs' layouts (shape, strides, offset) when `values` are copies that lost them."""
+        tensor inputs' layouts (shape, strides, offset) when `values` are copies that lost them.
+        warm: the model the staged call goes to, warmed up first (wire.Warm), before any of the
+        set is written; None where the sandbox is stopped."""
+        if warm is not None:
+            self.warm(warm)
         views: list[torch.Tensor] = []
         counter = [0]
         template = [self._template(v, views, counter, layouts) for v in values]
@@ -194,10 +199,18 @@ class Channel:
         return targets, views
 
     # ------------------------------------------------------------------ calls
+    def warm(self, model_id: str) -> None:
+        """The sandbox's warm-up call of `model_id` (wire.Warm), answered before this returns."""
+        reply = self.request(wire.Warm(self.next_seq(), model_id), self.stage)
+        if not isinstance(reply, wire.Outcome):
+            self.sandbox.kill()
+            raise SandboxProtocol(self.stage, f"a {type(reply).__name__} in answer to a warm-up call")
+
     def call(self, staged: Staged, model_id: str, ref_out: Any, seed: int, stage: Stage,
              kernels: str = "run") -> CallResult:
         """Send one call on staged inputs; outputs go to buffers shaped like `ref_out`'s leaves."""
         template, in_views = staged.template, staged.views
+        self.stage = stage  # the next warm-up call belongs to the same stage
         targets, out_views = self.output_targets(ref_out)
         marker = MARKERS[self.calls % 2]
         self.calls += 1

@@ -77,6 +77,19 @@ def descendants(root: int) -> list[int]:
     return found
 
 
+def waiting(pid: int) -> bool:
+    """Whether the process sleeps (blocked: in a read, say), is stopped or is gone: it runs nothing now."""
+    if not os.path.isdir(PROC):
+        import psutil
+
+        try:
+            return psutil.Process(pid).status() != psutil.STATUS_RUNNING
+        except psutil.Error:
+            return True
+    state = _state(pid)
+    return state is None or state in SETTLED_STATES or state == "S"
+
+
 def settled(pid: int) -> bool:
     """Whether the process is stopped, traced, a zombie or gone (it runs nothing more)."""
     if not os.path.isdir(PROC):

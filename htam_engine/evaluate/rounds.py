@@ -41,6 +41,9 @@ DISTURBED_FRACTION = 0.15
 # torch.compile of 2/73 Conv2d_BatchNorm_Scaling and 2/85 Conv2d_GroupNorm missed 1e-4 on every
 # trial, so the table had no torch.compile figure for them; wrong code is far beyond it.
 BASELINE_TOLERANCE = 1e-2
+# How long the judge waits, after the last baseline call of a round, for the reference sandbox to
+# finish its garbage collection before the candidate's tree runs again.
+REFERENCE_IDLE_S = 2.0
 
 
 def baseline_tolerances(tolerances: dict[str, float]) -> dict[str, float]:
@@ -125,7 +128,7 @@ class TimedRounds:
         loaded = self.loaded
         values = draw(loaded.main.get_inputs, fresh_seed())
         seed = fresh_seed()
-        staged = self.baseline_channel.stage_inputs(values)
+        staged = self.baseline_channel.stage_inputs(values, model_id)
         ref_out = self.reference.outputs(values, seed, "a baseline warm-up")
         res = self.baseline_channel.call(staged, model_id, ref_out, seed, Stage.BASELINE)
         if not res.reply.ok and model_id == "compiled":
@@ -178,11 +181,13 @@ class TimedRounds:
             ref_out = self.reference.outputs(values, seed, label)
             out_bytes = sum(t.numel() * t.element_size() for t in tensors(ref_out))
             # The inputs as drawn (re-drawn where the reference changed them), staged right before the send.
-            res = self.channel.call(self._staged(self.channel, values, draw_seed, mutates), "main", ref_out, seed,
+            res = self.channel.call(self._staged(self.channel, "main", values, draw_seed, mutates), "main", ref_out, seed,
                                     Stage.TIME)
             out = self._verify_timed(checks, res, values, ref_out, label)
             # The first baseline's inputs, staged now: a picked trial's yardstick is taken from them below.
-            staged = self._staged(self.baseline_channel, values, draw_seed, mutates) if models else None
+            # No warm-up call yet: the reference sandbox runs only while the candidate's tree is stopped
+            # (running beside it, a process of the candidate's could stop it for good, or slow it).
+            staged = self._staged(self.baseline_channel, None, values, draw_seed, mutates) if models else None
             if out is not None and (exact is not None or i in picked):
                 if exact is None and staged is not None and stage_first(values, self.device) and \
                         not aliased_outputs(ref_out, tensor_leaves(values)):
@@ -203,8 +208,10 @@ class TimedRounds:
             with self.channel.sandbox.paused():  # the candidate cannot run beside its baselines
                 for k, model_id in enumerate(models):
                     assert self.baseline_channel is not None
-                    # the first baseline's inputs were staged above; the next gets the same values again
-                    inputs = staged if k == 0 else self._staged(self.baseline_channel, values, draw_seed, mutates)
+                    # the first baseline's inputs were staged above; the next gets the same values again.
+                    # The reference's own Model is trusted, so its warm-up may follow the staging.
+                    self.baseline_channel.warm(model_id)
+                    inputs = staged if k == 0 else self._staged(self.baseline_channel, None, values, draw_seed, mutates)
                     try:
                         b = self.baseline_channel.call(inputs, model_id, ref_out, seed, Stage.TIME)
                     except SandboxError as e:
@@ -212,6 +219,8 @@ class TimedRounds:
                         raise HarnessFault(f"the reference sandbox failed while timing the baselines: {e}") from None
                     if b.reply.ok and timed and self._baseline_right(b, model_id, values, ref_out, label):
                         samples[model_id].append(Trial.of(b))
+                if models:  # the candidate's tree goes on only once the reference sandbox waits again
+                    self.baseline_channel.sandbox.wait_idle(REFERENCE_IDLE_S)
             if batch and time.monotonic() - last_sent > 0.25:
                 judge.send({"t": "trials", "ms": list(batch)})
                 batch.clear()
@@ -223,10 +232,11 @@ class TimedRounds:
         r.stages.time_s = time.perf_counter() - t0
         return samples, out_bytes
 
-    def _staged(self, channel: Channel, values: list[Any], draw_seed: int, mutates: bool) -> Any:
-        """`values` written into a channel's shared input buffers, or the same draw again where the
-        reference changes its inputs (the re-drawn copy lives only while it is copied)."""
-        return channel.stage_inputs(draw(self.loaded.main.get_inputs, draw_seed) if mutates else values)
+    def _staged(self, channel: Channel, warm: str | None, values: list[Any], draw_seed: int, mutates: bool) -> Any:
+        """`values` written into a channel's shared input buffers (after a warm-up call of model `warm`,
+        if named), or the same draw again where the reference changes its inputs (the re-drawn copy
+        lives only while it is copied)."""
+        return channel.stage_inputs(draw(self.loaded.main.get_inputs, draw_seed) if mutates else values, warm)
 
     def _baseline_right(self, res: Any, model_id: str, values: list[Any], ref_out: Any, label: str) -> bool:
         """A baseline trial counts only if its output is the reference's: a baseline whose compiled
@@ -257,10 +267,10 @@ class TimedRounds:
             label = f"baseline round {i + 1} alone"
             draw_seed, seed = fresh_seed(), fresh_seed()
             values = draw(self.loaded.main.get_inputs, draw_seed)
-            staged = {m: self.baseline_channel.stage_inputs(values) for m in list(samples)[:1]}
+            staged = {m: self.baseline_channel.stage_inputs(values, m) for m in list(samples)[:1]}
             ref_out = self.reference.outputs(values, seed, label)
             for model_id in samples:
-                again = staged.pop(model_id, None) or self._staged(self.baseline_channel, values, draw_seed, mutates)
+                again = staged.pop(model_id, None) or self._staged(self.baseline_channel, model_id, values, draw_seed, mutates)
                 try:
                     b = self.baseline_channel.call(again, model_id, ref_out, seed, Stage.BASELINE)
                 except SandboxError as e:

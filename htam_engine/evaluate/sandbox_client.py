@@ -239,6 +239,14 @@ class SandboxProcess:
             time.sleep(0.05)
         return None
 
+    def wait_idle(self, within_s: float) -> None:
+        """Until the sandbox is back in its wait for the next request (it collects garbage after each
+        reply), for at most `within_s`: the reference sandbox runs only while the candidate's tree is
+        stopped, or a process of the candidate's could stop it mid-run and leave it stopped."""
+        deadline = time.monotonic() + within_s
+        while not self.dead and not proctree.waiting(self.pid) and time.monotonic() < deadline:
+            time.sleep(0.0005)
+
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:
         """The sandbox and every process it started stopped (SIGSTOP) for the block: nothing of the

@@ -27,6 +27,13 @@ _Event = torch.cuda.Event
 _event_synchronize = torch.cuda.Event.synchronize
 _no_grad = torch.no_grad
 
+# A sandbox keeps a private copy of a call's inputs for the next warm-up call (wire.Warm) up to this
+# many bytes. A forward called right after its process waited is several times slower on the host
+# than back to back (tests/bench/cpu_cold_call.py: relu on 64x1024, 0.2 ms after a 10 ms wait, 0.009
+# ms back to back), and KernelBench times back to back; past a GiB the forward's host time is noise
+# beside its kernel, and the copy would count against the judge's memory bound.
+WARM_COPY_MAX_BYTES = 1 << 30
+
 # KernelBench's L2 flush: 32 * 1024 * 1024 int64 = 256 MB, larger than any current GPU's L2.
 L2_FLUSH_ELEMENTS = 32 * 1024 * 1024
 

@@ -183,7 +183,7 @@ class CheckRun:
             # its peak, not those and its own draw (4x: 45_Average_Pooling_2D's 16 GiB set on the
             # H200). The sandbox is stopped meanwhile: nothing of the set reaches it before the call.
             with self.channel.sandbox.paused():
-                staged = self.channel.stage_inputs(values)
+                staged = self.channel.stage_inputs(values, None)  # stopped: no warm-up call (too large for one anyway)
                 del values
                 exact = reference.exact(staged.values(), seed)
                 values = make()
@@ -191,7 +191,7 @@ class CheckRun:
                 ref_changed = changed_inputs(values, staged.views)
         else:
             exact, ref_out, pristine, layouts, ref_changed = reference_first(reference, values, seed, label, True)
-            staged = self.channel.stage_inputs(pristine, layouts)  # the inputs as drawn, right before the send
+            staged = self.channel.stage_inputs(pristine, model_id, layouts)  # the inputs as drawn, right before the send
             del pristine
         if finite_only and nonfinite(ref_out):
             return None
@@ -280,7 +280,7 @@ class CheckRun:
         before = [t.clone() for t in tensors(first.out)]
         again_label = f"{label} (rerun)"
         values = draw(self.loaded.main.get_inputs, seed)
-        staged = self.channel.stage_inputs(values)
+        staged = self.channel.stage_inputs(values, "main")
         ref_out = first.ref_out
         result = self.channel.call(staged, "main", ref_out, first.seed, Stage.CHECK)  # random ops draw alike
         self.verify_call(result, values, ref_out, again_label, set() if not self.reference_mutates else
@@ -450,7 +450,7 @@ class CheckRun:
             values = draw(self.loaded.main.get_inputs, fresh_seed())
             seed = fresh_seed()
             _, ref_out, pristine, layouts, _ = reference_first(self.reference, values, seed, label, False)
-            staged = self.channel.stage_inputs(pristine, layouts)
+            staged = self.channel.stage_inputs(pristine, "main", layouts)
             del pristine
             result = self.channel.call(staged, "main", ref_out, seed, Stage.CHECK, kernels=mode)
             if not result.reply.ok:

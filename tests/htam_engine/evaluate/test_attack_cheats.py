@@ -166,3 +166,10 @@ def test_an_interpreted_triton_matmul_is_not_taken_for_more_threads():
     # its tl.dot runs on numpy's BLAS, which is held to one thread as the baseline is
     r = run_check("matmul_relu", "honest_matmul_relu_dot", {"size": 256})
     assert r.status is Status.OK, (r.status, r.diagnostics.message, r.integrity)
+
+
+def test_a_warm_up_call_reading_the_shared_input_buffer_finds_only_the_last_calls_inputs():
+    """The sandbox's warm-up call (wire.Warm) runs before the judge writes the next inputs: a
+    candidate that computes from the shared buffer then serves the previous call's answer."""
+    r = run_check("relu", "cheat_warm_up_reads_ahead", trials=10)
+    assert r.status is not Status.OK and not r.correct, (r.status, r.diagnostics.message, r.integrity)
