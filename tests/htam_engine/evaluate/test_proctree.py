@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 
 import psutil
@@ -49,3 +50,21 @@ def test_a_stopped_or_gone_process_is_settled_and_a_running_one_is_not(tree):
     assert proctree.settled(tree.pid)
     os.kill(tree.pid, signal.SIGCONT)
     assert proctree.settled(1 << 22) is True  # beyond pid_max: no such process
+
+
+def test_waiting_tells_a_blocked_process_from_a_running_one():
+    """SandboxProcess.wait_idle relies on it: the reference sandbox is let alone only once it blocks."""
+    waiting = proctree.waiting
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        deadline = time.monotonic() + 20
+        while not waiting(sleeper.pid) and time.monotonic() < deadline:  # past its start-up
+            time.sleep(0.05)
+        assert waiting(sleeper.pid)
+        assert not waiting(busy.pid)
+    finally:
+        for p in (sleeper, busy):
+            p.kill()
+            p.wait()
+    assert waiting(busy.pid)  # gone: it runs nothing
