@@ -22,19 +22,19 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 # module type -> (the functional form, whether it is transposed)
-_FUNCTIONAL = {
+FUNCTIONAL = {
     nn.Conv1d: (F.conv1d, False), nn.Conv2d: (F.conv2d, False), nn.Conv3d: (F.conv3d, False),
     nn.ConvTranspose1d: (F.conv_transpose1d, True), nn.ConvTranspose2d: (F.conv_transpose2d, True),
     nn.ConvTranspose3d: (F.conv_transpose3d, True),
 }
-CONV_FUNCTIONS = frozenset(fn for fn, _ in _FUNCTIONAL.values())
+TRANSPOSED_FUNCTIONS = frozenset(fn for fn, transposed in FUNCTIONAL.values() if transposed)
 
 
 def _splittable(node: fx.Node, gm: fx.GraphModule) -> nn.Module | None:
     if node.op != "call_module" or len(node.args) != 1 or node.kwargs or not isinstance(node.args[0], fx.Node):
         return None  # a transposed convolution given output_size computes its own output padding
     module = gm.get_submodule(str(node.target))
-    if type(module) not in _FUNCTIONAL or module.bias is None or module.padding_mode != "zeros":
+    if type(module) not in FUNCTIONAL or module.bias is None or module.padding_mode != "zeros":
         return None
     return module
 
@@ -46,7 +46,7 @@ def split_conv_bias(gm: fx.GraphModule) -> int:
         module = _splittable(node, gm)
         if module is None:
             continue
-        fn, transposed = _FUNCTIONAL[type(module)]
+        fn, transposed = FUNCTIONAL[type(module)]
         target = str(node.target)
         with graph.inserting_before(node):
             weight = graph.get_attr(f"{target}.weight")

@@ -17,9 +17,9 @@ from typing import Any
 
 import torch
 import torch.fx as fx
-import torch.nn.functional as F
 from torch.fx.node import _get_qualified_name
 
+from htam_engine.propose.offline.conv_bias import FUNCTIONAL, TRANSPOSED_FUNCTIONS
 from htam_engine.propose.offline.decompose import OPS, ROW_LOSSES, KeepInLibrary, Unsupported
 from htam_engine.propose.offline.ir import (
     ARG_REDUCE,
@@ -63,7 +63,7 @@ class KeptConv:
 # Convolutions that cuDNN also runs channels-last (1-D ones have no such layout), as modules and
 # as the bias-free functions conv_bias.py calls.
 _CHANNELS_LAST_CONVS = (torch.nn.Conv2d, torch.nn.Conv3d, torch.nn.ConvTranspose2d, torch.nn.ConvTranspose3d)
-_CHANNELS_LAST_FUNCTIONS = frozenset({F.conv2d, F.conv3d, F.conv_transpose2d, F.conv_transpose3d})
+_CHANNELS_LAST_FUNCTIONS = frozenset(FUNCTIONAL[m][0] for m in _CHANNELS_LAST_CONVS)
 
 
 @dataclass
@@ -733,7 +733,7 @@ class _Lowering:
         elif node.op == "call_function":
             if node.target in _CHANNELS_LAST_FUNCTIONS and isinstance(node.args[0], fx.Node) and not node.kwargs:
                 rest = _call_args(node.args[1:], {}, self.names)
-                transposed = node.target in (F.conv_transpose2d, F.conv_transpose3d)
+                transposed = node.target in TRANSPOSED_FUNCTIONS
                 groups = node.args[6] if len(node.args) > 6 else 1  # both forms' seventh argument
                 weight = self.traced.shapes[node.args[1].name]
                 self.convs.append(KeptConv(len(self.lines), _function_name(node.target), _py(node.args[0], self.names),

@@ -69,9 +69,13 @@ def plan_problem(problem: Problem, backend: Backend | str | None = None, reassoc
     key = _problem_key(problem) + ",".join(sorted(layouts)) + ("+sum_first" if reassociate else "")
     if key not in _PLANS:
         try:
+            traced = trace_problem(problem)
             try:
-                _PLANS[key] = lower(trace_problem(problem), layouts, reassociate)
-            except Unsupported:  # the bias's add may not fit where the convolution's output went
+                _PLANS[key] = lower(traced, layouts, reassociate)
+            except Unsupported:
+                if not traced.split_biases:
+                    raise
+                # the bias's add may not fit where the convolution's output went: the problem's own call
                 _PLANS[key] = lower(trace_problem(problem, split_bias=False), layouts, reassociate)
         except ProblemError as exc:
             raise Unsupported(f"problem does not load ({exc})") from None

@@ -31,6 +31,7 @@ class Traced:
     dtypes: dict[str, torch.dtype]
     init_args: list[Any]
     numbers: set[str] = field(default_factory=set)  # forward parameters get_inputs passes as Python numbers
+    split_biases: int = 0  # convolutions whose bias conv_bias.py moved after them
 
 
 def _one_line(exc: BaseException) -> str:
@@ -56,8 +57,7 @@ def trace_problem(problem: Problem, split_bias: bool = True) -> Traced:
             gm = fx.symbolic_trace(model)
         except Exception as exc:  # noqa: BLE001 - data-dependent control flow and the like
             raise Unsupported(f"cannot trace Model with torch.fx ({_one_line(exc)})") from None
-        if split_bias:
-            split_conv_bias(gm)
+        split = split_conv_bias(gm) if split_bias else 0
         try:
             with contextlib.redirect_stderr(io.StringIO()):  # ShapeProp prints its own traceback
                 ShapeProp(gm).propagate(*inputs)
@@ -77,4 +77,5 @@ def trace_problem(problem: Problem, split_bias: bool = True) -> Traced:
     placeholders = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
     numbers = {name for name, value in zip(placeholders, inputs)
                if isinstance(value, (int, float)) and not isinstance(value, bool)}
-    return Traced(gm=gm, model=model, shapes=shapes, dtypes=dtypes, init_args=init_args, numbers=numbers)
+    return Traced(gm=gm, model=model, shapes=shapes, dtypes=dtypes, init_args=init_args, numbers=numbers,
+                  split_biases=split)
