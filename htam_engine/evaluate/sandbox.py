@@ -34,7 +34,7 @@ from htam_engine.evaluate import wire
 from htam_engine.evaluate.cache import built_marker, build_dir, file_lock
 from htam_engine.evaluate.checks.compare import flatten, tensors
 from htam_engine.evaluate.checks.guards import Guards, install_guards
-from htam_engine.evaluate.checks.memory import NAN, SENTINEL, nbytes, overlaps, tensor_leaves
+from htam_engine.evaluate.checks.memory import NAN, SENTINEL, clone_inputs, nbytes, overlaps, tensor_leaves
 from htam_engine.evaluate.compile_cache import CompileCache, candidate_file, clear_stale_batons, import_candidate
 from htam_engine.evaluate.diagnostics import exception_messages, one_line, trim_log
 from htam_engine.evaluate.kernel_switch import KernelSwitch
@@ -84,7 +84,10 @@ class Sandbox:
         self.guards = install_guards(device)  # last: the snapshot sees the harness as installed
         self.extension_ops = False
         self._previous: list[weakref.ref] = []  # the last call's output tensors, while the candidate holds them
-        self._decoys: dict[str, list[Any]] = {}  # model id -> a private copy of its last call's inputs (wire.Warm)
+        # wire.Warm's inputs: a private copy of a call's inputs and the template (buffer refs and
+        # layouts) it was taken for, one per sandbox; and the template of each model's last call.
+        self._decoy: tuple[list, list[Any]] | None = None
+        self._called_with: dict[str, list] = {}
         # A file to append one JSON line per call to, with the milliseconds each phase of the call
         # took: a diagnostic for a judge clock that sees more than the sandbox reported (README,
         # "Diagnosing the judge"); the judge never reads it.
@@ -258,7 +261,7 @@ class Sandbox:
         marks.append(("trial", time.perf_counter_ns()))
         leaves = self._deliver(out, in_tensors, targets)
         marks.append(("deliver", time.perf_counter_ns()))
-        self._keep_decoy(req.model_id, args, in_tensors)
+        self._keep_decoy(req, args, in_tensors)
         outs = [t for t in tensors(out)]
         reused = any(overlaps(t, p) for t in outs for ref in self._previous for p in [ref()] if p is not None)
         self._previous = [weakref.ref(t) for t in outs]
@@ -271,23 +274,29 @@ class Sandbox:
                                                    "across calls)"))
         return wire.Called(req.seq, True, ms=ms, outputs=leaves, launches=launches, notes=notes, tail_ms=tail_ms)
 
-    def _keep_decoy(self, model_id: str, args: Any, in_tensors: list[torch.Tensor]) -> None:
-        """A private copy of this call's inputs for the next warm-up call of `model_id`, taken after
-        the forward in every call alike (its cost is in the judge's clock of both sandboxes' calls)."""
-        self._decoys.pop(model_id, None)
+    def _keep_decoy(self, req: wire.Call, args: Any, in_tensors: list[torch.Tensor]) -> None:
+        """A private copy of this call's inputs for the next warm-up calls, taken after the forward
+        and only when the inputs' template differs from the copy's: a warm-up needs inputs of the
+        call's shapes, not its values, so calls of one shape cost no copy (eager and torch.compile
+        share one in the reference sandbox)."""
+        self._called_with[req.model_id] = req.inputs
+        if self._decoy is not None and self._decoy[0] == req.inputs:
+            return
+        self._decoy = None
         if sum(nbytes(t) for t in in_tensors) > WARM_COPY_MAX_BYTES:
             return
         with torch._C.DisableTorchFunction(), _disable_current_modes():  # a mode the candidate left pushed stays out
-            self._decoys[model_id] = _copied(args)
+            self._decoy = (req.inputs, clone_inputs(args))
 
     def warm_call(self, req: wire.Warm) -> wire.Outcome:
         """The forward once on the copy of its last call's inputs, untimed and unchecked. It runs before
         the judge writes the next call's inputs, so it cannot compute anything of them; whatever it
         leaves behind (state, a tampered harness, queued work) meets the next call's checks."""
-        model, decoy = self.models.get(req.model_id), self._decoys.get(req.model_id)
-        if model is not None and decoy is not None:
+        model, decoy = self.models.get(req.model_id), self._decoy
+        # only on the shapes of the model's own last call (torch.compile would compile for others)
+        if model is not None and decoy is not None and self._called_with.get(req.model_id) == decoy[0]:
             with contextlib.suppress(Exception, SystemExit), torch.no_grad():  # a fault shows in the next call
-                model(*decoy)
+                model(*decoy[1])
                 if is_cuda(self.device):
                     torch.cuda.synchronize()
         return wire.Outcome(req.seq, True)
@@ -322,14 +331,6 @@ class Sandbox:
         if is_cuda(self.device):
             torch.cuda.synchronize()
         return leaves
-
-
-def _copied(value: Any) -> Any:
-    if isinstance(value, torch.Tensor):
-        return value.detach().clone()
-    if isinstance(value, (list, tuple)):
-        return type(value)(_copied(v) for v in value)
-    return value
 
 
 def warm(device: str) -> None:

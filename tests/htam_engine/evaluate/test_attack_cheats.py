@@ -173,3 +173,10 @@ def test_a_warm_up_call_reading_the_shared_input_buffer_finds_only_the_last_call
     candidate that computes from the shared buffer then serves the previous call's answer."""
     r = run_check("relu", "cheat_warm_up_reads_ahead", trials=10)
     assert r.status is not Status.OK and not r.correct, (r.status, r.diagnostics.message, r.integrity)
+
+
+def test_every_call_after_the_first_follows_a_warm_up_forward():
+    """The forward a call times runs warm: the sandbox ran it just before, on a copy of its own
+    (the candidate is right only then)."""
+    r = run_check("relu", "honest_relu_after_a_warm_up", trials=10)
+    assert r.status is Status.OK, (r.status, r.diagnostics.message, r.integrity)
