@@ -468,7 +468,7 @@ class Evaluation(TimedRounds):
             r.correct = True
             # The candidate's processes are stopped while the reference sandbox compiles: they
             # cannot write into its compile caches (zygote._private_compile_caches) meanwhile.
-            with self.channel.sandbox.paused():
+            with self.reference_runs():
                 baseline = self._prepare_baselines(loaded, init)
             with judge.lock.timing():
                 samples, out_bytes = self._time(checks, baseline)

@@ -14,9 +14,10 @@ reference sandbox's.
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import time
-from typing import Any, NamedTuple
+from typing import Any, Iterator, NamedTuple
 
 from htam_engine.evaluate import wire
 from htam_engine.evaluate.channel import Channel, fresh_seed
@@ -41,8 +42,8 @@ DISTURBED_FRACTION = 0.15
 # torch.compile of 2/73 Conv2d_BatchNorm_Scaling and 2/85 Conv2d_GroupNorm missed 1e-4 on every
 # trial, so the table had no torch.compile figure for them; wrong code is far beyond it.
 BASELINE_TOLERANCE = 1e-2
-# How long the judge waits, after the last baseline call of a round, for the reference sandbox to
-# finish its garbage collection before the candidate's tree runs again.
+# How long the judge waits, once the reference sandbox's turn ends, for it to finish its garbage
+# collection before the candidate's tree runs again (reference_runs).
 REFERENCE_IDLE_S = 2.0
 
 
@@ -205,7 +206,7 @@ class TimedRounds:
             if timed:
                 samples["main"].append(Trial.of(res))
                 batch.append(res.reply.ms)
-            with self.channel.sandbox.paused():  # the candidate cannot run beside its baselines
+            with self.reference_runs():  # the candidate cannot run beside its baselines
                 for k, model_id in enumerate(models):
                     assert self.baseline_channel is not None
                     # the first baseline's inputs were staged above; the next gets the same values again.
@@ -219,8 +220,6 @@ class TimedRounds:
                         raise HarnessFault(f"the reference sandbox failed while timing the baselines: {e}") from None
                     if b.reply.ok and timed and self._baseline_right(b, model_id, values, ref_out, label):
                         samples[model_id].append(Trial.of(b))
-                if models:  # the candidate's tree goes on only once the reference sandbox waits again
-                    self.baseline_channel.sandbox.wait_idle(REFERENCE_IDLE_S)
             if batch and time.monotonic() - last_sent > 0.25:
                 judge.send({"t": "trials", "ms": list(batch)})
                 batch.clear()
@@ -231,6 +230,19 @@ class TimedRounds:
             self.cpu_snapshots.append((sandbox.process_cpu_ms(), sandbox.thread_cpu_ns()))
         r.stages.time_s = time.perf_counter() - t0
         return samples, out_bytes
+
+    @contextlib.contextmanager
+    def reference_runs(self) -> Iterator[None]:
+        """The candidate's whole tree stopped while the reference sandbox runs, and let go only once
+        that sandbox waits again (it collects garbage after each reply): running beside it, a process
+        of the candidate's could stop it mid-run and leave it stopped."""
+        assert self.channel is not None
+        with self.channel.sandbox.paused():
+            try:
+                yield
+            finally:
+                if self.judge.baseline is not None:
+                    self.judge.baseline.sandbox.wait_idle(REFERENCE_IDLE_S)
 
     def _staged(self, channel: Channel, warm: str | None, values: list[Any], draw_seed: int, mutates: bool) -> Any:
         """`values` written into a channel's shared input buffers (after a warm-up call of model `warm`,
