@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing as mp
+import os
 import statistics
 import subprocess
 import sys
@@ -101,7 +102,7 @@ def htam_eager(rows: int, cols: int, trials: int) -> float | None:
                "--set", f"batch_size={rows}", "--set", f"dim={cols}", "--trials", str(trials),
                "--no-compile-baseline", "--json"]
         done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600,
-                              env={**__import__("os").environ, "HTAM_CACHE_DIR": str(Path(tmp) / "cache")})
+                              env={**os.environ, "HTAM_CACHE_DIR": str(Path(tmp) / "cache")})
     try:
         doc = json.loads(done.stdout)
     except json.JSONDecodeError:
