@@ -16,7 +16,7 @@ import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Callable
 
-from htam_engine.propose.base import Proposal, ProposalRequest
+from htam_engine.propose.base import KnowsMoves, MoveQuery, Proposal, ProposalRequest
 
 _PROPOSER: Any = None  # the proposer of this worker process
 
@@ -28,6 +28,10 @@ def _start(factory: Callable[[], Any]) -> None:
 
 def _propose(request: ProposalRequest) -> Proposal:
     return asyncio.run(_PROPOSER.propose(request))
+
+
+def _movable(query: MoveQuery) -> frozenset[str]:
+    return asyncio.run(_PROPOSER.movable(query))
 
 
 class ProcessProposer:
@@ -42,6 +46,13 @@ class ProcessProposer:
 
     async def propose(self, request: ProposalRequest, on_token: Any = None) -> Proposal:
         return await asyncio.get_running_loop().run_in_executor(self._pool, _propose, request)
+
+    async def movable(self, query: MoveQuery) -> frozenset[str]:
+        """The local proposer's answer (KnowsMoves), computed in the pool; every direction when the
+        proposer cannot tell."""
+        if not isinstance(self.local, KnowsMoves):
+            return frozenset(query.retrievals)
+        return await asyncio.get_running_loop().run_in_executor(self._pool, _movable, query)
 
     async def reflect(self, request: ProposalRequest, code: str, result: Any) -> Any:
         return await self.local.reflect(request, code, result)

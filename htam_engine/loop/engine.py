@@ -46,7 +46,7 @@ from htam_engine.memory.learn import NOTABLE, credited, proposal_status
 from htam_engine.memory.select import lineage
 from htam_engine.memory.types import HistoryEntry, Retrieval, Selection, State
 from htam_engine.problems.model import Problem
-from htam_engine.propose.base import Proposal, ProposalRequest, Usage
+from htam_engine.propose.base import KnowsMoves, MoveQuery, Proposal, ProposalRequest, Usage
 from htam_engine.session import (
     candidate_code, history_of, memory_at, new_session, record_step, save_session, step_speedup, step_status,
 )
@@ -434,8 +434,11 @@ class Engine:
         self._emit(ev.StepStarted(step, state=state))
         history = history_of(s)
         forced, self._forced = self._forced, None
+        proposed = tuple(cd.code for r in s.steps for cd in r.candidates if cd.code and (
+            cd.result is not None or (cd.decision is not None and cd.decision.action == "veto")))
+        movable = await self._movable(step, state, proposed) if forced is None else None
         selection = select_direction(self.htg, state, history, rng=step_rng(c.seed, step, self.problem.id),
-                                     config=self.select_config, forced=forced)
+                                     config=self.select_config, forced=forced, movable=movable)
         self._emit(ev.DirectionSelected(step, selection=selection))
         retrieval = retrieve(self.htg, selection.direction, state, k=RETRIEVE_K,
                              ablation=self.select_config.ablation, selection=selection)
@@ -452,9 +455,7 @@ class Engine:
             best_code=s.best_code, best_result=s.best_result,
             last_result=last.result if last else None, last_code=last.code if last else None,
             last_failure=self._last_failure(),
-            veto_reasons=self._veto_reasons(), step=step, seed=c.seed,
-            proposed=tuple(cd.code for r in s.steps for cd in r.candidates if cd.code and (
-                cd.result is not None or (cd.decision is not None and cd.decision.action == "veto"))),
+            veto_reasons=self._veto_reasons(), step=step, seed=c.seed, proposed=proposed,
         )
         k = c.samples * c.steps if c.ablation == "best-of-n" else c.samples
         k = max(1, k)
@@ -463,6 +464,23 @@ class Engine:
             self._candidate(step, i, request, retrieval, previous_direction) for i in range(k)
         )))
         return await self._conclude(step, started, state, selection, retrieval, history, candidates, request)
+
+    async def _movable(self, step: int, state: State, proposed: tuple[str, ...]) -> frozenset[str] | None:
+        """The directions the proposer says would change the code (KnowsMoves), asked with the
+        strategies a step in each would retrieve; None when it cannot tell (a model)."""
+        if not isinstance(self.proposer, KnowsMoves) or self.config.ablation == "feedback-only":
+            return None
+        ablation = self.select_config.ablation
+        retrievals = {g: retrieve(self.htg, g, state, k=RETRIEVE_K, ablation=ablation) for g in self.htg.directions()}
+        query = MoveQuery(self.problem, Backend(self.config.backend), self.session.best_code, proposed, retrievals)
+        try:
+            return await self.proposer.movable(query)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the step still runs, choosing among every direction
+            self._emit(ev.EngineError(step, message=f"proposer: cannot tell which directions move: {exc}",
+                                      where="propose"))
+            return None
 
     async def _candidate(self, step: int, sample: int, base: ProposalRequest, retrieval: Retrieval,
                          previous_direction: str | None) -> Candidate:

@@ -33,7 +33,9 @@ For every global direction g:
 A direction whose step found no move for the problem's code (the proposer's NO_MOVE: none of its
 strategies changes anything this plan has) is barred for the rest of the session, in every arm,
 random included: the plan does not change within a session, and on the H200 the full method spent
-up to three of six steps re-picking such directions after a new best had reset r_g.
+up to three of six steps re-picking such directions after a new best had reset r_g. A proposer that
+can tell ahead (the offline one: propose.base.KnowsMoves) names the directions with a move left
+before the step (`movable`), so no step is spent learning that a direction has none.
 
 Why these weights: rewards are log speedups (a 1.5x step is +0.41), while the seed priors are
 hand-written with spreads of 1-2; at λ_p = 1 and λ_e = 0.15 no learned edge could outweigh the
@@ -231,7 +233,10 @@ def _flat_scores(htg: HTG, state: State, directions: list[str], tried: dict[str,
 
 
 def select_direction(htg: HTG, state: State, history: list[HistoryEntry], *, rng: random.Random,
-                     config: SelectConfig | None = None, forced: str | None = None) -> Selection:
+                     config: SelectConfig | None = None, forced: str | None = None,
+                     movable: frozenset[str] | None = None) -> Selection:
+    """`movable`: the directions the proposer says would change the code from here (None: it cannot
+    tell); the others are set aside like barred ones, in every arm."""
     config = config or SelectConfig()
     if forced is not None and forced not in htg.directions():
         raise MemoryDataError(f"unknown direction {forced!r}")
@@ -241,7 +246,7 @@ def select_direction(htg: HTG, state: State, history: list[HistoryEntry], *, rng
         raise MemoryDataError("the memory has no directions")
     applicable = applicable_directions(htg, state, records)
     no_move = barred(history)
-    applicable = [g for g in applicable if g not in no_move] or applicable
+    applicable = [g for g in applicable if g not in no_move and (movable is None or g in movable)] or applicable
     fits = set(applicable)
     candidates = [s for s in scores if s.direction in fits]  # best first
     if forced is not None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable, Protocol
+from typing import Awaitable, Callable, Mapping, Protocol, runtime_checkable
 
 from htam_engine.evaluate.result import EvalResult
 from htam_engine.families import Backend, ProposalOutcome
@@ -83,3 +83,23 @@ class Proposer(Protocol):
     async def propose(self, request: ProposalRequest, on_token: TokenSink | None = None) -> Proposal: ...
 
     async def reflect(self, request: ProposalRequest, code: str, result: EvalResult) -> Lesson | None: ...
+
+
+@dataclass(slots=True, frozen=True)
+class MoveQuery:
+    """What a proposer is asked before a step: which directions would change the code from here."""
+
+    problem: Problem
+    backend: Backend
+    best_code: str | None
+    proposed: tuple[str, ...]  # what the session evaluated or a person vetoed (never proposed again)
+    retrievals: Mapping[str, Retrieval]  # per direction: the strategies a step in it would retrieve
+
+
+@runtime_checkable
+class KnowsMoves(Protocol):
+    """A proposer that can tell ahead which directions have a move left (the offline one: its design
+    space is finite). Selection then never spends a step on a direction whose answer is known to be
+    NO_MOVE or EXHAUSTED; a model proposer cannot know, and does not implement this."""
+
+    async def movable(self, query: MoveQuery) -> frozenset[str]: ...

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from htam_engine.evaluate.result import EvalResult
 from htam_engine.families import Backend, ProposalOutcome
 from htam_engine.problems.model import Problem, ProblemError
-from htam_engine.propose.base import Lesson, Proposal, ProposalRequest, TokenSink
+from htam_engine.propose.base import Lesson, MoveQuery, Proposal, ProposalRequest, TokenSink
 from htam_engine.propose.offline.decompose import Unsupported
 from htam_engine.propose.offline.design import LAYOUTS, plan_space
 from htam_engine.propose.offline.lower import ALL_LAYOUTS, Plan, lower
@@ -165,9 +165,9 @@ class OfflineProposer:
             return self._no_code(ProposalOutcome.UNSUPPORTED, f"offline proposer: {exc}")
         except Exception as exc:  # noqa: BLE001 - a tracing fault fails this step, not the session
             return self._no_code(ProposalOutcome.ERROR, f"offline proposer: cannot analyse the problem: {exc!r}"[:300])
-        base = _position(request, space)
+        base = _position(request.best_code, space)
         seen, seen_codes, trail = self._seen(request, space)
-        picks, moves_named = _picks(request, space, base, seen)
+        picks, moves_named = _reached(request.retrieval.strategies, space, base, seen)
         # sample k takes the k-th pick whose code is new (settings a plan does not read write equal code)
         written: dict[str, Pick] = {}
         pick = code = None
@@ -201,6 +201,19 @@ class OfflineProposer:
         return Proposal(code=code, prompt=prompt, raw_output=code, model=NAME, template=pick.move,
                         outcome=ProposalOutcome.CANDIDATE, strategy=pick.strategy)
 
+    async def movable(self, query: MoveQuery) -> frozenset[str]:
+        """The directions whose retrieved strategies reach settings the session has not evaluated
+        (the others would answer NO_MOVE or EXHAUSTED). Settings, not code: two settings a plan does
+        not tell apart still pass here, and their step answers EXHAUSTED as before."""
+        try:
+            _, space = problem_design(query.problem, Backend(query.backend))
+        except Exception:  # noqa: BLE001 - a problem the proposer cannot plan: every step says why
+            return frozenset(query.retrievals)
+        seen = _settings_seen([*query.proposed, *([query.best_code] if query.best_code else [])], space)
+        base = _position(query.best_code, space)
+        return frozenset(g for g, retrieval in query.retrievals.items()
+                         if _reached(retrieval.strategies, space, base, seen)[0])
+
     def _no_code(self, outcome: ProposalOutcome, failure: str, move: str | None = None) -> Proposal:
         return Proposal(code=None, failure=failure, model=NAME, template=move, outcome=outcome)
 
@@ -208,7 +221,7 @@ class OfflineProposer:
         """Settings keys and code (without the docstring) the session already has: never proposed again."""
         trail = self._trails.setdefault((_problem_key(request.problem), Backend(request.backend).value), _Trail())
         codes = list(request.proposed or ()) + [c for c in (request.best_code, request.last_code) if c]
-        seen = {s.key() for s in (parse_settings(c) for c in codes) if s is not None and space.valid(s)}
+        seen = _settings_seen(codes, space)
         bodies = {_without_header(c) for c in codes}
         if request.proposed is None:  # the caller did not say what the session has: what this proposer wrote
             seen |= trail.before(request.step)
@@ -253,21 +266,27 @@ def _without_header(code: str) -> str:
     return code
 
 
-def _position(request: ProposalRequest, space: Space) -> Settings:
+def _position(best_code: str | None, space: Space) -> Settings:
     """Where the search stands: the best candidate's settings, or the defaults."""
-    best = parse_settings(request.best_code)
+    best = parse_settings(best_code)
     return best if best is not None and space.valid(best) else space.defaults()
 
 
-def _picks(request: ProposalRequest, space: Space, base: Settings, seen: set[str]) -> tuple[list[Pick], list[str]]:
-    """Candidates in the order the step's samples take them, and the moves that apply here."""
+def _settings_seen(codes: list[str], space: Space) -> set[str]:
+    """The keys of the settings these candidates were written with (this plan's space only)."""
+    return {s.key() for s in (parse_settings(c) for c in codes) if s is not None and space.valid(s)}
+
+
+def _reached(strategies: list, space: Space, base: Settings, seen: set[str]) -> tuple[list[Pick], list[str]]:
+    """Candidates in the order a step's samples take them (the settings the strategies' moves reach
+    from `base` that are not in `seen`, best first), and the moves that change this plan's code."""
     picks: list[Pick] = []
     taken = set(seen)
     named: list[str] = []
-    if not request.retrieval.strategies:  # nothing retrieved (a feedback-only run): the plan as fused
+    if not strategies:  # nothing retrieved (a feedback-only run): the plan as fused
         defaults = space.defaults()
         return ([Pick(defaults, DEFAULT_MOVE)] if defaults.key() not in taken else []), [DEFAULT_MOVE]
-    for strategy in request.retrieval.strategies:
+    for strategy in strategies:
         move = move_of(strategy.template)
         if move is None:
             continue

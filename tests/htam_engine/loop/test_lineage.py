@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from htam_engine.evaluate.config import EvalConfig
+from htam_engine.loop import events as ev
 from htam_engine.loop.engine import Engine
 from htam_engine.families import ProposalOutcome
 from htam_engine.memory import START
@@ -73,3 +74,35 @@ async def test_a_step_whose_proposer_had_no_move_reaches_the_selector_as_one():
     history = history_of(session)
     assert history[0].direction == first and history[0].no_move
     assert not any(e.no_move for e in history[1:]) and first not in [e.direction for e in history[1:]]
+
+
+class KnowsNoMoveFor(NoMoveFor):
+    """NoMoveFor that also says ahead which directions have a move (propose.base.KnowsMoves)."""
+
+    async def movable(self, query) -> frozenset[str]:
+        return frozenset(query.retrievals) - self.none
+
+
+async def test_a_proposer_that_knows_its_moves_spends_no_step_learning_a_direction_has_none():
+    first = (await toy_session(steps=1)).steps[0].selection.direction
+    engine = Engine(toy_problem("lineage"), SessionConfig(backend="triton", device="cuda", proposer="toy", steps=3),
+                    proposer=KnowsNoMoveFor({first}), pool=ToyEvaluator(), eval_config=EvalConfig(device="cuda"))
+    session = await engine.run()
+    assert len(session.steps) == 3
+    assert first not in [r.selection.direction for r in session.steps]
+    assert not any(e.no_move for e in history_of(session))
+
+
+class MovableFails(KnowsNoMoveFor):
+    async def movable(self, query) -> frozenset[str]:
+        raise RuntimeError("design space unreadable")
+
+
+async def test_a_proposer_failing_to_say_its_moves_costs_an_error_line_not_the_step():
+    engine = Engine(toy_problem("lineage"), SessionConfig(backend="triton", device="cuda", proposer="toy", steps=2),
+                    proposer=MovableFails(set()), pool=ToyEvaluator(), eval_config=EvalConfig(device="cuda"))
+    sub = engine.events()
+    session = await engine.run()
+    errors = [e async for e in sub if isinstance(e, ev.EngineError)]
+    assert len(session.steps) == 2 and all(r.candidates for r in session.steps)
+    assert errors and "design space unreadable" in errors[0].message

@@ -244,6 +244,20 @@ def test_a_direction_that_found_no_move_is_not_picked_again_in_the_session_by_an
     assert select_direction(h, S, without, rng=random.Random(0)).direction == first  # what the bar changes
 
 
+def test_directions_the_proposer_says_cannot_move_are_set_aside_by_every_arm():
+    h = HTG.seed()
+    made_best = [HistoryEntry(S, "operator_fusion")]
+    first = select_direction(h, S, made_best, rng=random.Random(0)).direction
+    movable = frozenset(applicable_directions(h, S)) - {first}
+    assert select_direction(h, S, made_best, rng=random.Random(0), movable=movable).direction != first
+    for ablation in ("flat", "random", "no-prefix"):
+        picks = {select_direction(h, S, made_best, rng=random.Random(i), config=SelectConfig(ablation=ablation),
+                                  movable=movable).direction for i in range(40)}
+        assert first not in picks, ablation
+    # nothing can move (the proposer will say why in the step): the step still picks among what applies
+    assert select_direction(h, S, made_best, rng=random.Random(0), movable=frozenset()).direction == first
+
+
 def test_only_directions_that_apply_are_picked_though_all_are_scored():
     h = HTG.seed()
     start = make_state("start", "elementwise", "triton", "memory", None)

@@ -8,7 +8,7 @@ from htam_engine.evaluate.result import EvalResult, Status
 from htam_engine.families import Backend, Bottleneck, ProposalOutcome
 from htam_engine.memory.types import Retrieval, Selection, State, StrategyView
 from htam_engine.problems import load_problem
-from htam_engine.propose.base import ProposalRequest
+from htam_engine.propose.base import MoveQuery, ProposalRequest
 from htam_engine.propose.offline import Knob, OfflineProposer, parse_move, parse_settings, plan_problem, plan_space
 
 from offline_support import write_problem
@@ -21,6 +21,12 @@ def _request(problem, backend="triton", moves=(), direction="parallel_mapping", 
     return ProposalRequest(problem=problem, backend=Backend(backend), state=state,
                            selection=Selection(direction, [], "argmax"),
                            retrieval=Retrieval(direction, strategies, []), **kw)
+
+
+def _query(problem, moves_by_direction: dict[str, list[str]], best_code=None, proposed=()) -> MoveQuery:
+    """What the engine asks before a step: per direction, the moves its strategies name."""
+    retrievals = {g: _request(problem, moves=moves, direction=g).retrieval for g, moves in moves_by_direction.items()}
+    return MoveQuery(problem, Backend.TRITON, best_code, tuple(proposed), retrievals)
 
 
 @pytest.fixture(scope="module")
@@ -161,3 +167,20 @@ async def test_reflect_turns_outcomes_into_lessons_under_the_moves_direction(rel
 async def test_strategies_naming_a_replaced_template_still_reach_its_move(relu_problem):
     prop = await OfflineProposer().propose(_request(relu_problem, moves=["ew_fused_vec4"], direction="vectorization"))
     assert prop.template == "vector_width" and parse_settings(prop.code)[Knob.EW_VEC] == 4
+
+
+async def test_it_names_ahead_the_directions_with_a_move_left(relu_problem):
+    """What propose would answer, asked before the step: no NO_MOVE and no EXHAUSTED direction passes."""
+    proposer = OfflineProposer()
+    best = (await proposer.propose(_request(relu_problem, moves=["fuse_chain"]))).code
+    vec = (await proposer.propose(_request(relu_problem, moves=["vector_width"], best_code=best, step=2))).code
+    moves = {"vectorization": ["vector_width"], "reduction_strategy": ["split_combine", "gemm_tiles"],
+             "parallel_mapping": ["block_size"]}
+    query = _query(relu_problem, moves, best_code=best, proposed=(best, vec))
+    assert await proposer.movable(query) == {"parallel_mapping"}
+    for direction in moves:  # the same answers propose gives in a step of each direction
+        prop = await proposer.propose(_request(relu_problem, moves=moves[direction], direction=direction,
+                                               best_code=best, step=3, proposed=(best, vec)))
+        assert (prop.kind is ProposalOutcome.CANDIDATE) == (direction == "parallel_mapping"), direction
+    fresh = await proposer.movable(_query(relu_problem, moves, best_code=best, proposed=(best,)))
+    assert fresh == {"vectorization", "parallel_mapping"}  # vector_width has its move until it is evaluated
