@@ -2,7 +2,8 @@
 # Every GPU figure htam reports, in one call on a CUDA machine (from the repository root):
 #   bash tests/bench/gpu_all.sh [tests] [harness] [offline] [batch]     (default: all)
 #   bash tests/bench/gpu_all.sh ablation     the memory-value experiment alone (8 minutes; needs
-#                                            HTAM_KERNELBENCH; its table.jsonl comes back in gpu.tgz)
+#                                            HTAM_KERNELBENCH; its table.jsonl comes back in gpu.tgz;
+#                                            ABLATION_TABLE=FILE starts it from a copy of a table measured before)
 #   bash tests/bench/gpu_all.sh memory       peak memory of an evaluation, the largest level-1 problems (gpu_memory.py;
 #                                            MEMORY_HISTORY=1 adds what each peak is made of: memory_peak.py)
 #   bash tests/bench/gpu_all.sh probe        a short kernel's time under each variant of the protocol (PROBE_ARGS:
@@ -36,7 +37,8 @@ for part in $parts; do
     batch)   timeout ${BATCH_S:-420} python3 tests/bench/gpu_batch.py ${BATCH_ARGS:-} > "$OUT/gpu_batch.txt" 2>&1; tail -30 "$OUT/gpu_batch.txt" ;;
     kbtable) timeout ${KBTABLE_S:-640} python3 tests/bench/kb_table.py --device cuda --out "$OUT" ${KBTABLE_ARGS:-} \
                > "$OUT/kb_table.txt" 2>&1; tail -230 "$OUT/kb_table.txt"; cp "$OUT"/kb_table.md "$OUT"/kb_table.json "$FINAL"/ 2>/dev/null ;;
-    ablation) timeout ${ABLATION_S:-570} python3 tests/bench/gpu_ablation.py ${ABLATION_ARGS:---deadline 480} > "$OUT/gpu_ablation.txt" 2>&1; tail -60 "$OUT/gpu_ablation.txt" ;;
+    ablation) if [ -n "${ABLATION_TABLE:-}" ]; then mkdir -p "$OUT/ablation" && cp "$ABLATION_TABLE" "$OUT/ablation/table.jsonl"; fi
+             timeout ${ABLATION_S:-570} python3 tests/bench/gpu_ablation.py ${ABLATION_ARGS:---deadline 480} > "$OUT/gpu_ablation.txt" 2>&1; tail -60 "$OUT/gpu_ablation.txt" ;;
     memory)  if [ -n "${MEMORY_HISTORY:-}" ]; then export HTAM_JUDGE_MEMORY_HISTORY=/tmp/htam-memory-history; fi
              timeout ${MEMORY_S:-300} python3 tests/bench/gpu_memory.py ${MEMORY_ARGS:---top 3} > "$OUT/gpu_memory.txt" 2>&1; tail -12 "$OUT/gpu_memory.txt"
              for f in /tmp/htam-memory-history/*.pickle; do [ -f "$f" ] && python3 tests/bench/memory_peak.py "$f" 2>&1 | tee -a "$OUT/memory_peak.txt"; done
