@@ -7,6 +7,7 @@ creation order are the problem's own: seeding gives identical weights.
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 from pathlib import Path
 from typing import Any
@@ -72,11 +73,13 @@ def problem_pieces(problem: Problem) -> str:
     return ast.unparse(module) + "\n"
 
 
+@functools.cache  # a pure function of this package's files; every candidate embeds it
 def runtime_source() -> str:
     """The launch helpers (runtime.py) without their module docstring and imports."""
     return _definitions(inspect.getsource(runtime))
 
 
+@functools.cache
 def layout_source() -> str:
     """runtime_layout.py's helpers, the same way; read as text, since importing it needs Triton."""
     return _definitions((Path(__file__).parent / "runtime_layout.py").read_text())
