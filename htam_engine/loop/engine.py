@@ -67,7 +67,7 @@ ABLATIONS: dict[str, str] = {
 # Ablations the selector/retriever implement themselves.
 _SELECT_ABLATIONS = ("flat", "no-prefix", "no-position", "random")
 
-RETRIEVE_K = 3
+RETRIEVE_K = 3  # strategies in a model's prompt; a proposer that knows its moves reads them all (_retrieve_k)
 VETO_REASONS_IN_PROMPT = 5  # the most recent ones; older reasons live on in memory notes
 STOPPED = Decision(Action.SKIP, Decider.STOP, reason="session stopped")
 
@@ -440,7 +440,7 @@ class Engine:
         selection = select_direction(self.htg, state, history, rng=step_rng(c.seed, step, self.problem.id),
                                      config=self.select_config, forced=forced, movable=movable)
         self._emit(ev.DirectionSelected(step, selection=selection))
-        retrieval = retrieve(self.htg, selection.direction, state, k=RETRIEVE_K,
+        retrieval = retrieve(self.htg, selection.direction, state, k=self._retrieve_k(),
                              ablation=self.select_config.ablation, selection=selection)
         self._emit(ev.StrategiesRetrieved(step, retrieval=retrieval))
 
@@ -465,13 +465,22 @@ class Engine:
         )))
         return await self._conclude(step, started, state, selection, retrieval, history, candidates, request)
 
+    def _retrieve_k(self) -> int | None:
+        """How many ranked strategies a step hands the proposer: a model's prompt takes the top
+        RETRIEVE_K; a proposer that knows its moves (the offline one) takes the whole ranked list
+        and the first strategy that moves this problem's code, so a direction is not lost because
+        its top-ranked strategies are for plans this problem does not have (a convolution's layout
+        ranked above a reduction's column block)."""
+        return None if isinstance(self.proposer, KnowsMoves) else RETRIEVE_K
+
     async def _movable(self, step: int, state: State, proposed: tuple[str, ...]) -> frozenset[str] | None:
         """The directions the proposer says would change the code (KnowsMoves), asked with the
         strategies a step in each would retrieve; None when it cannot tell (a model)."""
         if not isinstance(self.proposer, KnowsMoves) or self.config.ablation == "feedback-only":
             return None
         ablation = self.select_config.ablation
-        retrievals = {g: retrieve(self.htg, g, state, k=RETRIEVE_K, ablation=ablation) for g in self.htg.directions()}
+        k = self._retrieve_k()
+        retrievals = {g: retrieve(self.htg, g, state, k=k, ablation=ablation) for g in self.htg.directions()}
         query = MoveQuery(self.problem, Backend(self.config.backend), self.session.best_code, proposed, retrievals)
         try:
             return await self.proposer.movable(query)

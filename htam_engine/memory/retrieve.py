@@ -86,9 +86,10 @@ def _edge_notes(htg: HTG, a: str, b: str) -> list[TransitionNote]:
     return (prior + learned[::-1])[:NOTES_PER_EDGE]
 
 
-def retrieve(htg: HTG, direction: str, state: State, *, k: int = 3, ablation: str | None = None,
+def retrieve(htg: HTG, direction: str, state: State, *, k: int | None = 3, ablation: str | None = None,
              selection: Selection | None = None, from_directions: list[str] | None = None) -> Retrieval:
-    """Top-k strategies for the direction (all strategies under ablation "flat")."""
+    """Top-k strategies for the direction (k None: all, ranked); under ablation "flat" the top k
+    of every direction's strategies."""
     if ablation == "flat":
         return Retrieval(direction=direction, strategies=rank_strategies(htg, htg.strategy_ids(), state)[:k], notes=[])
     ranked = rank_strategies(htg, htg.strategy_ids(direction), state)[:k]

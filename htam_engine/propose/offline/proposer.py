@@ -21,9 +21,11 @@ from __future__ import annotations
 import hashlib
 import inspect
 from dataclasses import dataclass, field
+from itertools import islice
 
 from htam_engine.evaluate.result import EvalResult
 from htam_engine.families import Backend, ProposalOutcome
+from htam_engine.memory.types import Retrieval
 from htam_engine.problems.model import Problem, ProblemError
 from htam_engine.propose.base import Lesson, MoveQuery, Proposal, ProposalRequest, TokenSink
 from htam_engine.propose.offline.decompose import Unsupported
@@ -169,24 +171,14 @@ class OfflineProposer:
         seen, seen_codes, trail = self._seen(request, space)
         picks, moves_named = _reached(request.retrieval.strategies, space, base, seen)
         # sample k takes the k-th pick whose code is new (settings a plan does not read write equal code)
-        written: dict[str, Pick] = {}
-        pick = code = None
-        for candidate in picks:
-            try:
-                text = build_module(request.problem, _plan_for(plans, candidate.settings), backend,
-                                    candidate.settings, candidate.move)
-            except Unsupported as exc:
-                return self._no_code(ProposalOutcome.UNSUPPORTED, f"offline proposer: {exc}", candidate.move)
-            except Exception as exc:  # noqa: BLE001 - a generator fault fails this sample, not the session
-                return self._no_code(ProposalOutcome.ERROR, f"offline proposer: internal error in move "
-                                     f"{candidate.move}: {exc!r}"[:300], candidate.move)
-            body = _without_header(text)
-            if body in seen_codes or body in written:
-                continue
-            written[body] = candidate
-            if len(written) > request.sample:
-                pick, code = candidate, text
-                break
+        try:
+            pick, code = next(islice(_new_codes(request.problem, plans, backend, picks, seen_codes), request.sample,
+                                     None), (None, None))
+        except _MoveFailed as failed:
+            if isinstance(failed.cause, Unsupported):
+                return self._no_code(ProposalOutcome.UNSUPPORTED, f"offline proposer: {failed.cause}", failed.move)
+            return self._no_code(ProposalOutcome.ERROR, f"offline proposer: internal error in move "
+                                 f"{failed.move}: {failed.cause!r}"[:300], failed.move)
         if pick is None:
             if not moves_named:
                 names = ", ".join(s.template or "none" for s in request.retrieval.strategies) or "none retrieved"
@@ -202,17 +194,24 @@ class OfflineProposer:
                         outcome=ProposalOutcome.CANDIDATE, strategy=pick.strategy)
 
     async def movable(self, query: MoveQuery) -> frozenset[str]:
-        """The directions whose retrieved strategies reach settings the session has not evaluated
-        (the others would answer NO_MOVE or EXHAUSTED). Settings, not code: two settings a plan does
-        not tell apart still pass here, and their step answers EXHAUSTED as before."""
+        """The directions whose retrieved strategies reach code the session has not evaluated: the
+        others would answer NO_MOVE or EXHAUSTED (the same test propose makes)."""
+        backend = Backend(query.backend)
         try:
-            _, space = problem_design(query.problem, Backend(query.backend))
+            plans, space = problem_design(query.problem, backend)
         except Exception:  # noqa: BLE001 - a problem the proposer cannot plan: every step says why
             return frozenset(query.retrievals)
-        seen = _settings_seen([*query.proposed, *([query.best_code] if query.best_code else [])], space)
+        codes = [*query.proposed, *([query.best_code] if query.best_code else [])]
+        seen, bodies = _settings_seen(codes, space), {_without_header(c) for c in codes}
         base = _position(query.best_code, space)
-        return frozenset(g for g, retrieval in query.retrievals.items()
-                         if _reached(retrieval.strategies, space, base, seen)[0])
+
+        def moves(retrieval: Retrieval) -> bool:
+            picks = _reached(retrieval.strategies, space, base, seen)[0]
+            try:
+                return next(_new_codes(query.problem, plans, backend, picks, bodies), None) is not None
+            except _MoveFailed:
+                return True  # its step reports the fault
+        return frozenset(g for g, retrieval in query.retrievals.items() if moves(retrieval))
 
     def _no_code(self, outcome: ProposalOutcome, failure: str, move: str | None = None) -> Proposal:
         return Proposal(code=None, failure=failure, model=NAME, template=move, outcome=outcome)
@@ -301,6 +300,31 @@ def _reached(strategies: list, space: Space, base: Settings, seen: set[str]) -> 
                 taken.add(settings.key())
                 picks.append(Pick(settings, move.id, strategy.id))
     return picks, named
+
+
+class _MoveFailed(Exception):
+    """Writing a move's code failed (Unsupported, or a fault of the generator)."""
+
+    def __init__(self, move: str, cause: Exception):
+        super().__init__(move, cause)
+        self.move, self.cause = move, cause
+
+
+def _new_codes(problem: Problem, plans, backend: Backend, picks: list[Pick], seen_bodies: set[str]):
+    """(pick, code) for each pick whose code (docstring aside) is new, in order: settings a plan does
+    not read write the same code as settings already evaluated."""
+    written: set[str] = set()
+    for candidate in picks:
+        try:
+            text = build_module(problem, _plan_for(plans, candidate.settings), backend, candidate.settings,
+                                candidate.move)
+        except Exception as exc:  # noqa: BLE001 - the caller says which move failed and how
+            raise _MoveFailed(candidate.move, exc) from exc
+        body = _without_header(text)
+        if body in seen_bodies or body in written:
+            continue
+        written.add(body)
+        yield candidate, text
 
 
 def _moves_here(move: Move, space: Space) -> bool:
