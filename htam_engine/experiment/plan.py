@@ -65,7 +65,9 @@ class ExperimentSpec:
     steps: int = 6
     backend: str = "triton"
     device: str = "cuda"
-    bank_seed: int = 0  # seed of the sessions that learn the warm bank
+    bank_seed: int = 0  # seed of the (first) sessions that learn the warm bank
+    bank_seeds: int = 1  # sessions per bank problem, seeds bank_seed, bank_seed + 1, ...
+    bank_arm: Arm = Arm.FULL  # how the bank sessions choose (random explores more of each family)
     select: dict[str, float] = field(default_factory=dict)  # SelectConfig settings other than the defaults
 
     def check(self) -> None:
@@ -79,6 +81,8 @@ class ExperimentSpec:
             raise UsageError("warm runs need bank problems to learn the bank on")
         if Arm.FULL not in self.arms:
             raise UsageError("the arms must include the full method (every arm is compared with it)")
+        if self.bank_seeds < 1:
+            raise UsageError("the bank needs at least one session per bank problem")
         if self.steps < 1 or not self.seeds:
             raise UsageError("an experiment needs at least one step and one seed")
         if len(set(self.test)) != len(self.test) or len(set(self.bank)) != len(self.bank):
@@ -99,11 +103,18 @@ class ExperimentSpec:
         d = asdict(self)
         d["arms"] = [a.value for a in self.arms]
         d["starts"] = [s.value for s in self.starts]
+        d["bank_arm"] = self.bank_arm.value
         return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "ExperimentSpec":
-        return cls(**{**d, "arms": [Arm(a) for a in d["arms"]], "starts": [Start(s) for s in d["starts"]]})
+        return cls(**{**d, "arms": [Arm(a) for a in d["arms"]], "starts": [Start(s) for s in d["starts"]],
+                      "bank_arm": Arm(d.get("bank_arm", Arm.FULL.value))})
+
+    def bank_keys(self) -> list[RunKey]:
+        """The sessions the warm bank is learned from, problem by problem."""
+        return [RunKey(p, self.bank_arm, self.bank_seed + i, Start.COLD) for p in self.bank
+                for i in range(self.bank_seeds)]
 
 
 @dataclass(slots=True)

@@ -223,11 +223,11 @@ class Experiment:
             elif (self.out / BANK).exists():
                 bank_source = f"learned earlier into {self.out / BANK}"
             else:
-                bank_source = f"learned here on {len(spec.bank)} bank problems"
-                for p in spec.bank:  # first in line for the gate
-                    key = RunKey(p, Arm.FULL, spec.bank_seed, Start.COLD)
+                bank_source = (f"learned here on {len(spec.bank)} bank problems ({spec.bank_seeds} "
+                               f"{spec.bank_arm.value} session(s) each)")
+                for key in spec.bank_keys():  # first in line for the gate
                     learn.append(asyncio.ensure_future(
-                        self._one(key, problems[p], HTG.seed(), gate, self.out / BANK_RUNS, BANK_PHASE)))
+                        self._one(key, problems[key.problem], HTG.seed(), gate, self.out / BANK_RUNS, BANK_PHASE)))
         self._total = len(todo) + len(learn)
         seed = HTG.seed()
         tasks += [asyncio.ensure_future(self._one(k, problems[k.problem], seed, gate, self.out / RUNS, k.start.value))

@@ -107,6 +107,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--max-elems", type=int, default=1 << 14, help="with --small: elements per input at most")
     p.add_argument("--test-limit", type=int, help="only the first N test problems")
     p.add_argument("--bank-limit", type=int, help="only the first N bank problems")
+    p.add_argument("--bank-arm", default="full", help="how the bank sessions choose (default full)")
+    p.add_argument("--bank-seeds", type=int, default=1, help="bank sessions per bank problem (default 1)")
     p.add_argument("--warm-bank", help="use this bank file as the warm memory instead of learning one")
     p.add_argument("--select", type=json.loads, default={}, metavar="JSON",
                    help='selection settings other than the defaults, e.g. \'{"retry_penalty": 0}\' (a replay of a '
@@ -194,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
                           arms=[Arm(a) for a in args.arms.split(",")] if args.arms else list(Arm),
                           seeds=list(range(args.seeds)), starts=starts, steps=args.steps,
                           backend=args.backend, device=replay_device(args.replay) if args.replay else args.device,
-                          select=args.select)
+                          select=args.select, bank_arm=Arm(args.bank_arm), bank_seeds=args.bank_seeds)
     print(f"test problems ({len(test)}): {', '.join(test)}", flush=True)
     print(f"bank problems ({len(spec.bank)}, disjoint): {', '.join(spec.bank)}", flush=True)
     t0 = time.monotonic()

@@ -136,3 +136,12 @@ def test_overlapping_problem_sets_and_missing_problems_are_refused(tmp_path):
     with pytest.raises(UsageError, match="not loaded"):
         asyncio.run(experiment(tmp_path).run({p.id: p for p in TEST}))
     assert not (tmp_path / BANK_RUNS).exists()
+
+
+def test_the_warm_bank_can_be_learned_by_another_arm_over_several_seeds(tmp_path):
+    exploring = spec(arms=[Arm.FULL], seeds=[0], bank_arm=Arm.RANDOM, bank_seeds=2)
+    outcome = asyncio.run(experiment(tmp_path, spec=exploring).run(PROBLEMS))
+    learned = sorted((r.key.problem, r.key.arm, r.key.seed) for r in outcome.bank_records)
+    assert learned == sorted((p.id, Arm.RANDOM, s) for p in BANK_PROBLEMS for s in (0, 1))
+    assert "2 random session(s) each" in table_text(outcome)
+    assert load_outcome(tmp_path).spec.bank_arm is Arm.RANDOM  # what a rerun compares its spec with
