@@ -40,6 +40,8 @@ class ProcessProposer:
     def __init__(self, factory: Callable[[], Any], workers: int):
         self.local = factory()
         self.name = self.local.name
+        if isinstance(self.local, KnowsMoves):  # only then: the engine hands a KnowsMoves proposer every strategy
+            self.movable = self._movable_in_pool
         # spawn, not fork: the caller's threads (worker-pool relays) must not be copied mid-flight
         self._pool = ProcessPoolExecutor(max(1, workers), mp_context=multiprocessing.get_context("spawn"),
                                          initializer=_start, initargs=(factory,))
@@ -47,11 +49,7 @@ class ProcessProposer:
     async def propose(self, request: ProposalRequest, on_token: Any = None) -> Proposal:
         return await asyncio.get_running_loop().run_in_executor(self._pool, _propose, request)
 
-    async def movable(self, query: MoveQuery) -> frozenset[str]:
-        """The local proposer's answer (KnowsMoves), computed in the pool; every direction when the
-        proposer cannot tell."""
-        if not isinstance(self.local, KnowsMoves):
-            return frozenset(query.retrievals)
+    async def _movable_in_pool(self, query: MoveQuery) -> frozenset[str]:
         return await asyncio.get_running_loop().run_in_executor(self._pool, _movable, query)
 
     async def reflect(self, request: ProposalRequest, code: str, result: Any) -> Any:

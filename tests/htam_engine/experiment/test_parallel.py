@@ -6,7 +6,7 @@ from htam_engine.families import Backend
 from htam_engine.memory import make_state
 from htam_engine.memory.types import Retrieval, Selection, StrategyView
 from htam_engine.problems import load_problem
-from htam_engine.propose.base import ProposalRequest
+from htam_engine.propose.base import KnowsMoves, MoveQuery, ProposalRequest
 from htam_engine.experiment.parallel import ProcessProposer
 from htam_engine.propose.offline import OfflineProposer
 
@@ -31,3 +31,24 @@ async def test_a_process_pool_writes_what_the_proposer_writes_here():
         assert remote.name == "offline"
     finally:
         remote.close()
+
+
+class Writes:
+    """A proposer that cannot tell its moves ahead (a model, say)."""
+
+    name = "writes"
+
+
+async def test_the_pool_knows_the_moves_exactly_when_its_proposer_does():
+    remote = ProcessProposer(OfflineProposer, workers=1)
+    plain = ProcessProposer(Writes, workers=1)
+    try:
+        assert isinstance(remote, KnowsMoves) and not isinstance(plain, KnowsMoves)
+        asked = request("vector_width")
+        query = MoveQuery(asked.problem, Backend.TRITON, None, (),
+                          {"vectorization": asked.retrieval, "reduction_strategy": request("split_combine").retrieval})
+        here = await OfflineProposer().movable(query)
+        assert await remote.movable(query) == here == {"vectorization"}
+    finally:
+        remote.close()
+        plain.close()
