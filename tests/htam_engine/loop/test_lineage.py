@@ -106,3 +106,19 @@ async def test_a_proposer_failing_to_say_its_moves_costs_an_error_line_not_the_s
     errors = [e async for e in sub if isinstance(e, ev.EngineError)]
     assert len(session.steps) == 2 and all(r.candidates for r in session.steps)
     assert errors and "design space unreadable" in errors[0].message
+
+
+async def test_a_proposer_that_knows_its_moves_reads_every_ranked_strategy_and_a_model_the_top_few():
+    from htam_engine.loop.engine import RETRIEVE_K
+
+    for proposer, knows in ((KnowsNoMoveFor(set()), True), (NoMoveFor(set()), False)):
+        engine = Engine(toy_problem("lineage"), SessionConfig(backend="triton", device="cuda", proposer="toy",
+                                                              steps=2), proposer=proposer, pool=ToyEvaluator(),
+                        eval_config=EvalConfig(device="cuda"))
+        session = await engine.run()
+        for r in session.steps:
+            ranked = engine.htg.strategy_ids(r.selection.direction)
+            want = len(ranked) if knows else min(RETRIEVE_K, len(ranked))
+            assert len(r.retrieval.strategies) == want, (knows, r.selection.direction)
+        assert not knows or any(len(engine.htg.strategy_ids(r.selection.direction)) > RETRIEVE_K
+                                for r in session.steps)  # the case the difference shows in was met

@@ -184,3 +184,28 @@ async def test_it_names_ahead_the_directions_with_a_move_left(relu_problem):
         assert (prop.kind is ProposalOutcome.CANDIDATE) == (direction == "parallel_mapping"), direction
     fresh = await proposer.movable(_query(relu_problem, moves, best_code=best, proposed=(best,)))
     assert fresh == {"vectorization", "parallel_mapping"}  # vector_width has its move until it is evaluated
+
+
+async def test_its_answer_ahead_is_what_every_seed_direction_answers_in_a_step(relu_problem):
+    """Over the seed memory's own strategies, after a few evaluated candidates: a direction is named
+    movable exactly when its step writes a candidate (new settings that write old code included)."""
+    from htam_engine.memory import HTG
+    from htam_engine.memory.retrieve import retrieve
+
+    htg, proposer = HTG.seed(), OfflineProposer()
+    state = State("slower", relu_problem.family, Bottleneck.MEMORY, "0.5-1", Backend.TRITON)
+    retrievals = {g: retrieve(htg, g, state, k=None) for g in htg.directions()}
+    best = (await proposer.propose(_request(relu_problem, moves=["fuse_chain"]))).code
+    proposed = [best]
+    for move in ("vector_width", "block_size", "persistent_grid"):
+        proposed.append((await proposer.propose(_request(relu_problem, moves=[move], best_code=best, step=2,
+                                                         proposed=tuple(proposed)))).code)
+    movable = await proposer.movable(MoveQuery(relu_problem, Backend.TRITON, best, tuple(proposed), retrievals))
+    outcomes = {}
+    for g, retrieval in retrievals.items():
+        request = ProposalRequest(problem=relu_problem, backend=Backend.TRITON, state=state,
+                                  selection=Selection(g, [], "argmax"), retrieval=retrieval, best_code=best,
+                                  step=3, proposed=tuple(proposed))
+        outcomes[g] = (await proposer.propose(request)).kind
+    assert movable == {g for g, kind in outcomes.items() if kind is ProposalOutcome.CANDIDATE}
+    assert movable and set(outcomes) - movable  # both answers occur
