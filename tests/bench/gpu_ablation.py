@@ -107,7 +107,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--max-elems", type=int, default=1 << 14, help="with --small: elements per input at most")
     p.add_argument("--test-limit", type=int, help="only the first N test problems")
     p.add_argument("--bank-limit", type=int, help="only the first N bank problems")
-    p.add_argument("--bank-arm", default="full", help="how the bank sessions choose (default full)")
+    from htam_engine.experiment import Arm
+
+    p.add_argument("--bank-arm", default=Arm.FULL.value, choices=[a.value for a in Arm],
+                   help="how the bank sessions choose (default full)")
     p.add_argument("--bank-seeds", type=int, default=1, help="bank sessions per bank problem (default 1)")
     p.add_argument("--warm-bank", help="use this bank file as the warm memory instead of learning one")
     p.add_argument("--select", type=json.loads, default={}, metavar="JSON",
