@@ -4,7 +4,8 @@ and one that only CUDA allows (a kernel started beside the L2 flush, before the 
 
 Each asserts what the judge should do. Measured on the H200 (tests/bench/gpu_session.sh): the
 work check's three cheats still get through there as on the CPU (strict xfails, the same
-reasons); every other case is caught. Sizes: BIG makes a ReLU trial ~0.1 ms of device time (the
+reasons); every other case is caught, but for the prefetching thread, which since the inputs are
+staged right before each call may leave nothing to catch and gain nothing (its test says how). Sizes: BIG makes a ReLU trial ~0.1 ms of device time (the
 device, not the launch, sets it); GEMM a ~2 ms float32 product.
 """
 
@@ -51,8 +52,17 @@ def test_forged_events_inside_the_margin_are_caught():
                   "harness_tamper")
 
 
-def test_prefetching_from_the_ipc_input_buffers_is_caught():
-    assert_caught(run_check("matmul_relu", "cheat_prefetch_thread", GEMM, device="cuda", trials=20))
+def test_prefetching_from_the_ipc_input_buffers_is_caught_or_gains_nothing():
+    # The inputs reach the IPC buffers right before the call is sent, so the thread races the call's
+    # own product instead of getting ahead of it (as on the CPU). Then there may be nothing to catch:
+    # seen on the H200 as ok at 0.92x with no finding. The product is the whole of the work (~2 ms
+    # against a ReLU of microseconds), so a thread that did get ahead would show as a speedup far
+    # above the eager 1x that doing the product in the call costs.
+    r = run_check("matmul_relu", "cheat_prefetch_thread", GEMM, device="cuda", trials=20)
+    if r.status is Status.OK:
+        assert r.speedup_eager is not None and r.speedup_eager < 1.2, (r.speedup_eager, r.clock)
+    else:
+        assert_caught(r)
 
 
 @pytest.mark.parametrize("candidate,rules", [
