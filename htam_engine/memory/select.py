@@ -27,8 +27,12 @@ For every global direction g:
 * ucb(g) = sqrt(ln(1 + N) / (1 + n_g)), n_g = experience into g for this family in the bank plus
   the uses of g in the history, N = Σ n_g (a bonus for directions tried less).
 * r_g = the tries of g on the current best since it last improved: the state and the lineage are
-  unchanged after such a try, so without this term the argmax would pick the move that just
-  failed again (the offline proposer then writes the same candidate).
+  unchanged after such a try, so without this term the argmax would pick the direction that just
+  failed again. λ_r = 0.3, not the 1.0 it was while the offline proposer could write the same
+  candidate twice: now that it names the directions with new code left (`movable`, below), a
+  direction that failed once keeps a second try while its other strategies rank high. Chosen on
+  a replay of the H200 table (tests/bench/gpu_ablation.py --replay ... --select): warm steps to
+  95 % 2.67 -> 2.43 with cold unchanged (3.03); 0.0 let a direction be re-picked at once.
 
 A direction whose step found no move for the problem's code (the proposer's NO_MOVE: none of its
 strategies changes anything this plan has) is barred for the rest of the session, in every arm,
@@ -79,7 +83,7 @@ class SelectConfig:
     transition_weight: float = 1.0  # λ_t
     prior_weight: float = 0.5  # λ_p
     exploration: float = 0.05  # λ_e
-    retry_penalty: float = 1.0  # λ_r: per try of a direction on the current best that did not improve it
+    retry_penalty: float = 0.3  # λ_r: per try of a direction on the current best that did not improve it
     prior_strength: float = 2.0  # τ: pseudo-count of the edge prior
     strategy_weight: float = 0.5  # λ_s: weight of the best record among g's strategies meant for the state
     strategy_confidence: float = 4.0  # κ: a strategy's record counts n / (n + κ) after its n tries

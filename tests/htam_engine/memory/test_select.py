@@ -220,7 +220,8 @@ def test_a_direction_tried_on_the_best_without_improving_it_is_not_picked_again_
     assert retries(failed) == {first: 1}
     sel = select_direction(h, S, failed, rng=random.Random(0))
     assert sel.direction != first
-    assert score(sel, first).exploration < -0.5  # the retry is logged in the exploration term
+    cfg = SelectConfig()  # the retry is logged in the exploration term, at most its bonus above -λ_r
+    assert score(sel, first).exploration <= -cfg.retry_penalty + cfg.exploration
     moved_on = failed + [HistoryEntry(S, "vectorization")]  # the best improved: old tries no longer count
     assert retries(moved_on) == {}
     off = select_direction(h, S, failed, rng=random.Random(0), config=SelectConfig(retry_penalty=0.0))
