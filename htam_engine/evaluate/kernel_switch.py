@@ -17,6 +17,14 @@ try/except around a broken kernel still falls back) and throws the kernel's resu
 - Operators an extension registers (TORCH_LIBRARY, called as torch.ops.ns.op): a
   TorchFunctionMode intercepts them, only while kernels are switched off, and treats them as
   extension functions.
+
+"Spoiled" (a third call) measures how much of the output the kernels made: it skips every
+kernel as above and overwrites every tensor a kernel was handed (arguments, and what an
+extension function returned) with NaN (-1 for integers). What is still right after that was made
+by PyTorch from memory no kernel touched: a kernel computing one row while PyTorch computes the
+others leaves most of the output right. A kernel writing in place after a library op (the tail
+after cuBLAS) is handed the whole output, so nothing of it stays right. The judge makes this call
+last: parameters a kernel was handed stay spoiled.
 """
 
 from __future__ import annotations
@@ -26,8 +34,8 @@ import functools
 import types
 from typing import Any, Callable, Iterator
 
-RUN, SKIP, RAISE = "run", "skip", "raise"
-MODES = (RUN, SKIP, RAISE)
+RUN, SKIP, RAISE, SPOIL = "run", "skip", "raise", "spoil"
+MODES = (RUN, SKIP, RAISE, SPOIL)
 
 
 class KernelsDisabled(RuntimeError):
@@ -50,17 +58,28 @@ class KernelSwitch:
             out = run()
             self.launches += 1  # only launches that returned: a failed try does not count
             return out
-        if mode == SKIP:
+        if mode in (SKIP, SPOIL):
             return skipped()
         raise KernelsDisabled("custom kernels are switched off for this call")
 
     def _function_gate(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         """The gate for an extension function or operator (see the module docstring for SKIP)."""
-        return self._gate(lambda: fn(*args, **kwargs), lambda: _run_and_spoil(fn, args, kwargs))
+        return self._gate(lambda: fn(*args, **kwargs),
+                          lambda: _run_and_spoil(fn, args, kwargs, every_argument=self.mode == SPOIL))
+
+    def _skipped_launch(self, launch: Callable[[], Any], args: tuple, kwargs: dict) -> Any:
+        """A Triton launch on the empty grid; when spoiling, its tensor arguments overwritten first."""
+        if self.mode == SPOIL:
+            from htam_engine.evaluate.checks.memory import tensor_leaves
+
+            for t in tensor_leaves((args, kwargs)):
+                _spoil(t)
+        return launch()
 
     @contextlib.contextmanager
     def switched(self, mode: str) -> Iterator[None]:
-        """Within the block, every custom kernel runs (RUN), is skipped (SKIP) or raises (RAISE)."""
+        """Within the block, every custom kernel runs (RUN), is skipped (SKIP), raises (RAISE) or is
+        skipped with every tensor it was handed overwritten (SPOIL)."""
         if mode not in MODES:
             raise ValueError(f"unknown kernel mode {mode!r}")
         self.mode = RUN if mode == RUN else mode
@@ -111,7 +130,8 @@ class KernelSwitch:
                 if kwargs.get("warmup", False):
                     return __orig(self_, *args, **kwargs)
                 return switch._gate(lambda: __orig(self_, *args, **kwargs),
-                                    lambda: __orig(self_, *args, **{**kwargs, "grid": EMPTY_GRID}))
+                                    lambda: switch._skipped_launch(
+                                        lambda: __orig(self_, *args, **{**kwargs, "grid": EMPTY_GRID}), args, kwargs))
 
             functools.update_wrapper(run, original)
             self._patch(cls, "run", run)
@@ -125,7 +145,8 @@ class KernelSwitch:
 
                     def gated(*args: Any, **kwargs: Any) -> Any:
                         return switch._gate(lambda: launch(*args, **kwargs),
-                                            lambda: __orig(self_, EMPTY_GRID)(*args, **kwargs))
+                                            lambda: switch._skipped_launch(
+                                                lambda: __orig(self_, EMPTY_GRID)(*args, **kwargs), args, kwargs))
 
                     return gated
 
@@ -195,14 +216,17 @@ def _spoil(t: Any) -> None:
             t.fill_(-1)
 
 
-def _run_and_spoil(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+def _run_and_spoil(fn: Callable[..., Any], args: tuple, kwargs: dict, every_argument: bool = False) -> Any:
     """Run an extension function, then overwrite whatever it produced: the tensors it returned and
-    the tensor arguments it changed in place."""
+    the tensor arguments it changed in place (every_argument: every tensor argument)."""
     from htam_engine.evaluate.checks.memory import same_values, tensor_leaves
 
     inputs = tensor_leaves((args, kwargs))
-    before = [t.clone() for t in inputs]
+    before = [] if every_argument else [t.clone() for t in inputs]
     out = fn(*args, **kwargs)
+    if every_argument:
+        for t in inputs:
+            _spoil(t)
     for t, was in zip(inputs, before):
         if not same_values(t, was):
             _spoil(t)

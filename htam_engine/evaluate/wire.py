@@ -84,7 +84,7 @@ class Detach:
 class Call:
     """One forward, always the same protocol (see sandbox.py): poison with `marker`, seed with
     `seed`, (CUDA: flush L2, events), forward on `inputs`, synchronize, copy each output leaf
-    into its buffer. kernels: "run" | "skip" | "raise" (custom kernels disabled)."""
+    into its buffer. kernels: "run" | "skip" | "raise" | "spoil" (custom kernels disabled: kernel_switch.py)."""
 
     seq: int
     model_id: str

@@ -281,6 +281,35 @@ def _compare_float(new: torch.Tensor, ref: torch.Tensor, tol: float, mm: Callabl
               max_abs, max_rel, where)
 
 
+def fraction_right(new: Any, ref: Any, tolerances: dict[str, float]) -> float:
+    """The share of the reference's output elements the candidate's output has right, each within
+    its dtype's tolerance (atol = rtol) or equal; a leaf of another shape, dtype or kind counts as
+    all wrong. Read in runs like the comparison: temporaries stay bounded by a run."""
+    right = total = 0
+    new_leaves = {leaf.path: leaf.value for leaf in flatten(new)}
+    for rl in flatten(ref):
+        ref_t = _as_tensor(rl.value)
+        if ref_t is None:
+            continue
+        n = ref_t.numel()
+        total += n
+        new_t = _as_tensor(new_leaves.get(rl.path))
+        if new_t is None or new_t.shape != ref_t.shape or new_t.dtype != ref_t.dtype or new_t.device != ref_t.device or not n:
+            continue
+        pairs = ref_t.is_complex()  # an element is right when both its parts are
+        tol = tolerance_for(ref_t.dtype, tolerances)
+        if pairs:
+            new_t, ref_t = torch.view_as_real(new_t), torch.view_as_real(ref_t)
+        for _, (a, b) in runs(new_t, ref_t):
+            if tol is None:
+                ok = a == b
+            else:
+                a, b = a.double(), b.double()
+                ok = ((a - b).abs() <= tol + tol * b.abs()) | (torch.isnan(a) & torch.isnan(b)) | ((a == b) & torch.isinf(b))
+            right += int((ok.view(-1, 2).all(1) if pairs else ok).sum())
+    return right / total if total else 0.0
+
+
 def compare_outputs(new: Any, ref: Any, tolerances: dict[str, float], input_set: str,
                     noise: Callable[[str], float | None] | None = None, exact: Any = None) -> Mismatch | None:
     """First mismatch between a candidate's output and the reference's, or None.

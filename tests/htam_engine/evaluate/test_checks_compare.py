@@ -213,3 +213,17 @@ def test_the_float64_allowance_does_not_let_lower_precision_through():
     low = (ref.to(torch.bfloat16)).float()
     m = compare_outputs(low, ref, tol, "signed-normal", exact=exact)
     assert m is not None and "outside atol" in m.note
+
+
+def test_fraction_right_counts_the_elements_within_tolerance_over_every_output():
+    from htam_engine.evaluate.checks.compare import fraction_right
+
+    ref = torch.randn(4, 8)
+    out = ref.clone()
+    out[-1] = float("nan")  # one row of four wrong
+    assert fraction_right(out, ref, DEFAULT_TOLERANCES) == 0.75
+    assert fraction_right((out, ref), (ref, ref), DEFAULT_TOLERANCES) == 0.875  # weighted by elements
+    assert fraction_right(ref + 1e-7, ref, DEFAULT_TOLERANCES) == 1.0
+    assert fraction_right(torch.zeros(2), ref, DEFAULT_TOLERANCES) == 0.0  # another shape: all wrong
+    ints = torch.arange(10)
+    assert fraction_right(torch.where(ints < 3, -1, ints), ints, DEFAULT_TOLERANCES) == 0.7

@@ -94,6 +94,24 @@ def test_extension_functions_are_gated_in_place(switch):
         module.relu_out(x, out)
 
 
+def test_spoiled_launches_write_nothing_and_spoil_every_tensor_they_were_handed(switch):
+    # The work check's third call: what a kernel was handed (a view of a row here) is NaN after
+    # it, the rest untouched, so PyTorch's share of an output shows as what is still right.
+    x = torch.arange(8.0).reshape(2, 4)
+    with switch.switched("spoil"):
+        add_one[(1,)](x[1], 4, BLOCK=4)
+    assert x[0].tolist() == [0.0, 1.0, 2.0, 3.0] and torch.isnan(x[1]).all() and switch.launches == 0
+    import types
+
+    module = types.ModuleType("ext")
+    module.scale = lambda a, b: a * 2  # reads both, writes neither
+    switch.instrument(module)
+    a, b = torch.ones(3), torch.ones(3)
+    with switch.switched("spoil"):
+        out = module.scale(a, b)
+    assert torch.isnan(out).all() and torch.isnan(a).all() and torch.isnan(b).all()
+
+
 def test_uninstall_restores_the_launchers():
     import triton.runtime.jit as jit
 
