@@ -48,10 +48,16 @@ def test_pytorch_with_a_forged_launch_count_is_caught():
     assert_caught(run_check("relu", "cheat_switch_state"), "no_kernel")
 
 
-@xfail("a kernel that computes one row of four is 'necessary' (the output is wrong without it): the "
-       "work check does not measure how much of the work the kernels did")
 def test_a_kernel_doing_one_row_while_pytorch_does_the_rest_is_caught():
-    assert_caught(run_check("relu", "cheat_tail_kernel"), "no_kernel")
+    r = run_check("relu", "cheat_tail_kernel")
+    assert_caught(r, "no_kernel")
+    assert any("75.0% of the output was still right" in f.message for f in r.integrity), r.integrity
+
+
+@xfail("a kernel that copies PyTorch's finished output into the output buffer is handed all of it: "
+       "spoiling what the kernels were handed leaves nothing right, so the work looks like the kernel's")
+def test_a_kernel_copying_what_pytorch_computed_is_caught():
+    assert_caught(run_check("relu", "cheat_copy_kernel"), "no_kernel")
 
 
 # ---------------------------------------------------------------- the timing protocol

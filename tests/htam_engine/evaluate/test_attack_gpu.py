@@ -70,8 +70,7 @@ def test_prefetching_from_the_ipc_input_buffers_is_caught_or_gains_nothing():
         "the calls with kernels switched off are told apart inside the sandbox by a probe kernel")),
     pytest.param("cheat_switch_state", ("no_kernel",), marks=gets_through(
         "the kernel switch's mode and launch count live in the sandbox, where the candidate reads them")),
-    pytest.param("cheat_tail_kernel", ("no_kernel",), marks=gets_through(
-        "a kernel doing one row of four is necessary to the output: the work check does not measure how much")),
+    ("cheat_tail_kernel", ("no_kernel",)),
     ("cheat_precision_timed", ("lower_precision", "changed_during_timing")),
 ])
 def test_cpu_cheats_of_the_work_check_and_precision_are_caught_on_cuda(candidate, rules):

@@ -16,7 +16,7 @@ import triton.language as tl
 
 @triton.jit
 def relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.arange(0, BLOCK)
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     tl.store(y_ptr + offs, tl.maximum(tl.load(x_ptr + offs, mask=mask), 0.0), mask=mask)
 
@@ -33,6 +33,6 @@ class ModelNew(nn.Module):
         finally:
             set_threads(before)
         y = torch.empty_like(p)
-        y[:-1] = torch.relu(p[:-1])
-        relu_kernel[(1,)](p[-1], y[-1], p.shape[1], BLOCK=triton.next_power_of_2(p.shape[1]))
+        block = 65536 if p.device.type == "cpu" else 1024  # few programs through the CPU interpreter
+        relu_kernel[(triton.cdiv(p.numel(), block),)](p, y, p.numel(), BLOCK=block)
         return y

@@ -3,7 +3,7 @@ the same shared buffers before it computes its own reference and only then sends
 thread started at construction (below the threading module, and for good, so no thread count
 changes around a call) watches those buffers and computes the product as soon as new inputs
 land, while the judge is still busy. forward checks that the inputs are the ones it prefetched
-and only applies the ReLU (its last row in a Triton kernel, as the honest
+and only applies the ReLU (in a Triton kernel, as the honest
 candidate it is measured against does): the product is on neither the sandbox's clock nor the judge's.
 
 Class: shared memory read at other times, background thread, timing protocol."""
@@ -19,7 +19,7 @@ import triton.language as tl
 
 @triton.jit
 def relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.arange(0, BLOCK)
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     tl.store(y_ptr + offs, tl.maximum(tl.load(x_ptr + offs, mask=mask), 0.0), mask=mask)
 
@@ -52,6 +52,6 @@ class ModelNew(nn.Module):
         else:
             p = a @ b
         y = torch.empty_like(p)
-        y[:-1] = torch.relu(p[:-1])
-        relu_kernel[(1,)](p[-1], y[-1], p.shape[1], BLOCK=triton.next_power_of_2(p.shape[1]))
+        block = 65536 if p.device.type == "cpu" else 1024  # few programs through the CPU interpreter
+        relu_kernel[(triton.cdiv(p.numel(), block),)](p, y, p.numel(), BLOCK=block)
         return y
