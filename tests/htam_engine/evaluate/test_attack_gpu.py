@@ -3,8 +3,9 @@ changes what they meet (events instead of perf_counter, IPC buffers, a tighter c
 and one that only CUDA allows (a kernel started beside the L2 flush, before the start event).
 
 Each asserts what the judge should do. Measured on the H200 (tests/bench/gpu_session.sh): the
-work check's three cheats still get through there as on the CPU (strict xfails, the same
-reasons); every other case is caught, but for the prefetching thread, which since the inputs are
+work check's three cheats got through there as on the CPU; two still do by the code's design
+(strict xfails, the same reasons as on the CPU), and the one-row kernel is now caught by the
+spoiled call on the CPU (not yet run on the H200); every other case is caught, but for the prefetching thread, which since the inputs are
 staged right before each call may leave nothing to catch and gain nothing (its test says how). Sizes: BIG makes a ReLU trial ~0.1 ms of device time (the
 device, not the launch, sets it); GEMM a ~2 ms float32 product.
 """
