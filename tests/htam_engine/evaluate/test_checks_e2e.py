@@ -49,3 +49,41 @@ def test_honest_candidate_is_ok_after_a_rejected_one_in_the_same_evaluator(evalu
     assert honest.correct and honest.runtime_ms
     host_load = {"judge_clock", "baseline_disturbed"}
     assert [f for f in honest.integrity if f.rule not in host_load or f.severity != "warn"] == [], honest.integrity
+
+
+def test_static_reject_never_reaches_the_worker(evaluator, problems):
+    r = run(evaluator, problems, "relu", "cheat_timer")
+    assert r.status is Status.REJECTED
+    assert r.integrity and all(f.rule == "monkey_patch" for f in r.integrity)
+    assert r.diagnostics.message.startswith("line ")
+
+
+@pytest.mark.parametrize("candidate,rule", [
+    ("cheat_cache_address_padded", "caching"),
+    ("cheat_empty_like", "uninitialized_memory"),
+])
+def test_runtime_cheats_are_rejected_in_the_worker(evaluator, problems, candidate, rule):
+    r = run(evaluator, problems, "relu", candidate)
+    assert r.status is Status.REJECTED, (r.diagnostics.message, r.integrity)
+    assert rule in {f.rule for f in r.integrity}
+    assert r.runtime_ms is None  # never timed
+
+
+def test_all_zeros_softmax_is_incorrect_with_a_mismatch_summary(evaluator, problems):
+    r = run(evaluator, problems, "softmax", "cheat_zeros")
+    assert r.status is Status.INCORRECT
+    mm = r.diagnostics.mismatch
+    assert mm is not None and mm.input_set == "get_inputs#0" and "whole-output" in mm.note
+    assert mm.expected_shape == [2, 32768] and mm.expected_dtype == "float32"
+
+
+def test_a_candidate_that_turns_stale_during_timing_is_rejected_on_a_timed_trial(evaluator, problems):
+    """Every timed trial gets fresh inputs in the same buffers and its output is verified: a kernel
+    that serves its last result after enough calls loses its speedup claim."""
+    import dataclasses
+
+    config = dataclasses.replace(fast_config(), trials=30)
+    r = evaluator.evaluate(problems["relu"], candidate_path("cheat_late_cache").read_text(), config)
+    assert r.status is Status.REJECTED and not r.correct and r.speedup_eager is None
+    late = [f for f in r.integrity if "timed trial" in f.message]
+    assert late and late[0].rule == "caching", r.integrity
