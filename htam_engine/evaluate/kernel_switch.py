@@ -222,15 +222,14 @@ def _run_and_spoil(fn: Callable[..., Any], args: tuple, kwargs: dict, every_argu
     from htam_engine.evaluate.checks.memory import same_values, tensor_leaves
 
     inputs = tensor_leaves((args, kwargs))
-    before = [] if every_argument else [t.clone() for t in inputs]
-    out = fn(*args, **kwargs)
     if every_argument:
-        for t in inputs:
-            _spoil(t)
-    for t, was in zip(inputs, before):
-        if not same_values(t, was):
-            _spoil(t)
-    for t in tensor_leaves(out):
+        out = fn(*args, **kwargs)
+        touched = inputs
+    else:
+        before = [t.clone() for t in inputs]
+        out = fn(*args, **kwargs)
+        touched = [t for t, was in zip(inputs, before) if not same_values(t, was)]
+    for t in [*touched, *tensor_leaves(out)]:
         _spoil(t)
     return out
 

@@ -282,31 +282,24 @@ def _compare_float(new: torch.Tensor, ref: torch.Tensor, tol: float, mm: Callabl
 
 
 def fraction_right(new: Any, ref: Any, tolerances: dict[str, float]) -> float:
-    """The share of the reference's output elements the candidate's output has right, each within
-    its dtype's tolerance (atol = rtol) or equal; a leaf of another shape, dtype or kind counts as
-    all wrong. Read in runs like the comparison: temporaries stay bounded by a run."""
+    """The share of the reference's output numbers (a complex element is two) the candidate's
+    output has right by the comparison's own per-element rule (_float_run, or equality); a leaf
+    of another shape, dtype or device counts as all wrong. Read in runs like the comparison."""
     right = total = 0
-    new_leaves = {leaf.path: leaf.value for leaf in flatten(new)}
+    new_leaves = {leaf.path: _as_tensor(leaf.value) for leaf in flatten(new)}
     for rl in flatten(ref):
-        ref_t = _as_tensor(rl.value)
+        ref_t, new_t = _as_tensor(rl.value), new_leaves.get(rl.path)
         if ref_t is None:
             continue
-        n = ref_t.numel()
-        total += n
-        new_t = _as_tensor(new_leaves.get(rl.path))
-        if new_t is None or new_t.shape != ref_t.shape or new_t.dtype != ref_t.dtype or new_t.device != ref_t.device or not n:
+        total += ref_t.numel() * (2 if ref_t.is_complex() else 1)
+        if new_t is None or (new_t.shape, new_t.dtype, new_t.device) != (ref_t.shape, ref_t.dtype, ref_t.device):
             continue
-        pairs = ref_t.is_complex()  # an element is right when both its parts are
-        tol = tolerance_for(ref_t.dtype, tolerances)
-        if pairs:
+        if ref_t.is_complex():
             new_t, ref_t = torch.view_as_real(new_t), torch.view_as_real(ref_t)
-        for _, (a, b) in runs(new_t, ref_t):
-            if tol is None:
-                ok = a == b
-            else:
-                a, b = a.double(), b.double()
-                ok = ((a - b).abs() <= tol + tol * b.abs()) | (torch.isnan(a) & torch.isnan(b)) | ((a == b) & torch.isinf(b))
-            right += int((ok.view(-1, 2).all(1) if pairs else ok).sum())
+        tol = tolerance_for(ref_t.dtype, tolerances)
+        wrong = [(n != r).sum() if tol is None else _float_run(tol, offset, 0.0, n, r)[_OUTSIDE]
+                 for offset, (n, r) in runs(new_t, ref_t)]
+        right += ref_t.numel() - (int(torch.stack(wrong).sum()) if wrong else 0)
     return right / total if total else 0.0
 
 

@@ -42,6 +42,7 @@ from htam_engine.evaluate.checks.memory import clone_inputs, same_values, tensor
 from htam_engine.evaluate.checks.observe import (Observations, candidate_output, check_mutation, check_native_threads,
                                                  check_precision, nonfinite, output_fingerprint, record_notes)
 from htam_engine.evaluate.config import EvalConfig
+from htam_engine.evaluate.kernel_switch import RAISE, SKIP, SPOIL
 from htam_engine.evaluate.oom import out_of_memory_text
 from htam_engine.evaluate.reference import LARGE_INPUT_BYTES, ReferenceFailed, ReferenceModel, input_bytes
 from htam_engine.evaluate.shared import Layout
@@ -450,35 +451,43 @@ class CheckRun:
         """Two calls with every custom kernel skipped, then raising: a right output convicts them.
         A third, last, with every tensor a kernel was handed spoiled: an output mostly still right
         was mostly PyTorch's (MOSTLY_PYTORCH)."""
-        words = {"skip": "skipped", "raise": "raising", "spoil": "skipped and its tensors spoiled"}
-        scratch = Observations()
-        for mode in ("skip", "raise", "spoil"):
-            label = f"get_inputs with custom kernels {words[mode]}"
-            values = draw(self.loaded.main.get_inputs, fresh_seed())
-            seed = fresh_seed()
-            _, ref_out, pristine, layouts, _ = reference_first(self.reference, values, seed, label, False)
-            staged = self.channel.stage_inputs(pristine, "main", layouts)
-            del pristine
-            result = self.channel.call(staged, "main", ref_out, seed, Stage.CHECK, kernels=mode)
-            if not result.reply.ok:
+        for mode in (SKIP, RAISE):
+            outputs = self._call_with_kernels(mode)
+            if outputs is None:
                 continue
-            out = candidate_output(result, ref_out, tensor_leaves(values), label, scratch)
-            if out is None:
-                continue
-            if mode == "spoil":
-                share = fraction_right(out, ref_out, self.cfg.tolerances)
-                if share >= MOSTLY_PYTORCH:
-                    self.obs.find("no_kernel", f"with every tensor a custom kernel was handed spoiled, {share:.1%} of "
-                                               "the output was still right: PyTorch computed most of it, the custom "
-                                               f"kernels at most {1 - share:.1%}")
-                return
+            out, ref_out, label = outputs
             noise = lambda path: self.timing_noise.get(path)  # noqa: E731
             if compare_outputs(out, ref_out, self.cfg.tolerances, label, noise) is None:
-                how = ("a decoy launch while PyTorch does the work" if mode == "skip"
-                       else "a try/except fallback to PyTorch")
-                self.obs.find("no_kernel", f"with every custom kernel {words[mode]}, forward still returned the right "
-                                           f"output: the custom kernels did no necessary work ({how})")
+                how = "a decoy launch while PyTorch does the work" if mode == SKIP else "a try/except fallback to PyTorch"
+                self.obs.find("no_kernel", f"with every custom kernel {_KERNELS_OFF[mode]}, forward still returned "
+                                           f"the right output: the custom kernels did no necessary work ({how})")
                 return
+        outputs = self._call_with_kernels(SPOIL)
+        if outputs is None:
+            return
+        share = fraction_right(outputs[0], outputs[1], self.cfg.tolerances)
+        if share >= MOSTLY_PYTORCH:
+            self.obs.find("no_kernel", f"with every tensor a custom kernel was handed spoiled, {share:.1%} of the "
+                                       "output was still right: PyTorch computed most of it, the custom kernels at "
+                                       f"most {1 - share:.1%}")
+
+    def _call_with_kernels(self, mode: str) -> tuple[Any, Any, str] | None:
+        """(the candidate's output, the reference's, the set's label) for one call on fresh inputs
+        with the custom kernels in `mode`; None when the call failed or returned nothing usable."""
+        label = f"get_inputs with custom kernels {_KERNELS_OFF[mode]}"
+        values = draw(self.loaded.main.get_inputs, fresh_seed())
+        seed = fresh_seed()
+        _, ref_out, pristine, layouts, _ = reference_first(self.reference, values, seed, label, False)
+        staged = self.channel.stage_inputs(pristine, "main", layouts)
+        del pristine
+        result = self.channel.call(staged, "main", ref_out, seed, Stage.CHECK, kernels=mode)
+        if not result.reply.ok:
+            return None
+        out = candidate_output(result, ref_out, tensor_leaves(values), label, Observations())
+        return None if out is None else (out, ref_out, label)
+
+
+_KERNELS_OFF = {SKIP: "skipped", RAISE: "raising", SPOIL: "skipped and its tensors spoiled"}
 
 
 def _with_leaves(structure: Any, leaves: list[torch.Tensor]) -> Any:
