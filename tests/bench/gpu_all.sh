@@ -18,6 +18,7 @@
 #   bash tests/bench/gpu_all.sh throughput   the worker pool against one at a time (gpu_batch.py --parts throughput)
 #   bash tests/bench/gpu_all.sh kbtable      the KernelBench level 1+2 table alone (its --deadline, default 480 s, + 2 min; needs
 #                                            HTAM_KERNELBENCH; kb_table.md/.json under $OUT)
+#   bash tests/bench/gpu_all.sh kbcuda       the same table on the CUDA backend (KBCUDA_ARGS; kb_table.md/.json under $OUT/cuda)
 # Per part: <PART>_ARGS passes arguments, <PART>_S caps its seconds (TESTS_ARGS, OFFLINE_S, ...).
 # Wheels for packages the machine lacks travel in .whl/ (see README, "GPU runs").
 # Logs go to $OUT (or ./gpu-out); everything the parts write (JSON, batch sessions, reports) is
@@ -37,6 +38,9 @@ for part in $parts; do
     batch)   timeout ${BATCH_S:-420} python3 tests/bench/gpu_batch.py ${BATCH_ARGS:-} > "$OUT/gpu_batch.txt" 2>&1; tail -30 "$OUT/gpu_batch.txt" ;;
     kbtable) timeout ${KBTABLE_S:-640} python3 tests/bench/kb_table.py --device cuda --out "$OUT" ${KBTABLE_ARGS:-} \
                > "$OUT/kb_table.txt" 2>&1; tail -230 "$OUT/kb_table.txt"; cp "$OUT"/kb_table.md "$OUT"/kb_table.json "$FINAL"/ 2>/dev/null ;;
+    kbcuda)  mkdir -p "$OUT/cuda" "$FINAL/cuda"
+             timeout ${KBCUDA_S:-640} python3 tests/bench/kb_table.py --device cuda --backend cuda --out "$OUT/cuda" ${KBCUDA_ARGS:-} \
+               > "$OUT/kb_table_cuda.txt" 2>&1; tail -230 "$OUT/kb_table_cuda.txt"; cp "$OUT"/cuda/kb_table.md "$OUT"/cuda/kb_table.json "$FINAL"/cuda/ 2>/dev/null ;;
     ablation) if [ -n "${ABLATION_TABLE:-}" ]; then mkdir -p "$OUT/ablation" && cp "$ABLATION_TABLE" "$OUT/ablation/table.jsonl"; fi
              timeout ${ABLATION_S:-570} python3 tests/bench/gpu_ablation.py ${ABLATION_ARGS:---deadline 480} > "$OUT/gpu_ablation.txt" 2>&1; tail -60 "$OUT/gpu_ablation.txt" ;;
     memory)  if [ -n "${MEMORY_HISTORY:-}" ]; then export HTAM_JUDGE_MEMORY_HISTORY=/tmp/htam-memory-history; fi
