@@ -190,6 +190,13 @@ def level_summaries(rows: list[dict[str, Any]], level_of: dict[str, int | None],
     return summary
 
 
+def family_summaries(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """summarize() per operator family over the problems run (where the level figures are won or lost)."""
+    families = sorted({r.get("family") or "-" for r in rows})
+    return {f: summarize(mine, len(mine), 0) for f in families
+            for mine in [[r for r in rows if (r.get("family") or "-") == f]]}
+
+
 def _fmt(x: float | None, spec: str = ".2f") -> str:
     return "-" if x is None else format(x, spec)
 
@@ -207,6 +214,11 @@ def markdown_table(rows: list[dict[str, Any]], refused: dict[str, str], not_reac
         lines.append(f"| {level} | {s['covered']}/{reached} of {s['problems']} ({_fmt(s['coverage'], '.0%')}) | "
                      f"{s['correct']} ({_fmt(s['correct_of_covered'], '.0%')}) | {_fmt(s['geomean_eager'])} | "
                      f"{_fmt(s['geomean_compile'])} | {fast} | {s['run']} |")
+    lines += ["", "| family | with a candidate | correct | geomean x eager | geomean x torch.compile |",
+              "|---|---:|---:|---:|---:|"]
+    for family, s in family_summaries(rows).items():
+        lines.append(f"| {family} | {s['covered']} | {s['correct']} | {_fmt(s['geomean_eager'])} | "
+                     f"{_fmt(s['geomean_compile'])} |")
     lines += ["", "| problem | status | x eager | x torch.compile | steps | moves (* best) |",
               "|---|---|---:|---:|---:|---|"]
     for r in rows:
