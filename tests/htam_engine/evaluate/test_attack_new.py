@@ -16,6 +16,7 @@ import pytest
 
 from cheats.caught import assert_caught
 from cheats.harness import run_check
+from cheats.isolated import isolated_judge
 from htam_engine.evaluate.result import Status
 
 OK = Status.OK
@@ -46,3 +47,48 @@ def test_a_float64_problem_computed_in_float32_is_caught():
 def test_a_complex_output_rounded_through_bfloat16_is_caught():
     honest_ok(run_check("polar", "honest_polar"))
     assert_caught(run_check("polar", "cheat_complex_bf16"), "lower_precision")
+
+
+# ---------------------------------------------------------------- what the timed trials do not check
+@xfail("the judge stops and continues (SIGSTOP/SIGCONT) the candidate's tree around every baseline turn and "
+       "never during the checked calls, so a SIGCONT handler tells the timed rounds apart; _verify_timed does "
+       "not compare the shared input buffers with what was written (check_mutation runs on checked calls only), "
+       "so a candidate that uses its input as scratch space on every timed call (and on none of the checked "
+       "ones) gets OK with no finding, as the honest honest_mse does")
+def test_an_input_used_as_scratch_space_on_the_timed_calls_only_is_caught():
+    honest_ok(run_check("mse", "honest_mse"))
+    assert_caught(run_check("mse", "cheat_timed_scratch_input"), "input_mutation", "changed_during_timing")
+
+
+# ---------------------------------------------------------------- the output's form
+def test_a_deferred_output_under_the_plain_tensor_name_is_not_delivered():
+    """The reported type name passes the lazy_output rule, but the sandbox copies only an exact
+    torch.Tensor into the judge's buffer: the output is never delivered, so it is wrong."""
+    r = run_check("relu", "cheat_subclass_named_tensor")
+    assert_caught(r)
+    assert r.status is Status.INCORRECT and "the output was not delivered" in r.diagnostics.message, r.diagnostics
+
+
+# ---------------------------------------------------------------- caches later evaluations read
+@xfail("import_candidate leaves a candidate's file in the shared cache as it is when its text is unchanged, "
+       "and Python imports __pycache__/<name>.pyc whenever its header carries the file's mtime and size: a .pyc "
+       "planted by an earlier candidate replaces the code of every later evaluation of that source. The honest "
+       "honest_relu_triton gets OK, the poisoner gets OK, the same honest source evaluated again is INCORRECT "
+       "(its output scaled by 1.5)")
+def test_bytecode_planted_for_other_candidates_does_not_change_their_verdicts(tmp_path):
+    with isolated_judge(tmp_path) as j:
+        honest_ok(j.run("relu", "honest_relu_triton"))
+        honest_ok(j.run("relu", "cheat_pyc_poison"))  # the poisoner is an honest ReLU itself
+        honest_ok(j.run("relu", "honest_relu_triton"))
+
+
+@xfail("an extension library in the shared build cache is imported as it is when ninja finds nothing to "
+       "rebuild, and ninja goes by mtimes: a library of the same module name built by an earlier candidate, "
+       "copied over it with the old mtime put back, replaces the code of every later evaluation of that source. "
+       "The honest honest_relu_cpp gets OK, the poisoner gets OK, the same honest source evaluated again is "
+       "INCORRECT (every function returns its first argument times 1.5)")
+def test_extension_libraries_replaced_by_another_candidate_do_not_change_their_verdicts(tmp_path):
+    with isolated_judge(tmp_path) as j:
+        honest_ok(j.run("relu", "honest_relu_cpp"))
+        honest_ok(j.run("relu", "cheat_so_poison"))  # the poisoner is an honest ReLU itself
+        honest_ok(j.run("relu", "honest_relu_cpp"))
