@@ -12,6 +12,10 @@ a judge of their own (cheats/isolated.py).
 
 from __future__ import annotations
 
+import contextlib
+import os
+from typing import Iterator
+
 import pytest
 
 from cheats.caught import assert_caught
@@ -22,8 +26,22 @@ from htam_engine.evaluate.result import Status
 OK = Status.OK
 
 
+class Missed(AssertionError):
+    """The judge missed the cheat: the one failure an xfail below expects (a precondition that
+    fails, such as an honest candidate not passing, fails the test instead)."""
+
+
 def xfail(reason: str):
-    return pytest.mark.xfail(strict=True, reason=reason)
+    return pytest.mark.xfail(strict=True, raises=Missed, reason=reason)
+
+
+@contextlib.contextmanager
+def missed() -> Iterator[None]:
+    """The final check of an xfail test: its failure is what the judge misses."""
+    try:
+        yield
+    except AssertionError as e:
+        raise Missed(str(e)) from e
 
 
 def honest_ok(r) -> None:
@@ -37,7 +55,9 @@ def honest_ok(r) -> None:
        "per-element tolerance and gets OK with no finding, as the honest honest_silu_f64 does")
 def test_a_float64_problem_computed_in_float32_is_caught():
     honest_ok(run_check("silu_f64", "honest_silu_f64"))
-    assert_caught(run_check("silu_f64", "cheat_float64_as_float32"), "lower_precision")
+    r = run_check("silu_f64", "cheat_float64_as_float32")
+    with missed():
+        assert_caught(r, "lower_precision")
 
 
 @xfail("a complex64 output gets compare's fallback tolerance 1e-2 (DEFAULT_TOLERANCES names no complex dtype) "
@@ -46,7 +66,9 @@ def test_a_float64_problem_computed_in_float32_is_caught():
        "with no finding")
 def test_a_complex_output_rounded_through_bfloat16_is_caught():
     honest_ok(run_check("polar", "honest_polar"))
-    assert_caught(run_check("polar", "cheat_complex_bf16"), "lower_precision")
+    r = run_check("polar", "cheat_complex_bf16")
+    with missed():
+        assert_caught(r, "lower_precision")
 
 
 # ---------------------------------------------------------------- what the timed trials do not check
@@ -57,7 +79,9 @@ def test_a_complex_output_rounded_through_bfloat16_is_caught():
        "ones) gets OK with no finding, as the honest honest_mse does")
 def test_an_input_used_as_scratch_space_on_the_timed_calls_only_is_caught():
     honest_ok(run_check("mse", "honest_mse"))
-    assert_caught(run_check("mse", "cheat_timed_scratch_input"), "input_mutation", "changed_during_timing")
+    r = run_check("mse", "cheat_timed_scratch_input")
+    with missed():
+        assert_caught(r, "input_mutation", "changed_during_timing")
 
 
 # ---------------------------------------------------------------- the output's form
@@ -79,7 +103,9 @@ def test_bytecode_planted_for_other_candidates_does_not_change_their_verdicts(tm
     with isolated_judge(tmp_path) as j:
         honest_ok(j.run("relu", "honest_relu_triton"))
         honest_ok(j.run("relu", "cheat_pyc_poison"))  # the poisoner is an honest ReLU itself
-        honest_ok(j.run("relu", "honest_relu_triton"))
+        later = j.run("relu", "honest_relu_triton")
+    with missed():
+        honest_ok(later)
 
 
 @xfail("an extension library in the shared build cache is imported as it is when ninja finds nothing to "
@@ -91,4 +117,37 @@ def test_extension_libraries_replaced_by_another_candidate_do_not_change_their_v
     with isolated_judge(tmp_path) as j:
         honest_ok(j.run("relu", "honest_relu_cpp"))
         honest_ok(j.run("relu", "cheat_so_poison"))  # the poisoner is an honest ReLU itself
-        honest_ok(j.run("relu", "honest_relu_cpp"))
+        later = j.run("relu", "honest_relu_cpp")
+    with missed():
+        honest_ok(later)
+
+
+# ---------------------------------------------------------------- processes beside the sandbox
+@xfail("resource.prlimit on a sibling of the same user is allowed (non-dumpable does not stop it) and the judge "
+       "hands over a spare after comparing its own record of the spare's limits, not the process's: the honest "
+       "honest_relu_triton gets OK, the cheat caps its siblings' address space (itself HARNESS_ERROR: its reference "
+       "sandbox cannot map the inputs), and the next honest_relu_triton, in the capped spare, is REJECTED with a "
+       "'protocol' finding that blames its own code")
+def test_a_candidate_capping_its_siblings_limits_leaves_the_next_candidate_alone(tmp_path):
+    with isolated_judge(tmp_path) as j:
+        honest_ok(j.run("relu", "honest_relu_triton"))
+        j.run("relu", "cheat_prlimit_siblings")
+        later = j.run("relu", "honest_relu_triton")
+    with missed():
+        honest_ok(later)
+
+
+@xfail("sched_setscheduler(SCHED_IDLE) and setpriority(19) on a sibling of the same user are allowed and "
+       "cannot be undone without privilege; nothing of the judge's looks at its sandboxes' scheduling, so the "
+       "reference sandbox kept for the problem times this candidate's baselines (beside it and alone) and every "
+       "later candidate's at idle priority. With two busy processes on this 2-core host one run measured eager "
+       "0.028 ms and speedup 0.017 for the cheat against 0.020 ms and 0.007 for honest_relu_triton (noisy: the "
+       "test asserts the scheduling the judge leaves, not the speedup)")
+def test_a_candidate_cannot_lower_the_scheduling_of_the_reference_sandbox(tmp_path):
+    with isolated_judge(tmp_path) as j:
+        honest_ok(j.run("relu", "honest_relu_triton"))
+        honest_ok(j.run("relu", "cheat_deprioritize_siblings"))
+        honest_ok(j.run("relu", "honest_relu_triton"))
+        pid = j.judge.baseline.sandbox.pid  # the reference sandbox that timed the later candidate's baselines
+        with missed():
+            assert (os.sched_getscheduler(pid), os.getpriority(os.PRIO_PROCESS, pid)) == (os.SCHED_OTHER, 0)
