@@ -84,6 +84,12 @@ def test_an_input_used_as_scratch_space_on_the_timed_calls_only_is_caught():
         assert_caught(r, "input_mutation", "changed_during_timing")
 
 
+def test_values_changed_on_the_timed_calls_only_are_caught():
+    """The same SIGCONT signal, used to change the output itself: every timed trial's output is
+    verified, so the phase signal buys nothing there."""
+    assert_caught(run_check("relu", "cheat_timed_sigcont_bf16"), "changed_during_timing", "lower_precision")
+
+
 # ---------------------------------------------------------------- the output's form
 def test_a_deferred_output_under_the_plain_tensor_name_is_not_delivered():
     """The reported type name passes the lazy_output rule, but the sandbox copies only an exact
@@ -120,6 +126,33 @@ def test_extension_libraries_replaced_by_another_candidate_do_not_change_their_v
         later = j.run("relu", "honest_relu_cpp")
     with missed():
         honest_ok(later)
+
+
+def ninja_deps(root, name: str) -> str:
+    """What ninja recorded as the inputs of extension `name`'s build (its first build folder)."""
+    import subprocess
+
+    folder = next(f for f in (root / "cache" / "build").glob(f"*/{name}_*") if f.name == f"{name}_{f.parent.name}")
+    return subprocess.run(["ninja", "-t", "deps"], cwd=folder, capture_output=True, text=True, check=True).stdout
+
+
+@xfail("a link already at pch/<key>/torch/extension.h is kept as it is (pch.link_header) and the folder goes "
+       "first on every later build's include path with those flags: after the cheat (itself OK) points the link "
+       "at a header that includes torch's and adds #pragma GCC optimize(\"O0\"), the next new C++ source "
+       "(honest_relu_cpp_second, OK) is compiled through it (its ninja deps list torch's header by its full path, "
+       "which only the planted header includes that way): every later C++ candidate with those flags builds at -O0")
+def test_a_precompiled_header_folder_planted_by_a_candidate_is_not_used_by_later_builds(tmp_path):
+    import torch.utils.cpp_extension as ce
+
+    real = os.path.realpath(os.path.join(ce.include_paths()[0], "torch", "extension.h"))
+    with isolated_judge(tmp_path) as j:
+        honest_ok(j.run("relu", "honest_relu_cpp"))  # its build makes the flag set's header folder
+        honest_ok(j.run("relu", "cheat_pch_poison"))  # the poisoner is an honest ReLU itself
+        honest_ok(j.run("relu", "honest_relu_cpp_second"))  # a new source, built after the poison
+        before, after = ninja_deps(j.root, "htam_checks_relu_cpp"), ninja_deps(j.root, "htam_checks_relu_cpp_second")
+    assert "torch/extension.h" in before and real not in before, before  # unpoisoned: torch's header via the link
+    with missed():
+        assert real not in after, after
 
 
 # ---------------------------------------------------------------- processes beside the sandbox
