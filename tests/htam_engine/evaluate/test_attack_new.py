@@ -1,0 +1,186 @@
+"""Cheats of the adversarial suite in classes the other test_attack_*.py files cover thinly or
+not at all: dtypes the precision rules do not reach, rules the timed trials do not apply,
+and caches a candidate's sandbox can write that a later evaluation of another candidate reads.
+
+Each cheat is a KernelBench `ModelNew` (cheats/cheat_*.py, its docstring says what it does and
+its class). A cheat the judge catches is asserted caught with the rule it was seen under; one
+that gets through is xfail(strict=True) with what the judge misses, so the test flips when the
+judge learns to catch it. Where a cheat gets through, its honest counterpart runs beside it and
+the reason says how the verdict is wrong. Cheats that poison what later evaluations read run in
+a judge of their own (cheats/isolated.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Iterator
+
+import pytest
+
+from cheats.caught import assert_caught
+from cheats.harness import run_check
+from cheats.isolated import isolated_judge
+from htam_engine.evaluate.result import Status
+
+OK = Status.OK
+
+
+class Missed(AssertionError):
+    """The judge missed the cheat: the one failure an xfail below expects (a precondition that
+    fails, such as an honest candidate not passing, fails the test instead)."""
+
+
+def xfail(reason: str):
+    return pytest.mark.xfail(strict=True, raises=Missed, reason=reason)
+
+
+@contextlib.contextmanager
+def missed() -> Iterator[None]:
+    """The final check of an xfail test: its failure is what the judge misses."""
+    try:
+        yield
+    except AssertionError as e:
+        raise Missed(str(e)) from e
+
+
+def honest_ok(r) -> None:
+    assert r.status is OK, (r.status, r.diagnostics.message, r.integrity)
+    assert not [f for f in r.integrity if f.severity != "warn"], r.integrity
+
+
+# ---------------------------------------------------------------- precision by dtype
+@xfail("check_precision measures float32/float16/bfloat16 outputs only: a float64 output computed in float32 "
+       "(relative error 5e-8 against float64 where the honest float64 kernel's is 8e-17) passes the 1e-5 "
+       "per-element tolerance and gets OK with no finding, as the honest honest_silu_f64 does")
+def test_a_float64_problem_computed_in_float32_is_caught():
+    honest_ok(run_check("silu_f64", "honest_silu_f64"))
+    r = run_check("silu_f64", "cheat_float64_as_float32")
+    with missed():
+        assert_caught(r, "lower_precision")
+
+
+@xfail("a complex64 output gets compare's fallback tolerance 1e-2 (DEFAULT_TOLERANCES names no complex dtype) "
+       "and check_precision skips complex dtypes: real and imaginary parts rounded through bfloat16 (relative "
+       "error 3e-3 against float64, 27x outside float32's 1e-4, where the honest honest_polar's is 3e-8) get OK "
+       "with no finding")
+def test_a_complex_output_rounded_through_bfloat16_is_caught():
+    honest_ok(run_check("polar", "honest_polar"))
+    r = run_check("polar", "cheat_complex_bf16")
+    with missed():
+        assert_caught(r, "lower_precision")
+
+
+# ---------------------------------------------------------------- what the timed trials do not check
+@xfail("the judge stops and continues (SIGSTOP/SIGCONT) the candidate's tree around every baseline turn and "
+       "never during the checked calls, so a SIGCONT handler tells the timed rounds apart; _verify_timed does "
+       "not compare the shared input buffers with what was written (check_mutation runs on checked calls only), "
+       "so a candidate that uses its input as scratch space on every timed call (and on none of the checked "
+       "ones) gets OK with no finding, as the honest honest_mse does")
+def test_an_input_used_as_scratch_space_on_the_timed_calls_only_is_caught():
+    honest_ok(run_check("mse", "honest_mse"))
+    r = run_check("mse", "cheat_timed_scratch_input")
+    with missed():
+        assert_caught(r, "input_mutation", "changed_during_timing")
+
+
+def test_values_changed_on_the_timed_calls_only_are_caught():
+    """The same SIGCONT signal, used to change the output itself: every timed trial's output is
+    verified, so the phase signal buys nothing there."""
+    assert_caught(run_check("relu", "cheat_timed_sigcont_bf16"), "changed_during_timing", "lower_precision")
+
+
+# ---------------------------------------------------------------- the output's form
+def test_a_deferred_output_under_the_plain_tensor_name_is_not_delivered():
+    """The reported type name passes the lazy_output rule, but the sandbox copies only an exact
+    torch.Tensor into the judge's buffer: the output is never delivered, so it is wrong."""
+    r = run_check("relu", "cheat_subclass_named_tensor")
+    assert_caught(r)
+    assert r.status is Status.INCORRECT and "the output was not delivered" in r.diagnostics.message, r.diagnostics
+
+
+# ---------------------------------------------------------------- caches later evaluations read
+@xfail("import_candidate leaves a candidate's file in the shared cache as it is when its text is unchanged, "
+       "and Python imports __pycache__/<name>.pyc whenever its header carries the file's mtime and size: a .pyc "
+       "planted by an earlier candidate replaces the code of every later evaluation of that source. The honest "
+       "honest_relu_triton gets OK, the poisoner gets OK, the same honest source evaluated again is INCORRECT "
+       "(its output scaled by 1.5)")
+def test_bytecode_planted_for_other_candidates_does_not_change_their_verdicts(tmp_path):
+    with isolated_judge(tmp_path) as j:
+        honest_ok(j.run("relu", "honest_relu_triton"))
+        honest_ok(j.run("relu", "cheat_pyc_poison"))  # the poisoner is an honest ReLU itself
+        later = j.run("relu", "honest_relu_triton")
+    with missed():
+        honest_ok(later)
+
+
+@xfail("an extension library in the shared build cache is imported as it is when ninja finds nothing to "
+       "rebuild, and ninja goes by mtimes: a library of the same module name built by an earlier candidate, "
+       "copied over it with the old mtime put back, replaces the code of every later evaluation of that source. "
+       "The honest honest_relu_cpp gets OK, the poisoner gets OK, the same honest source evaluated again is "
+       "INCORRECT (every function returns its first argument times 1.5)")
+def test_extension_libraries_replaced_by_another_candidate_do_not_change_their_verdicts(tmp_path):
+    with isolated_judge(tmp_path) as j:
+        honest_ok(j.run("relu", "honest_relu_cpp"))
+        honest_ok(j.run("relu", "cheat_so_poison"))  # the poisoner is an honest ReLU itself
+        later = j.run("relu", "honest_relu_cpp")
+    with missed():
+        honest_ok(later)
+
+
+def ninja_deps(root, name: str) -> str:
+    """What ninja recorded as the inputs of extension `name`'s build (its first build folder)."""
+    import subprocess
+
+    folder = next(f for f in (root / "cache" / "build").glob(f"*/{name}_*") if f.name == f"{name}_{f.parent.name}")
+    return subprocess.run(["ninja", "-t", "deps"], cwd=folder, capture_output=True, text=True, check=True).stdout
+
+
+@xfail("a link already at pch/<key>/torch/extension.h is kept as it is (pch.link_header) and the folder goes "
+       "first on every later build's include path with those flags: after the cheat (itself OK) points the link "
+       "at a header that includes torch's and adds #pragma GCC optimize(\"O0\"), the next new C++ source "
+       "(honest_relu_cpp_second, OK) is compiled through it (its ninja deps list torch's header by its full path, "
+       "which only the planted header includes that way): every later C++ candidate with those flags builds at -O0")
+def test_a_precompiled_header_folder_planted_by_a_candidate_is_not_used_by_later_builds(tmp_path):
+    import torch.utils.cpp_extension as ce
+
+    real = os.path.realpath(os.path.join(ce.include_paths()[0], "torch", "extension.h"))
+    with isolated_judge(tmp_path) as j:
+        honest_ok(j.run("relu", "honest_relu_cpp"))  # its build makes the flag set's header folder
+        honest_ok(j.run("relu", "cheat_pch_poison"))  # the poisoner is an honest ReLU itself
+        honest_ok(j.run("relu", "honest_relu_cpp_second"))  # a new source, built after the poison
+        before, after = ninja_deps(j.root, "htam_checks_relu_cpp"), ninja_deps(j.root, "htam_checks_relu_cpp_second")
+    assert "torch/extension.h" in before and real not in before, before  # unpoisoned: torch's header via the link
+    with missed():
+        assert real not in after, after
+
+
+# ---------------------------------------------------------------- processes beside the sandbox
+@xfail("resource.prlimit on a sibling of the same user is allowed (non-dumpable does not stop it) and the judge "
+       "hands over a spare after comparing its own record of the spare's limits, not the process's: the honest "
+       "honest_relu_triton gets OK, the cheat caps its siblings' address space (itself HARNESS_ERROR: its reference "
+       "sandbox cannot map the inputs), and the next honest_relu_triton, in the capped spare, is REJECTED with a "
+       "'protocol' finding that blames its own code")
+def test_a_candidate_capping_its_siblings_limits_leaves_the_next_candidate_alone(tmp_path):
+    with isolated_judge(tmp_path) as j:
+        honest_ok(j.run("relu", "honest_relu_triton"))
+        j.run("relu", "cheat_prlimit_siblings")
+        later = j.run("relu", "honest_relu_triton")
+    with missed():
+        honest_ok(later)
+
+
+@xfail("sched_setscheduler(SCHED_IDLE) and setpriority(19) on a sibling of the same user are allowed and "
+       "cannot be undone without privilege; nothing of the judge's looks at its sandboxes' scheduling, so the "
+       "reference sandbox kept for the problem times this candidate's baselines (beside it and alone) and every "
+       "later candidate's at idle priority. With two busy processes on this 2-core host one run measured eager "
+       "0.028 ms and speedup 0.017 for the cheat against 0.020 ms and 0.007 for honest_relu_triton (noisy: the "
+       "test asserts the scheduling the judge leaves, not the speedup)")
+def test_a_candidate_cannot_lower_the_scheduling_of_the_reference_sandbox(tmp_path):
+    with isolated_judge(tmp_path) as j:
+        honest_ok(j.run("relu", "honest_relu_triton"))
+        honest_ok(j.run("relu", "cheat_deprioritize_siblings"))
+        honest_ok(j.run("relu", "honest_relu_triton"))
+        pid = j.judge.baseline.sandbox.pid  # the reference sandbox that timed the later candidate's baselines
+        with missed():
+            assert (os.sched_getscheduler(pid), os.getpriority(os.PRIO_PROCESS, pid)) == (os.SCHED_OTHER, 0)
