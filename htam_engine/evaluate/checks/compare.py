@@ -75,10 +75,12 @@ def tensors(out: Any) -> list[torch.Tensor]:
 
 
 def tolerance_for(dtype: torch.dtype, tolerances: dict[str, float]) -> float | None:
-    """atol = rtol for a floating dtype; None for exact (integer/bool) comparison."""
-    name = str(dtype).replace("torch.", "")
+    """atol = rtol for a floating dtype; None for exact (integer/bool) comparison. A complex
+    dtype is held to its parts' dtype (complex64 to float32's), which its real and imaginary
+    parts are compared as: the fallback would let complex64 through at 1e-2."""
     if not (dtype.is_floating_point or dtype.is_complex):
         return None
+    name = str(dtype.to_real() if dtype.is_complex else dtype).replace("torch.", "")
     return float(tolerances.get(name, _FALLBACK_TOLERANCE))
 
 
@@ -245,8 +247,9 @@ def _float_run(tol: float, offset: int, noise_rms: float, n: torch.Tensor, r: to
 
 def _compare_float(new: torch.Tensor, ref: torch.Tensor, tol: float, mm: Callable[..., Mismatch],
                    noise: Callable[[], float | None] | None, exact: torch.Tensor | None = None) -> Mismatch | None:
-    if new.is_complex():
-        new, ref = torch.view_as_real(new), torch.view_as_real(ref)
+    new, ref = real_parts(new), real_parts(ref)
+    if exact is not None:
+        exact = real_parts(exact)
     if ref.numel() == 0:
         return None
     # ||ref - exact||, once: the per-element allowance's RMS and the whole-output bound's floor
@@ -291,11 +294,10 @@ def fraction_right(new: Any, ref: Any, tolerances: dict[str, float]) -> float:
         ref_t, new_t = _as_tensor(rl.value), new_leaves.get(rl.path)
         if ref_t is None:
             continue
-        total += ref_t.numel() * (2 if ref_t.is_complex() else 1)
+        total += real_parts(ref_t).numel()
         if new_t is None or (new_t.shape, new_t.dtype, new_t.device) != (ref_t.shape, ref_t.dtype, ref_t.device):
             continue
-        if ref_t.is_complex():
-            new_t, ref_t = torch.view_as_real(new_t), torch.view_as_real(ref_t)
+        new_t, ref_t = real_parts(new_t), real_parts(ref_t)
         tol = tolerance_for(ref_t.dtype, tolerances)
         wrong = [(n != r).sum() if tol is None else _float_run(tol, offset, 0.0, n, r)[_OUTSIDE]
                  for offset, (n, r) in runs(new_t, ref_t)]
@@ -340,6 +342,11 @@ def _comparable(a: Any, b: Any) -> bool:
     return isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape
 
 
+def real_parts(t: torch.Tensor) -> torch.Tensor:
+    """A complex tensor as its (real, imaginary) pairs: .double() would keep the real parts only."""
+    return torch.view_as_real(t) if t.is_complex() else t
+
+
 def _norms(parts: Iterator[tuple[torch.Tensor, ...]]) -> list[float]:
     """The norm of each of several tensors given run by run: [||x||, ||y||, ...] for runs (x, y, ...)."""
     stats = _gather([_figures(*(torch.linalg.vector_norm(x) for x in run)) for run in parts])
@@ -350,6 +357,7 @@ def relative_error(out: torch.Tensor, exact: torch.Tensor) -> float | None:
     """||out - exact|| / ||exact|| over positions where exact is finite; None if undefined."""
     if not _comparable(out, exact) or exact.numel() == 0:
         return None
+    out, exact = real_parts(out), real_parts(exact)
 
     def pairs() -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
         for _, (o, e) in runs(out, exact):
@@ -369,6 +377,7 @@ def noise_norm(ref: torch.Tensor, exact: torch.Tensor) -> float | None:
         return None
     if exact.numel() == 0:
         return 0.0
+    ref, exact = real_parts(ref), real_parts(exact)
 
     def pairs() -> Iterator[tuple[torch.Tensor]]:
         for _, (r, e) in runs(ref, exact):
