@@ -24,7 +24,8 @@ from htam_engine.evaluate.channel import Channel, fresh_seed
 from htam_engine.evaluate.checks.compare import compare_outputs, tensors
 from htam_engine.evaluate.checks.inputs import draw
 from htam_engine.evaluate.checks.memory import aliased_outputs, tensor_leaves
-from htam_engine.evaluate.checks.observe import Observations, candidate_output, check_precision, record_notes
+from htam_engine.evaluate.checks.observe import (Observations, candidate_output, check_mutation, check_precision,
+                                                 record_notes)
 from htam_engine.evaluate.checks.sequence import CandidateFailed, CheckRun, Stop, stage_first
 from htam_engine.evaluate.clock import (clock_check, ended_threads_check, judged_runtime, spread, tail_check,
                                         thread_check)
@@ -300,6 +301,8 @@ class TimedRounds:
             raise CandidateFailed(f"ModelNew.forward raised on {label}: {reply.message}", reply.kind)
         record_notes(res, label, self.obs)
         checks.note_launches(reply.launches, label)
+        if not checks.reference_mutates:  # then `values` is what was staged: the buffers must still hold it
+            check_mutation(res, values, set(), label, self.obs)
         out = candidate_output(res, ref_out, tensor_leaves(values), label, self.obs)
         if out is None:
             self.obs.find("changed_during_timing", f"on {label} the output no longer had the reference's form "
