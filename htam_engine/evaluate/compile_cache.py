@@ -13,6 +13,7 @@ import contextlib
 import functools
 import importlib.util
 import inspect
+import linecache
 import os
 import sys
 import types
@@ -109,17 +110,24 @@ def candidate_file(key: str):
 
 def import_candidate(code: str, key: str) -> types.ModuleType:
     """Execute the candidate's source as module htam_candidate_<key> (its file lives in the cache,
-    so tracebacks and compiler messages name a real file)."""
+    so tracebacks and compiler messages name a real file).
+
+    What runs is `code` itself, compiled here, never what the shared cache holds: every sandbox can
+    write there, and the file loader would run a __pycache__/*.pyc an earlier candidate planted
+    with this file's mtime and size. The source lines go to linecache with no mtime, so
+    inspect.getsource (Triton's @jit reads its kernels' text that way) reads `code` too, not the
+    file as it may be later."""
     path = candidate_file(key)
     if not path.exists() or path.read_text() != code:
         atomic_write_text(path, code)
     mod_name = f"htam_candidate_{key}"
     spec = importlib.util.spec_from_file_location(mod_name, path)
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
     module = importlib.util.module_from_spec(spec)
+    linecache.cache[str(path)] = (len(code), None, code.splitlines(keepends=True), str(path))
     sys.modules[mod_name] = module
     try:
-        spec.loader.exec_module(module)
+        exec(compile(code, str(path), "exec", dont_inherit=True), module.__dict__)  # noqa: S102 - the sandbox's job
     except BaseException:
         sys.modules.pop(mod_name, None)
         raise
