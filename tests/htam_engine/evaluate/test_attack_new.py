@@ -50,38 +50,31 @@ def honest_ok(r) -> None:
 
 
 # ---------------------------------------------------------------- precision by dtype
-@xfail("check_precision measures float32/float16/bfloat16 outputs only: a float64 output computed in float32 "
-       "(relative error 5e-8 against float64 where the honest float64 kernel's is 8e-17) passes the 1e-5 "
-       "per-element tolerance and gets OK with no finding, as the honest honest_silu_f64 does")
 def test_a_float64_problem_computed_in_float32_is_caught():
+    """Float32 arithmetic under a float64 output (relative error 5e-8 against the float64 yardstick,
+    the honest kernel's 8e-17) passes the 1e-5 per-element tolerance: the precision rule's float64
+    floor (1e-9) catches it."""
     honest_ok(run_check("silu_f64", "honest_silu_f64"))
-    r = run_check("silu_f64", "cheat_float64_as_float32")
-    with missed():
-        assert_caught(r, "lower_precision")
+    assert_caught(run_check("silu_f64", "cheat_float64_as_float32"), "lower_precision")
 
 
-@xfail("a complex64 output gets compare's fallback tolerance 1e-2 (DEFAULT_TOLERANCES names no complex dtype) "
-       "and check_precision skips complex dtypes: real and imaginary parts rounded through bfloat16 (relative "
-       "error 3e-3 against float64, 27x outside float32's 1e-4, where the honest honest_polar's is 3e-8) get OK "
-       "with no finding")
 def test_a_complex_output_rounded_through_bfloat16_is_caught():
+    """Real and imaginary parts rounded through bfloat16 (relative error 3e-3, the honest kernel's
+    3e-8): a complex64 output is held to float32's 1e-4 part by part (once the 1e-2 fallback), and
+    the precision rule measures complex outputs by their parts."""
     honest_ok(run_check("polar", "honest_polar"))
     r = run_check("polar", "cheat_complex_bf16")
-    with missed():
-        assert_caught(r, "lower_precision")
+    assert_caught(r)
+    assert r.status is Status.INCORRECT and "atol=rtol=0.0001" in r.diagnostics.message, r.diagnostics.message
 
 
 # ---------------------------------------------------------------- what the timed trials do not check
-@xfail("the judge stops and continues (SIGSTOP/SIGCONT) the candidate's tree around every baseline turn and "
-       "never during the checked calls, so a SIGCONT handler tells the timed rounds apart; _verify_timed does "
-       "not compare the shared input buffers with what was written (check_mutation runs on checked calls only), "
-       "so a candidate that uses its input as scratch space on every timed call (and on none of the checked "
-       "ones) gets OK with no finding, as the honest honest_mse does")
 def test_an_input_used_as_scratch_space_on_the_timed_calls_only_is_caught():
+    """The judge stops and continues the candidate's tree around every baseline turn and never
+    during the checked calls, so a SIGCONT handler tells the timed rounds apart; every timed
+    trial's shared input buffers are compared with what was staged, as the checked calls' are."""
     honest_ok(run_check("mse", "honest_mse"))
-    r = run_check("mse", "cheat_timed_scratch_input")
-    with missed():
-        assert_caught(r, "input_mutation", "changed_during_timing")
+    assert_caught(run_check("mse", "cheat_timed_scratch_input"), "input_mutation")
 
 
 def test_values_changed_on_the_timed_calls_only_are_caught():
@@ -100,18 +93,13 @@ def test_a_deferred_output_under_the_plain_tensor_name_is_not_delivered():
 
 
 # ---------------------------------------------------------------- caches later evaluations read
-@xfail("import_candidate leaves a candidate's file in the shared cache as it is when its text is unchanged, "
-       "and Python imports __pycache__/<name>.pyc whenever its header carries the file's mtime and size: a .pyc "
-       "planted by an earlier candidate replaces the code of every later evaluation of that source. The honest "
-       "honest_relu_triton gets OK, the poisoner gets OK, the same honest source evaluated again is INCORRECT "
-       "(its output scaled by 1.5)")
 def test_bytecode_planted_for_other_candidates_does_not_change_their_verdicts(tmp_path):
+    """A .pyc planted beside every other candidate file with that file's mtime and size (its code
+    scales the output by 1.5) is never read: import_candidate runs the source the judge sent."""
     with isolated_judge(tmp_path) as j:
         honest_ok(j.run("relu", "honest_relu_triton"))
         honest_ok(j.run("relu", "cheat_pyc_poison"))  # the poisoner is an honest ReLU itself
-        later = j.run("relu", "honest_relu_triton")
-    with missed():
-        honest_ok(later)
+        honest_ok(j.run("relu", "honest_relu_triton"))
 
 
 @xfail("an extension library in the shared build cache is imported as it is when ninja finds nothing to "
