@@ -235,6 +235,14 @@ class Judge:
             self._spare = fork_sandbox(self.zygote, "candidate", self.device, limits)
         except HarnessStartError as exc:
             self._spare, self.zygote_error = None, str(exc)
+            return
+        try:
+            # Ready now, before the candidate handed the sandbox beside it runs: its limits and
+            # scheduling are read as its own (procstate), to be compared at handover.
+            self._spare.wait_ready(_SANDBOX_START_S)
+        except SandboxError:
+            self._spare.kill()
+            self._spare = None
 
     def candidate_sandbox(self, limits: SandboxLimits) -> SandboxProcess:
         """A fresh sandbox (the spare started ahead, when its limits are these), and the next
@@ -256,7 +264,7 @@ class Judge:
         # to the next, honest candidate and died in its compile.
         self._fork_spare(limits)
         orphaned = self._spare is None or not self.zygote.alive()
-        if sandbox is None or orphaned or not sandbox.alive() or sandbox.limits != limits:
+        if sandbox is None or orphaned or not sandbox.alive() or sandbox.limits != limits or sandbox.tampered():
             if sandbox is not None:
                 sandbox.kill()
             try:
@@ -266,6 +274,21 @@ class Judge:
             if self._spare is None:
                 self.zygote_error = ""  # the zygote answered again: the next request forks a spare
         return sandbox
+
+    def sibling_tamper(self) -> str:
+        """What changed in the spare's or the reference sandbox's limits or scheduling since each
+        said it was ready ("" where nothing): a changed one is discarded, so no later evaluation
+        runs in it or is timed against it."""
+        said = []
+        if self._spare is not None and (changed := self._spare.tampered()):
+            said.append(f"the spare sandbox: {changed}")
+            self._spare.kill()
+            self._spare = None
+        if self.baseline is not None and (changed := self.baseline.sandbox.tampered()):
+            said.append(f"the reference sandbox: {changed}")
+            self.baseline.close()
+            self.baseline = None
+        return "; ".join(said)
 
     def loaded(self, problem: Any, config: EvalConfig) -> tuple[LoadedProblem, ReferenceModel | None]:
         """The loaded problem (and its reference model, once built), kept for the next request."""
@@ -400,6 +423,7 @@ class Evaluation(TimedRounds):
                 self.healthy = False
         finally:
             self._close()
+        self._watch_siblings()
         self._conclude()
         r.stages.gpu_peak_allocated_gib, r.stages.gpu_peak_reserved_gib = gpu_peak(self.device)
         history.dump()
@@ -413,13 +437,24 @@ class Evaluation(TimedRounds):
             file_mb = SandboxLimits.of(self.cfg, self.device).file_mb  # what its sandbox was started under
             r.diagnostics.message = message + file_limit_note(message, file_mb)
 
+    def _watch_siblings(self) -> None:
+        """Once the candidate's processes are gone, the sandboxes beside its own must be as they
+        were: a process of the same user can lower their limits or priority from outside."""
+        changed = self.judge.sibling_tamper()
+        if changed:
+            self.obs.find("sibling_tamper", f"while the candidate ran, the limits or scheduling of the sandboxes "
+                                            f"beside its own changed ({changed}): they are replaced")
+
     def _conclude(self) -> None:
         """The verdict from everything recorded: reject findings win, then failures, mismatches."""
         r, obs = self.result, self.obs
         r.integrity = list(obs.findings)
         r.diagnostics.mismatch = obs.mismatch
         rejects = [f for f in obs.findings if f.severity == "reject"]
-        if rejects and r.status in (Status.OK, Status.INCORRECT, Status.RUNTIME_ERROR, Status.COMPILE_ERROR):
+        # A harness error too: a candidate that broke the judge's sandboxes beside its own (its
+        # reference sandbox capped, say) meets the harness failing, and the finding names why.
+        if rejects and r.status in (Status.OK, Status.INCORRECT, Status.RUNTIME_ERROR, Status.COMPILE_ERROR,
+                                    Status.HARNESS_ERROR):
             r.status, r.diagnostics.message = Status.REJECTED, rejects[0].message
         elif r.status is Status.OK:
             status, message = _verdict(obs.findings, obs.mismatch)

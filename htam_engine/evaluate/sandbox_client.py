@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterator
 
 from htam_engine.evaluate import proctree, wire
 from htam_engine.evaluate.process import describe_exit, kill_tree, tree_rss_mb
+from htam_engine.evaluate.procstate import ProcessState, changes
 from htam_engine.evaluate.protocol import ProtocolError, ReplyReader, send_request
 from htam_engine.evaluate.shared import Exported
 from htam_engine.evaluate.stages import Stage, parse_stage
@@ -95,6 +96,7 @@ class SandboxProcess:
         self.reader = ReplyReader(sock.fileno(), max_bytes=wire.MAX_SANDBOX_BYTES)
         self.seq = 0
         self.ready = False
+        self.state: ProcessState | None = None  # read once it is ready (procstate)
         self.dead = False
         self.limits = SandboxLimits()
 
@@ -157,6 +159,12 @@ class SandboxProcess:
             self.kill()
             raise SandboxProtocol(Stage.START, f"a {type(reply).__name__} before it said it was ready")
         self.ready = True
+        self.state = ProcessState.read(self.pid)
+
+    def tampered(self) -> str:
+        """What another process changed in this sandbox's limits or scheduling since it said it was
+        ready ("" where nothing, or it is not ready yet): procstate's module docstring says why."""
+        return changes(self.state, self.pid) if self.ready else ""
 
     def request(self, msg: Any, *, stage: Stage, deadline_s: float, budget: Budget | None, memory_mb: float,
                 on_stage: Callable[[Stage], None] | None = None, fds: list[int] | None = None) -> Any:

@@ -144,31 +144,26 @@ def test_a_precompiled_header_folder_planted_by_a_candidate_is_not_used_by_later
 
 
 # ---------------------------------------------------------------- processes beside the sandbox
-@xfail("resource.prlimit on a sibling of the same user is allowed (non-dumpable does not stop it) and the judge "
-       "hands over a spare after comparing its own record of the spare's limits, not the process's: the honest "
-       "honest_relu_triton gets OK, the cheat caps its siblings' address space (itself HARNESS_ERROR: its reference "
-       "sandbox cannot map the inputs), and the next honest_relu_triton, in the capped spare, is REJECTED with a "
-       "'protocol' finding that blames its own code")
 def test_a_candidate_capping_its_siblings_limits_leaves_the_next_candidate_alone(tmp_path):
+    """prlimit on a sibling of the same user is allowed (non-dumpable does not stop it): the cheat
+    caps the spare's and the reference sandbox's address space. The judge compares each one's
+    limits with what it read when the sandbox said it was ready: the cheat is rejected for it, and
+    the next honest candidate gets a fresh spare and reference sandbox (before: REJECTED with a
+    'protocol' finding blaming its own code, in the capped spare)."""
     with isolated_judge(tmp_path) as j:
         honest_ok(j.run("relu", "honest_relu_triton"))
-        j.run("relu", "cheat_prlimit_siblings")
-        later = j.run("relu", "honest_relu_triton")
-    with missed():
-        honest_ok(later)
+        assert_caught(j.run("relu", "cheat_prlimit_siblings"), "sibling_tamper")
+        honest_ok(j.run("relu", "honest_relu_triton"))
 
 
-@xfail("sched_setscheduler(SCHED_IDLE) and setpriority(19) on a sibling of the same user are allowed and "
-       "cannot be undone without privilege; nothing of the judge's looks at its sandboxes' scheduling, so the "
-       "reference sandbox kept for the problem times this candidate's baselines (beside it and alone) and every "
-       "later candidate's at idle priority. With two busy processes on this 2-core host one run measured eager "
-       "0.028 ms and speedup 0.017 for the cheat against 0.020 ms and 0.007 for honest_relu_triton (noisy: the "
-       "test asserts the scheduling the judge leaves, not the speedup)")
 def test_a_candidate_cannot_lower_the_scheduling_of_the_reference_sandbox(tmp_path):
+    """sched_setscheduler(SCHED_IDLE) and setpriority(19) on a sibling of the same user are allowed and
+    cannot be undone without privilege: the reference sandbox kept for the problem would time every
+    later candidate's baselines at idle priority. The judge sees the change once the candidate is
+    gone, rejects it and replaces the sandbox."""
     with isolated_judge(tmp_path) as j:
         honest_ok(j.run("relu", "honest_relu_triton"))
-        honest_ok(j.run("relu", "cheat_deprioritize_siblings"))
+        assert_caught(j.run("relu", "cheat_deprioritize_siblings"), "sibling_tamper")
         honest_ok(j.run("relu", "honest_relu_triton"))
         pid = j.judge.baseline.sandbox.pid  # the reference sandbox that timed the later candidate's baselines
-        with missed():
-            assert (os.sched_getscheduler(pid), os.getpriority(os.PRIO_PROCESS, pid)) == (os.SCHED_OTHER, 0)
+        assert (os.sched_getscheduler(pid), os.getpriority(os.PRIO_PROCESS, pid)) == (os.SCHED_OTHER, 0)

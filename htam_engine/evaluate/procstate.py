@@ -1,0 +1,54 @@
+"""What another process of the same user can change in a sandbox from outside, without touching
+its memory: its resource limits (prlimit), its scheduling policy and nice value
+(sched_setscheduler, setpriority) and the CPUs it may run on (sched_setaffinity). Non-dumpable
+does not protect these, and a lowered limit or priority cannot be raised again without privilege.
+
+A candidate can reach the sandboxes beside its own: the spare the judge forked for the next
+candidate and the reference sandbox that times the baselines. The judge reads each one's state
+once it said it was ready (its own limits applied, before any candidate code could run beside
+it) and compares before relying on it again (judge.Judge.sibling_tamper).
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+from dataclasses import dataclass, fields
+
+_LIMITS = {name: getattr(resource, name) for name in ("RLIMIT_AS", "RLIMIT_DATA", "RLIMIT_STACK", "RLIMIT_CPU",
+                                                       "RLIMIT_FSIZE", "RLIMIT_NOFILE", "RLIMIT_NPROC",
+                                                       "RLIMIT_MEMLOCK", "RLIMIT_CORE") if hasattr(resource, name)}
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessState:
+    limits: tuple[tuple[str, int, int], ...]  # (name, soft, hard)
+    policy: int
+    nice: int
+    cpus: frozenset[int]
+
+    @classmethod
+    def read(cls, pid: int) -> "ProcessState | None":
+        """The process's state, or None where it cannot be read (gone, or not Linux)."""
+        try:
+            limits = tuple((name, *resource.prlimit(pid, r)) for name, r in _LIMITS.items())
+            return cls(limits, os.sched_getscheduler(pid), os.getpriority(os.PRIO_PROCESS, pid),
+                       frozenset(os.sched_getaffinity(pid)))
+        except (OSError, AttributeError, ValueError):
+            return None
+
+
+def changes(before: ProcessState | None, pid: int) -> str:
+    """What differs in process `pid` from `before` ("" where nothing does, or it cannot be read)."""
+    now = ProcessState.read(pid)
+    if before is None or now is None or now == before:
+        return ""
+    said = []
+    for f in fields(ProcessState):
+        was, is_ = getattr(before, f.name), getattr(now, f.name)
+        if f.name == "limits":
+            said += [f"{a[0]} {a[1:]} -> {b[1:]}" for a, b in zip(was, is_) if a != b]
+        elif was != is_:
+            said.append(f"{f.name} {sorted(was) if f.name == 'cpus' else was} -> "
+                        f"{sorted(is_) if f.name == 'cpus' else is_}")
+    return ", ".join(said)
