@@ -163,15 +163,18 @@ def _recurring(folder: Path, build_name: str) -> bool:
 
 
 def link_header(folder: Path, with_cuda: bool) -> None:
-    """folder/torch/extension.h -> the real header (gcc wants the .gch beside what it includes)."""
+    """folder/torch/extension.h -> the real header (gcc wants the .gch beside what it includes).
+    A link that points anywhere else is replaced: every sandbox can write this folder, and it goes
+    first on every later build's include path (a planted header once built them all at -O0)."""
     link = folder / _HEADER
-    if link.is_symlink():
+    target = Path(_system_includes(with_cuda)[0]) / _HEADER
+    if link.is_symlink() and os.readlink(link) == str(target):
         return
     link.parent.mkdir(parents=True, exist_ok=True)
     tmp_link = link.with_name(f".{link.name}.{os.getpid()}")
     with contextlib.suppress(FileNotFoundError):
         tmp_link.unlink()
-    tmp_link.symlink_to(Path(_system_includes(with_cuda)[0]) / _HEADER)
+    tmp_link.symlink_to(target)
     os.replace(tmp_link, link)
 
 
