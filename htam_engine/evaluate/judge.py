@@ -29,6 +29,7 @@ from typing import Any, Callable
 import torch
 
 from htam_engine.evaluate import wire
+from htam_engine.evaluate.build_record import BuildRecords
 from htam_engine.evaluate.channel import Channel
 from htam_engine.evaluate.checks.observe import Observations
 from htam_engine.evaluate.checks.sequence import CandidateFailed, CheckRun, Stop
@@ -216,6 +217,7 @@ class Judge:
             collections.OrderedDict()
         self.baseline: BaselineSandbox | None = None
         self.build_failures: collections.OrderedDict[str, BuildFailure] = collections.OrderedDict()  # by key
+        self.build_records = BuildRecords()  # what the builds it asked for left in the shared cache
         self._bandwidth: float | None = None
         self._fork_spare(SandboxLimits.of(EvalConfig(), device))  # the usual limits, until a request says
 
@@ -522,6 +524,10 @@ class Evaluation(TimedRounds):
         assert self.channel is not None
         r = self.result
         self.judge.stage(Stage.COMPILE)
+        if not self.judge.build_records.check(self.key):
+            self.obs.find("build_cache_changed", "the libraries an earlier build of this source left in the shared "
+                                                 "build cache had changed since (another candidate's sandbox can write "
+                                                 "there): built anew", "warn")
         reply = self.channel.request(wire.Build(self.channel.next_seq(), self.code, self.key, self.backend),
                                      Stage.COMPILE, deadline_s=None)
         if not isinstance(reply, wire.Outcome):
@@ -529,6 +535,7 @@ class Evaluation(TimedRounds):
         r.stages.compile_cached = reply.compile_cached
         self.extension_ops = reply.extension_ops
         if reply.ok:
+            self.judge.build_records.record(self.key)
             return
         r.diagnostics.compiler = list(reply.compiler)
         r.diagnostics.log = reply.log

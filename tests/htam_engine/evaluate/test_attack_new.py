@@ -102,16 +102,28 @@ def test_bytecode_planted_for_other_candidates_does_not_change_their_verdicts(tm
         honest_ok(j.run("relu", "honest_relu_triton"))
 
 
-@xfail("an extension library in the shared build cache is imported as it is when ninja finds nothing to "
-       "rebuild, and ninja goes by mtimes: a library of the same module name built by an earlier candidate, "
-       "copied over it with the old mtime put back, replaces the code of every later evaluation of that source. "
-       "The honest honest_relu_cpp gets OK, the poisoner gets OK, the same honest source evaluated again is "
-       "INCORRECT (every function returns its first argument times 1.5)")
 def test_extension_libraries_replaced_by_another_candidate_do_not_change_their_verdicts(tmp_path):
+    """A library of the same module name (every function returns its first argument times 1.5)
+    copied over an earlier candidate's, its mtime put back so ninja rebuilds nothing: the judge
+    that asked for that build kept its digests, finds the folder changed and has it built anew."""
     with isolated_judge(tmp_path) as j:
         honest_ok(j.run("relu", "honest_relu_cpp"))
         honest_ok(j.run("relu", "cheat_so_poison"))  # the poisoner is an honest ReLU itself
         later = j.run("relu", "honest_relu_cpp")
+    honest_ok(later)
+    assert "build_cache_changed" in {f.rule for f in later.integrity}, later.integrity
+
+
+@xfail("the digests of a build are the judge's own, in its memory: a judge that did not ask for that build "
+       "(another worker's, a later run's) finds the library planted over it and uses it as it is. The honest "
+       "honest_relu_cpp gets OK, the poisoner gets OK, the same honest source in a new judge on the same cache "
+       "is INCORRECT (every function returns its first argument times 1.5)")
+def test_extension_libraries_replaced_for_another_judge_do_not_change_their_verdicts(tmp_path):
+    with isolated_judge(tmp_path) as j:
+        honest_ok(j.run("relu", "honest_relu_cpp"))
+        honest_ok(j.run("relu", "cheat_so_poison"))
+    with isolated_judge(tmp_path) as fresh:
+        later = fresh.run("relu", "honest_relu_cpp")
     with missed():
         honest_ok(later)
 
