@@ -14,6 +14,8 @@ small size on the CPU (median milliseconds of the forward alone):
   warm call, recv, call the untimed call before the read instead: what a sandbox could do before
                         the judge writes the trial's inputs (after that, a call before the timed
                         one could read them and have the answer ready)
+  warm call, polled recv, call   the same with the read's wait a busy poll of the socket (the
+                        core never sleeps between the warm-up and the call)
 
 On the H200 the sandbox's forward of 1/88's export spent 0.20-0.31 ms of host time against
 0.07-0.10 ms back to back (README, "htam verify"); this shows the same on any CPU. From the
@@ -71,10 +73,11 @@ def in_process(rows: int, cols: int, calls: int, sleep_s: float) -> dict[str, fl
     for _ in range(20):
         model(x)
     out = {"back to back": _median_ms([timed() for _ in range(calls)])}
-    variants = (("after a recv", None, None), ("after a spin", None, spin),
-                ("after a warm call", None, lambda: model(other)),
-                ("warm call, recv, call", lambda: model(other), None))
-    for label, before_recv, after_recv in variants:
+    variants = (("after a recv", None, None, False), ("after a spin", None, spin, False),
+                ("after a warm call", None, lambda: model(other), False),
+                ("warm call, recv, call", lambda: model(other), None, False),
+                ("warm call, polled recv, call", lambda: model(other), None, True))
+    for label, before_recv, after_recv, polled in variants:
         mine, theirs = mp.Pipe()
         peer = mp.get_context("fork").Process(target=_peer, args=(theirs, calls))
         peer.start()
@@ -82,6 +85,8 @@ def in_process(rows: int, cols: int, calls: int, sleep_s: float) -> dict[str, fl
         for _ in range(calls):
             if before_recv is not None:
                 before_recv()
+            while polled and not mine.poll(0):  # a busy wait on the socket instead of sleeping in the read
+                pass
             mine.recv_bytes()
             if after_recv is not None:
                 after_recv()

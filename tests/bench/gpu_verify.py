@@ -139,10 +139,14 @@ def verify_all(pairs: list[tuple[Any, Path]], checkout: Any, device: str, settin
             print(f"  stopped at the deadline after {i} of {len(pairs)}", flush=True)
             break
         t0 = time.monotonic()
-        v = verify_solution(str(solution), solution.read_text(), load_problem(problem.path), checkout, device, settings)
+        stages: list[tuple[str, float]] = []  # where each export's seconds go (KernelBench's side, then htam's)
+        v = verify_solution(str(solution), solution.read_text(), load_problem(problem.path), checkout, device, settings,
+                            on_stage=lambda name: stages.append((name, time.monotonic())))
+        ends = [t for _, t in stages[1:]] + [time.monotonic()]
+        split = ", ".join(f"{name.split()[0]} {end - t:.0f} s" for (name, t), end in zip(stages, ends))
         cells = report.row(v)
         bx = batch_x.get(problem.id)
-        print(" | ".join([cells[0], times(bx), *cells[1:]]) + f"  ({time.monotonic() - t0:.0f} s)", flush=True)
+        print(" | ".join([cells[0], times(bx), *cells[1:]]) + f"  ({time.monotonic() - t0:.0f} s: {split})", flush=True)
         if v.kernelbench.error:
             print(f"    KernelBench: {v.kernelbench.error}", flush=True)
         if v.htam.diagnostics.message:  # why htam's verdict is not ok: the row alone does not say

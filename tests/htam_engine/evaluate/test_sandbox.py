@@ -124,3 +124,26 @@ def test_a_sandbox_has_no_descriptor_of_its_parent_and_its_own_limits(zygote):
     assert others.count("socket") == 1 and "pipe" not in others, others
     assert all(f == "socket" or f.endswith(".lock") for f in others), others
     assert int(as_limit) == 5000 * 1024 * 1024 and threads == "1"
+
+
+def test_a_cuda_sandbox_polls_for_its_next_request_then_leaves_it_to_the_read():
+    """The poll before the read (timing.POLL_BEFORE_SLEEP_NS) returns at once when a request is
+    waiting, gives up after its bound when none comes, and reads nothing either way."""
+    import socket
+
+    from htam_engine.evaluate.sandbox import Sandbox
+    from htam_engine.evaluate.timing import POLL_BEFORE_SLEEP_NS
+
+    ours, theirs = socket.socketpair()
+    try:
+        box = Sandbox.__new__(Sandbox)  # only what the poll reads: the socket and the device
+        box.fd, box.device = ours.fileno(), "cuda"
+        t0 = time.perf_counter_ns()
+        box._poll_for_request()  # nothing sent: the bound ends it
+        assert time.perf_counter_ns() - t0 >= POLL_BEFORE_SLEEP_NS
+        theirs.sendall(b"request")
+        box._poll_for_request()
+        assert ours.recv(16) == b"request"  # still there for the read
+    finally:
+        ours.close()
+        theirs.close()
