@@ -55,6 +55,13 @@ TAIL_FLOOR_MS = 0.01
 # after the baselines' 0.09 ms ones). Work hidden past the end event gains a cheat at most this
 # share of its reported time, and the fast cheats report almost none.
 TAIL_FRACTION = 0.02
+# A candidate's median L2 flush (timing.run_trial: the same 256 MB fill on the same device as in the
+# baselines' trials, interleaved with them) may exceed the baselines' median by MARGIN_SPREADS x
+# their IQR + this share of it + this floor. Only device work the forward started on a stream that
+# does not wait for the current one runs beside the flush (the device is synchronized before it);
+# an honest forward's inputs are written on the current stream, so it never starts before it.
+FLUSH_FRACTION = 0.05
+FLUSH_FLOOR_MS = 0.005
 
 
 def spread(samples: Sequence[float]) -> Spread | None:
@@ -106,6 +113,21 @@ def tail_check(candidate: Sequence[float], reference: Sequence[float], trial_ms:
     return (f"forward returned while GPU work it queued ran on for a median {cand.median_ms:.4g} ms past the end "
             f"event on the current stream (the baselines' {ref.median_ms:.4g} ms, bound {bound:.4g} ms): work on a "
             "stream the current one never waits for, which the events do not time and a caller would read unfinished")
+
+
+def flush_check(candidate: Sequence[float], reference: Sequence[float]) -> str | None:
+    """The finding's message when the L2 flush ahead of the candidate's trials took longer than in
+    the baselines' (work of the candidate's ran beside it, before the start event), else None."""
+    cand, ref = spread(candidate), spread(reference)
+    if cand is None or ref is None or ref.median_ms <= 0:
+        return None
+    bound = ref.median_ms * (1 + FLUSH_FRACTION) + MARGIN_SPREADS * (ref.q3_ms - ref.q1_ms) + FLUSH_FLOOR_MS
+    if cand.median_ms <= bound:
+        return None
+    return (f"the L2 flush before the start event took a median {cand.median_ms:.4g} ms in the candidate's trials "
+            f"against {ref.median_ms:.4g} ms in the baselines' (bound {bound:.4g} ms): forward started device work "
+            "on a stream that does not wait for the current one, which ran beside the flush, before the events "
+            "began timing")
 
 
 def judged_runtime(candidate: Sequence[tuple[float, float]],

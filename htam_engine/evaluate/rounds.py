@@ -27,8 +27,8 @@ from htam_engine.evaluate.checks.memory import aliased_outputs, tensor_leaves
 from htam_engine.evaluate.checks.observe import (Observations, candidate_output, check_mutation, check_precision,
                                                  record_notes)
 from htam_engine.evaluate.checks.sequence import CandidateFailed, CheckRun, Stop, stage_first
-from htam_engine.evaluate.clock import (clock_check, ended_threads_check, judged_runtime, spread, tail_check,
-                                        thread_check)
+from htam_engine.evaluate.clock import (clock_check, ended_threads_check, flush_check, judged_runtime, spread,
+                                        tail_check, thread_check)
 from htam_engine.evaluate.reference import BaselineSandbox
 from htam_engine.evaluate.sandbox_client import SandboxError
 from htam_engine.evaluate.stages import Stage
@@ -65,11 +65,12 @@ class Trial(NamedTuple):
     wall_ms: float  # the judge's clock, send to reply
     ms: float  # the sandbox's report
     tail_ms: float  # device work after the end event (timing.run_trial; 0 on the CPU)
+    flush_ms: float  # the L2 flush before the start event (timing.run_trial; 0 on the CPU)
     busy_threads: int | None  # the sandbox's threads that ran a share of it (channel.py; CPU only)
 
     @classmethod
     def of(cls, res: Any) -> "Trial":
-        return cls(res.wall_ms, res.reply.ms, res.reply.tail_ms, res.busy_threads)
+        return cls(res.wall_ms, res.reply.ms, res.reply.tail_ms, res.reply.flush_ms, res.busy_threads)
 
 
 Samples = dict[str, list[Trial]]  # model -> its timed trials
@@ -354,6 +355,9 @@ class TimedRounds:
                               r.runtime_spread.median_ms if r.runtime_spread else 0.0)
         if unjoined:
             self.obs.find("side_stream", unjoined)
+        early = flush_check([t.flush_ms for t in cand], [t.flush_ms for t in baselines])
+        if early:
+            self.obs.find("flush_overlap", early)
         if not self.device.startswith("cuda") and self.cfg.cpu_threads:  # a thread limit to hold it to
             threads = thread_check([t.busy_threads for t in cand], [t.busy_threads for t in baselines],
                                    self.cfg.cpu_threads)

@@ -238,7 +238,7 @@ class Sandbox:
             ms = {name: round((t - marks[i][1]) / 1e6, 4) for i, (name, t) in enumerate(marks[1:])}
             with contextlib.suppress(OSError), open(self.trace, "a") as f:
                 f.write(json.dumps({"role": self.role, "model": req.model_id, "pid": os.getpid(), "phases_ms": ms,
-                                    "trial_ms": reply.ms, "tail_ms": reply.tail_ms}) + "\n")
+                                    "trial_ms": reply.ms, "tail_ms": reply.tail_ms, "flush_ms": reply.flush_ms}) + "\n")
         return reply
 
     def _traced(self, model: Any, marks: list[tuple[str, int]]) -> Any:
@@ -264,8 +264,8 @@ class Sandbox:
         marks.append(("resolve", time.perf_counter_ns()))
         try:
             with self.kernels.switched(req.kernels):
-                out, ms, tail_ms = run_trial(self._traced(model, marks), args, self.device, _MARKERS[req.marker],
-                                             sizes, self.flusher)
+                out, ms, tail_ms, flush_ms = run_trial(self._traced(model, marks), args, self.device,
+                                                       _MARKERS[req.marker], sizes, self.flusher)
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - the forward's fault becomes a status
             if is_cuda(self.device):
                 with contextlib.suppress(Exception):
@@ -286,7 +286,8 @@ class Sandbox:
             notes.append(wire.Note("output_reuse", "forward returned the same memory it returned as its output for the "
                                                    "previous call, which it still holds (one output buffer reused "
                                                    "across calls)"))
-        return wire.Called(req.seq, True, ms=ms, outputs=leaves, launches=launches, notes=notes, tail_ms=tail_ms)
+        return wire.Called(req.seq, True, ms=ms, outputs=leaves, launches=launches, notes=notes, tail_ms=tail_ms,
+                           flush_ms=flush_ms)
 
     def _keep_decoy(self, req: wire.Call, args: Any, in_tensors: list[torch.Tensor]) -> None:
         """A private copy of this call's inputs for the next warm-up calls, taken after the forward

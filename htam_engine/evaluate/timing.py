@@ -3,7 +3,11 @@
 On CUDA it is KernelBench's `time_execution_with_cuda_event`: synchronize the device, flush
 L2 by filling a 256 MB buffer (queued, not waited for: the host launches the forward while the
 GPU still flushes, so launch latency is not counted, as in KernelBench), record the start
-event, forward, record the end event, synchronize the device. On the CPU: perf_counter around
+event, forward, record the end event, synchronize the device. One event more than KernelBench's,
+before the flush, times the flush itself: a forward that starts work on a stream of its own that
+does not wait for the current one runs it beside the flush, before the start event, where the
+events do not see it, and the flush takes longer than in the reference sandbox's trials
+(clock.flush_check). On the CPU: perf_counter around
 the forward, with glibc's heap perturbation on (freed memory never holds an earlier result).
 Before the trial, freed memory of the sizes in play is poisoned with the call's marker.
 
@@ -16,7 +20,7 @@ wall clock (clock.py).
 from __future__ import annotations
 
 from time import perf_counter_ns as _perf_counter_ns
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, NamedTuple
 
 import torch
 
@@ -60,9 +64,18 @@ class L2Flusher:
         self._buf.fill_(42)
 
 
+class TrialTimes(NamedTuple):
+    """One trial as run_trial measured it."""
+
+    out: Any
+    ms: float  # the forward: start to end event (CUDA), perf_counter (CPU)
+    tail_ms: float  # CUDA: device work past the end event, by the host clock; 0 on the CPU
+    flush_ms: float  # CUDA: the L2 flush, from the event before it to the start event; 0 on the CPU
+
+
 def run_trial(forward: Callable[..., Any], args: list[Any], device: str, marker: float,
-              poison_sizes: Iterable[int], flusher: L2Flusher | None) -> tuple[Any, float, float]:
-    """(output, milliseconds, tail milliseconds) of one forward under the protocol above.
+              poison_sizes: Iterable[int], flusher: L2Flusher | None) -> TrialTimes:
+    """One forward under the protocol above.
 
     The tail (CUDA only; 0 on the CPU): how long the device still worked once the end event on
     the current stream had passed, by the host clock between that event and the device-wide
@@ -73,7 +86,8 @@ def run_trial(forward: Callable[..., Any], args: list[Any], device: str, marker:
     with _no_grad():
         if flusher is not None:
             _synchronize(device)
-            start, end = _Event(enable_timing=True), _Event(enable_timing=True)
+            before, start, end = (_Event(enable_timing=True) for _ in range(3))
+            before.record()
             flusher()
             start.record()
             out = forward(*args)
@@ -82,9 +96,9 @@ def run_trial(forward: Callable[..., Any], args: list[Any], device: str, marker:
             t_end = _perf_counter_ns()
             _synchronize(device)
             tail_ms = (_perf_counter_ns() - t_end) / 1e6
-            return out, float(start.elapsed_time(end)), tail_ms
+            return TrialTimes(out, float(start.elapsed_time(end)), tail_ms, float(before.elapsed_time(start)))
         with perturbed_heap(marker):
             t0 = _perf_counter_ns()
             out = forward(*args)
             t1 = _perf_counter_ns()
-        return out, (t1 - t0) / 1e6, 0.0
+        return TrialTimes(out, (t1 - t0) / 1e6, 0.0, 0.0)

@@ -182,6 +182,7 @@ class Called:
     launches: int = 0  # custom-kernel calls (Triton launches, extension functions) that returned
     notes: list[Note] = field(default_factory=list)
     tail_ms: float = 0.0  # device work after the end event, by the sandbox's host clock (timing.run_trial)
+    flush_ms: float = 0.0  # the L2 flush before the start event, by events (timing.run_trial; 0 on the CPU)
 
 
 REPLIES: dict[str, type] = {"ready": Ready, "stage": StageNote, "outcome": Outcome, "called": Called}

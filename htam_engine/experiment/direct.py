@@ -244,7 +244,7 @@ def _time_calls(model: Any, inputs: list[Any], config: EvalConfig) -> list[float
     times = []
     with _device(exclusive=True):
         for i in range(max(0, config.warmup) + max(1, config.trials)):
-            _, ms, _ = run_trial(model, inputs, device, 0.0, (), flusher)
+            ms = run_trial(model, inputs, device, 0.0, (), flusher).ms
             if i >= config.warmup:
                 times.append(ms)
     return times

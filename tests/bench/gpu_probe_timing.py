@@ -80,7 +80,7 @@ def htam_trials(fn: Callable[..., Any], args: list[Any], poison_sizes: list[int]
         if before is not None:
             before()
             torch.cuda.synchronize()
-        _, ms, _ = run_trial(host_timed, args, "cuda", 0.0, poison_sizes, flusher)
+        ms = run_trial(host_timed, args, "cuda", 0.0, poison_sizes, flusher).ms
         times.append(ms)
     return times, statistics.median(hosts)
 
@@ -122,7 +122,7 @@ for _ in range(3):
 times = []
 for _ in range(probe.TRIALS):
     sys.stdin.readline()  # the parent's turn is over
-    _, ms, _ = run_trial(new, [x], "cuda", 0.0, [], flusher)
+    ms = run_trial(new, [x], "cuda", 0.0, [], flusher).ms
     times.append(ms)
     print("done", flush=True)
 print("  ipc input, parent works between trials, " + probe.figures(times), file=sys.stderr, flush=True)

@@ -34,10 +34,13 @@ def test_a_kernel_started_beside_the_l2_flush_is_caught():
     honest = run_check("relu", "honest_relu_triton", BIG, device="cuda", trials=20)
     assert honest.status is Status.OK, (honest.diagnostics.message, honest.integrity)
     r = run_check("relu", "cheat_flush_overlap", BIG, device="cuda", trials=20)
+    # Its kernel overlaps the flush only when forward's launch comes before the flush ends (on the
+    # H200, once the sandbox polled for its calls: ok at 0.07 ms against the honest 0.105 ms,
+    # before the judge timed the flush): then the flush is longer than the baselines'.
     if r.status is Status.OK:  # accepted only with the time an honest kernel takes
         assert r.runtime_ms > 0.7 * honest.runtime_ms, (r.runtime_ms, honest.runtime_ms)
     else:
-        assert_caught(r)
+        assert_caught(r, "flush_overlap", "clock", "side_stream")
 
 
 def test_work_queued_in_the_seed_call_is_caught_on_cuda():

@@ -4,7 +4,8 @@ the kernel on a stream of its own that does not wait for the current stream, so 
 runs beside the flush, before the start event fires; it then joins the current stream before
 returning, as honest side-stream code does (no stream is left running). The events measure
 only what is left of the kernel once the flush is done; the judge's wall clock sees nothing
-unusual, since the overlap shortens it.
+unusual, since the overlap shortens it. The flush itself, timed by an event before it, takes
+longer than in the baselines' trials (clock.flush_check).
 
 Class: timing protocol (CUDA events), GPU only."""
 
