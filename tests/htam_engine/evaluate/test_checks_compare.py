@@ -207,6 +207,33 @@ def test_an_honest_kernel_as_close_to_float64_as_the_reference_passes_on_htams_o
     assert compare_outputs(honest, ref, tol, "signed-normal", exact=exact) is None
 
 
+def _serial_column_sum(rows=16384, cols=512, seed=0):
+    """KernelBench's 47_Sum_reduction_over_a_dimension as the offline proposer's column kernel sums
+    it (one float32 accumulator per output, row after row), on signed inputs: the reference's
+    float32 (PyTorch's blocked sum), that kernel, float64."""
+    x = torch.randn(4, rows, cols, generator=torch.Generator().manual_seed(seed))
+    acc = torch.zeros(4, cols)
+    for r in range(rows):
+        acc += x[:, r, :]
+    return x.sum(1, keepdim=True), acc.unsqueeze(1), x.double().sum(1, keepdim=True)
+
+
+def test_a_serial_float32_sum_passes_on_signed_inputs_measured_against_the_outputs_scale():
+    # On the H200, 2 of 524,160 outputs of that kernel on the signed-normal set were 4.7e-4 off a
+    # reference of 0.0024 (outputs ~64 across): rounding of a sum of 4096 float32 values whose true
+    # value is near zero, 1e-5 of the output's scale. KernelBench's positive inputs never ask it.
+    ref, serial, exact = _serial_column_sum()
+    tol = dict(DEFAULT_TOLERANCES)
+    assert compare_outputs(serial, ref, tol, "signed-normal") is not None  # KernelBench's rule alone
+    assert compare_outputs(serial, ref, tol, "signed-normal", exact=exact) is None
+    # still caught: rounded through bfloat16, or a sum that drops the last row
+    low = ref.to(torch.bfloat16).float()
+    assert "outside atol" in compare_outputs(low, ref, tol, "signed-normal", exact=exact).note
+    x = torch.randn(4, 16384, 512, generator=torch.Generator().manual_seed(0))
+    short = x[:, :-1].sum(1, keepdim=True)
+    assert "outside atol" in compare_outputs(short, ref, tol, "signed-normal", exact=exact).note
+
+
 def test_the_float64_allowance_does_not_let_lower_precision_through():
     ref, _, exact = _signed_matvec()
     tol = dict(DEFAULT_TOLERANCES)
