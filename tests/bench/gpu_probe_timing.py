@@ -189,7 +189,8 @@ def print_trace(path: Path) -> None:
     for line in path.read_text().splitlines() if path.exists() else []:
         doc = json.loads(line)
         rows.setdefault((doc["role"], doc["model"]), []).append({**doc["phases_ms"], "trial_ms": doc["trial_ms"],
-                                                                 "tail_ms": doc["tail_ms"]})
+                                                                 "tail_ms": doc["tail_ms"],
+                                                                 "flush_ms": doc.get("flush_ms", 0.0)})
     for (role, model), calls in rows.items():
         calls = [c for c in calls if "trial" in c][-TRIALS:]  # the timed rounds (the checked calls come first)
         phases = {k: statistics.median(c[k] for c in calls) for k in calls[0]}
