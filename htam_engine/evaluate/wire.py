@@ -98,8 +98,9 @@ class Call:
 @dataclass(slots=True)
 class Warm:
     """Before the judge writes a call's inputs: run `model_id` once, untimed and unchecked, on the
-    sandbox's private copy of inputs shaped as its last call's (nothing when it has none), so the
-    call that follows finds the forward's code and data warm, as in a back-to-back loop (timing.py)."""
+    sandbox's private copy of inputs shaped as its last call's (a candidate's inputs too large to
+    copy: the shared buffers, which still hold them; nothing otherwise), so the call that follows
+    finds the forward's code and data warm, as in a back-to-back loop (timing.py)."""
 
     seq: int
     model_id: str

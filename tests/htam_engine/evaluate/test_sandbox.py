@@ -147,3 +147,32 @@ def test_a_cuda_sandbox_polls_for_its_next_request_then_leaves_it_to_the_read():
     finally:
         ours.close()
         theirs.close()
+
+
+def test_a_candidate_too_large_to_copy_warms_up_on_the_shared_buffers_of_its_last_call():
+    """No private copy past WARM_COPY_MAX_BYTES: a candidate's warm-up (which always comes before
+    the judge writes the next inputs) runs on the buffers while they hold its last call's layout;
+    never on another layout written since, and never in the reference sandbox, whose baseline
+    warm-up may follow the staging."""
+    from htam_engine.evaluate.sandbox import CANDIDATE, REFERENCE, Sandbox
+
+    lay = Layout((4, 8), (8, 1), 0, "float32")
+    storage = SharedStorage(lay.nbytes, "cpu")
+    seen: list[int] = []
+
+    def forward(x: torch.Tensor) -> torch.Tensor:
+        seen.append(x.data_ptr())
+        return x
+
+    box = Sandbox.__new__(Sandbox)  # only what a warm-up reads
+    box.device, box.role, box.models, box.buffers = "cpu", CANDIDATE, {"main": forward}, {0: storage.bytes}
+    template = [wire.BufRef(0, lay)]
+    box._decoy, box._called_with, box._last_call = None, {"main": template}, template
+    assert box.warm_call(wire.Warm(1, "main")).ok and seen == [storage.view(lay).data_ptr()]
+    box._last_call = [wire.BufRef(0, Layout((32,), (1,), 0, "float32"))]  # a call of another layout since
+    box.warm_call(wire.Warm(2, "main"))
+    box.role, box._last_call = REFERENCE, template
+    box.warm_call(wire.Warm(3, "main"))
+    box.role, box.buffers = CANDIDATE, {}  # detached
+    box.warm_call(wire.Warm(4, "main"))
+    assert len(seen) == 1
