@@ -105,11 +105,18 @@ class Sandbox:
                     wire.Attach: self.attach, wire.Detach: self.detach, wire.Call: self.call, wire.Warm: self.warm_call}
         # Garbage is collected between requests, never during one: a collection inside a call would
         # land in the judge's clock (or the trial) at random, and more for candidates that make
-        # more garbage, so the candidate's and the reference's overheads would not compare.
+        # more garbage, so the candidate's and the reference's overheads would not compare. Not
+        # between a warm-up and the call it warms: there the sandbox polls for the call instead
+        # (timing.POLL_BEFORE_SLEEP_NS), and a collection would walk the forward's data out of the
+        # core's caches. After any other reply it collects and sleeps in the read at once, which is
+        # what the judge waits for before it lets a candidate's tree run beside the reference
+        # sandbox (sandbox_client.wait_idle).
         gc.disable()
         collected = 0
+        warmed = False
         while True:
-            self._poll_for_request()
+            if warmed:
+                self._poll_for_request()
             try:
                 req = recv_request(self.fd)
             except (ProtocolError, OSError, EOFError):
@@ -117,12 +124,14 @@ class Sandbox:
             if isinstance(req, wire.Close) or type(req) not in handlers:
                 return 0
             self._send(handlers[type(req)](req))
-            collected += 1
-            gc.collect(2 if collected % FULL_COLLECT_EVERY == 0 else 0)
+            warmed = isinstance(req, wire.Warm)
+            if not warmed:
+                collected += 1
+                gc.collect(2 if collected % FULL_COLLECT_EVERY == 0 else 0)
 
     def _poll_for_request(self) -> None:
         """On CUDA, a busy poll of the socket for up to POLL_BEFORE_SLEEP_NS before the blocking read,
-        so that the core is awake when a request comes soon (timing.py says why)."""
+        so that the core is awake when the call after a warm-up comes (timing.py says why)."""
         if not is_cuda(self.device):  # a CPU sandbox's core is the judge's too
             return
         waiting = select.poll()

@@ -38,12 +38,14 @@ _no_grad = torch.no_grad
 # beside its kernel, and the copy would count against the judge's memory bound.
 WARM_COPY_MAX_BYTES = 1 << 30
 
-# On CUDA a sandbox polls its socket this long after each reply before it sleeps in the read: the
-# judge's next request after a warm-up call (wire.Warm) comes once it has staged the inputs, well
-# within this for the inputs of a short kernel, and a core that slept in the read runs the forward's
-# launch code several times slower (tests/bench/cpu_cold_call.py, "polled recv"), time the device
-# waits inside the events, which KernelBench's back-to-back calls do not see. Every request is
-# awaited alike, so a call cannot tell a timed trial from a checked one by it.
+# On CUDA a sandbox polls its socket this long after replying to a warm-up call (wire.Warm) before
+# it sleeps in the read: the judge's call comes once it has staged the inputs, well within this for
+# the inputs of a short kernel, and a core that slept in the read runs the forward's launch code
+# several times slower (tests/bench/cpu_cold_call.py, "polled recv"), time the device waits inside
+# the events, which KernelBench's back-to-back calls do not see. Every call follows its warm-up
+# alike, checked or timed, so a call cannot tell which it is by it. After other replies the sandbox
+# sleeps at once: the judge waits for the reference sandbox to be asleep before a candidate's tree
+# runs again (rounds.reference_runs), and a poll there would add its length to every round.
 POLL_BEFORE_SLEEP_NS = 5_000_000
 
 # KernelBench's L2 flush: 32 * 1024 * 1024 int64 = 256 MB, larger than any current GPU's L2.

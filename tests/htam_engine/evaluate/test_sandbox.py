@@ -176,3 +176,30 @@ def test_a_candidate_too_large_to_copy_warms_up_on_the_shared_buffers_of_its_las
     box.role, box.buffers = CANDIDATE, {}  # detached
     box.warm_call(wire.Warm(4, "main"))
     assert len(seen) == 1
+
+
+def test_a_cuda_sandbox_polls_only_between_a_warm_up_and_its_call():
+    """After a warm-up's reply it polls (the call comes at once); after any other reply it collects
+    and sleeps in the read at once, which the judge waits for before a candidate runs again beside
+    the reference sandbox (a poll there would add its length to every timed round)."""
+    import socket
+
+    from htam_engine.evaluate.protocol import send_request
+    from htam_engine.evaluate.sandbox import Sandbox
+
+    ours, theirs = socket.socketpair()
+    box = Sandbox.__new__(Sandbox)
+    box.sock, box.fd, box.device, box.role = theirs, theirs.fileno(), "cuda", "reference"
+    polls_before: list[str] = []
+    box._poll_for_request = lambda: polls_before.append("poll")
+    box.warm_call = lambda req: wire.Outcome(req.seq, True)
+    box.detach = lambda req: (polls_before.append(f"handled {type(req).__name__}"), wire.Outcome(req.seq, True))[1]
+    box.call = box.detach
+    for req in (wire.Warm(1, "eager"), wire.Detach(2, []), wire.Warm(3, "eager"), wire.Detach(4, []), wire.Close(5)):
+        send_request(ours.fileno(), req)
+    try:
+        assert box.serve() == 0
+    finally:
+        ours.close()
+        theirs.close()
+    assert polls_before == ["poll", "handled Detach", "poll", "handled Detach"]
