@@ -27,10 +27,20 @@ MARKERS = ("nan", "sentinel")
 # Harness requests to a sandbox (attach, detach, construct of the reference) get this long.
 HARNESS_DEADLINE_S = 600.0
 # A thread of the sandbox "ran during a call" when the kernel counts it at least this much CPU
-# time then (in ms, and as a share of the call's wall time): enough to leave out a helper that
-# woke briefly, little enough to see a pool thread doing a share of a product.
+# time then (in ms, and as a share of the call's wall time or of the CPU time all its threads
+# used, whichever is less): enough to leave out a helper that woke briefly, little enough to see
+# a pool thread doing a share of a product. The CPU time keeps the share from growing with the
+# host's load (a loaded host stretches the wall, not the work: a helper doing half of a product
+# beside a 25 ms interpreted kernel went unseen under the test suite's two workers); the wall
+# keeps many threads doing a small share each in view.
 BUSY_THREAD_MS = 0.5
 BUSY_THREAD_FRACTION = 0.05
+
+
+def busy_threads(ran_ms: list[float], wall_ms: float) -> int:
+    """How many threads ran a share of a call, from each thread's CPU milliseconds during it."""
+    bar = max(BUSY_THREAD_MS, BUSY_THREAD_FRACTION * min(wall_ms, sum(ran_ms)))
+    return sum(1 for ms in ran_ms if ms >= bar)
 
 
 def fresh_seed() -> int:
@@ -229,8 +239,7 @@ class Channel:
             raise SandboxProtocol(stage, f"a {type(reply).__name__} in answer to a call")
         busy = None
         if cpu0 is not None and cpu1 is not None:
-            ran = [(ns - cpu0.get(tid, 0)) / 1e6 for tid, ns in cpu1.items()]
-            busy = sum(1 for ms in ran if ms >= max(BUSY_THREAD_MS, BUSY_THREAD_FRACTION * wall_ms))
+            busy = busy_threads([(ns - cpu0.get(tid, 0)) / 1e6 for tid, ns in cpu1.items()], wall_ms)
         threads_after = self.sandbox.thread_count() if watch else None
         return CallResult(reply, wall_ms, in_views, out_views, threads_before, threads_after, busy)
 
