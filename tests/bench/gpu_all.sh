@@ -17,7 +17,7 @@
 #   bash tests/bench/gpu_all.sh variants     one problem's candidate under several knob settings, measured directly
 #                                            (VARIANTS_ARGS: level/number list, --preset gemm or --variant JSON)
 #   bash tests/bench/gpu_all.sh verify       htam verify over the exports of kbtable's batch (VERIFY_BATCH, or kbtable run
-#                                            before it in this call), else of gpu_verify.py's own 30-problem batch
+#                                            before it in this call), else of gpu_verify.py's own 33-problem batch
 #   bash tests/bench/gpu_all.sh throughput   the worker pool against one at a time (gpu_batch.py --parts throughput)
 #   bash tests/bench/gpu_all.sh kbtable      the KernelBench level 1+2 table alone (its --deadline, default 480 s, + 2 min; needs
 #                                            HTAM_KERNELBENCH; kb_table.md/.json under $OUT)
@@ -50,7 +50,7 @@ for part in $parts; do
              timeout ${MEMORY_S:-300} python3 tests/bench/gpu_memory.py ${MEMORY_ARGS:---top 3} > "$OUT/gpu_memory.txt" 2>&1; tail -12 "$OUT/gpu_memory.txt"
              for f in /tmp/htam-memory-history/*.pickle; do [ -f "$f" ] && python3 tests/bench/memory_peak.py "$f" 2>&1 | tee -a "$OUT/memory_peak.txt"; done
              unset HTAM_JUDGE_MEMORY_HISTORY ;;
-    verify)  # VERIFY_BATCH, else kbtable's batch if this call ran one, else gpu_verify.py's own batch of its 30 problems
+    verify)  # VERIFY_BATCH, else kbtable's batch if this call ran one, else gpu_verify.py's own batch of its 33 problems
              vbatch=${VERIFY_BATCH:-$OUT/kb_table}; [ -n "${VERIFY_BATCH:-}" ] || [ -f "$vbatch/results.json" ] || vbatch=
              timeout ${VERIFY_S:-400} python3 tests/bench/gpu_verify.py --parts alone ${vbatch:+--batch "$vbatch"} --work "$OUT/verify" \
                ${VERIFY_ARGS:---deadline 330} > "$OUT/gpu_verify.txt" 2>&1; tail -40 "$OUT/gpu_verify.txt" ;;

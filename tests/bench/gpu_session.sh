@@ -6,7 +6,7 @@
 # Call collect right after start returns: a machine left idle for 30 s is given back, and what ran on it
 # with it. Default parts, in order: the judge's GPU tests, the two probes of the exports htam times
 # slower than KernelBench (tests/bench/data/exports: 1/94 a 2 ms kernel 0.42 ms slower, 1/12 a short
-# one), htam verify over gpu_verify.py's own 30-problem batch, throughput (CUDA candidates, as the
+# one), htam verify over gpu_verify.py's own 33-problem batch, throughput (CUDA candidates, as the
 # 10.2x it is compared with), peak memory. Their limits add up to about 26 minutes (1,560 s), the rest
 # being the machine's start. Other parts of gpu_all.sh (kbtable, kbcuda, ablation, ...) by name.
 # KernelBench comes from $HTAM_KERNELBENCH (default .kb/, a copy of its KernelBench/ and src/).
