@@ -258,10 +258,10 @@ def _compare_float(new: torch.Tensor, ref: torch.Tensor, tol: float, mm: Callabl
         exact = real_parts(exact)
     if ref.numel() == 0:
         return None
-    # ||ref - exact||, once: the per-element allowance's RMS and the whole-output bound's floor
-    exact_noise = noise_norm(ref, exact) if exact is not None else None
+    # ||ref - exact|| (the per-element allowance's RMS and the whole-output bound's floor) and the
+    # float64 output's scale, in one pass over both
+    exact_noise, scale = _noise_and_scale(ref, exact) if exact is not None else (None, 0.0)
     rms = (exact_noise or 0.0) / math.sqrt(ref.numel())
-    scale = finite_rms(exact) if exact is not None else 0.0
     columns = (new, ref) if exact is None else (new, ref, exact)
     stats = _gather([_float_run(tol, offset, rms, scale, *run) for offset, run in runs(*columns)])
     worst = int(stats[_first_max(stats[:, _WORST_RATIO]), _WORST_AT])
@@ -378,29 +378,23 @@ def relative_error(out: torch.Tensor, exact: torch.Tensor) -> float | None:
     return err / denom
 
 
-def finite_rms(t: torch.Tensor) -> float:
-    """The root-mean-square of a tensor's finite values (0 without any), read in runs."""
-    def parts() -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        for _, (x,) in runs(t):
-            finite = torch.isfinite(x)
-            yield torch.where(finite, x.double(), 0.0), finite.double()
-
-    norm, root_count = _norms(parts())  # the second: the norm of as many ones as finite values
-    return norm / root_count if root_count else 0.0
-
-
 def noise_norm(ref: torch.Tensor, exact: torch.Tensor) -> float | None:
     """||ref - exact|| over finite positions: the reference's own rounding noise."""
     if not _comparable(ref, exact):
         return None
     if exact.numel() == 0:
         return 0.0
-    ref, exact = real_parts(ref), real_parts(exact)
+    return _noise_and_scale(real_parts(ref), real_parts(exact))[0]
 
-    def pairs() -> Iterator[tuple[torch.Tensor]]:
+
+def _noise_and_scale(ref: torch.Tensor, exact: torch.Tensor) -> tuple[float, float]:
+    """(||ref - exact||, the root-mean-square of exact) over the positions where both are finite,
+    read in runs (real tensors of one shape)."""
+    def parts() -> Iterator[tuple[torch.Tensor, ...]]:
         for _, (r, e) in runs(ref, exact):
             r, e = r.double(), e.double()
-            d = torch.where(torch.isfinite(e) & torch.isfinite(r), r - e, 0.0)
-            yield (d,)
+            both = torch.isfinite(e) & torch.isfinite(r)
+            yield torch.where(both, r - e, 0.0), torch.where(both, e, 0.0), both.double()
 
-    return _norms(pairs())[0]
+    distance, norm, root_count = _norms(parts())  # the last: the norm of as many ones as positions counted
+    return distance, norm / root_count if root_count else 0.0
