@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import resource
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 _LIMITS = {name: getattr(resource, name) for name in ("RLIMIT_AS", "RLIMIT_DATA", "RLIMIT_STACK", "RLIMIT_CPU",
                                                        "RLIMIT_FSIZE", "RLIMIT_NOFILE", "RLIMIT_NPROC",
@@ -43,12 +43,13 @@ def changes(before: ProcessState | None, pid: int) -> str:
     now = ProcessState.read(pid)
     if before is None or now is None or now == before:
         return ""
-    said = []
-    for f in fields(ProcessState):
-        was, is_ = getattr(before, f.name), getattr(now, f.name)
-        if f.name == "limits":
-            said += [f"{a[0]} {a[1:]} -> {b[1:]}" for a, b in zip(was, is_) if a != b]
-        elif was != is_:
-            said.append(f"{f.name} {sorted(was) if f.name == 'cpus' else was} -> "
-                        f"{sorted(is_) if f.name == 'cpus' else is_}")
+    said = [f"{a[0]} {a[1:]} -> {b[1:]}" for a, b in zip(before.limits, now.limits) if a != b]
+    for name in ("policy", "nice", "cpus"):
+        was, is_ = getattr(before, name), getattr(now, name)
+        if was != is_:
+            said.append(f"{name} {_shown(was)} -> {_shown(is_)}")
     return ", ".join(said)
+
+
+def _shown(value: object) -> object:
+    return sorted(value) if isinstance(value, frozenset) else value

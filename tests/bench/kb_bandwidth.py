@@ -15,9 +15,13 @@ import argparse
 import json
 import re
 import runpy
+import sys
 from pathlib import Path
 
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from htam_engine.evaluate.reference import input_bytes  # noqa: E402
 
 
 def ideal_bytes(path: Path) -> int:
@@ -27,8 +31,7 @@ def ideal_bytes(path: Path) -> int:
         model = module["Model"](*module["get_init_inputs"]())
         inputs = module["get_inputs"]()
         out = model(*inputs)
-    tensors = [t for t in inputs if isinstance(t, torch.Tensor)] + [out]
-    return sum(t.numel() * t.element_size() for t in tensors)
+    return input_bytes(inputs) + input_bytes(out)
 
 
 def main() -> int:

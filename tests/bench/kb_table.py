@@ -192,9 +192,10 @@ def level_summaries(rows: list[dict[str, Any]], level_of: dict[str, int | None],
 
 def family_summaries(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """summarize() per operator family over the problems run (where the level figures are won or lost)."""
-    families = sorted({r.get("family") or "-" for r in rows})
-    return {f: summarize(mine, len(mine), 0) for f in families
-            for mine in [[r for r in rows if (r.get("family") or "-") == f]]}
+    by_family: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_family.setdefault(r.get("family") or "-", []).append(r)
+    return {f: summarize(mine, len(mine), 0) for f, mine in sorted(by_family.items())}
 
 
 def _fmt(x: float | None, spec: str = ".2f") -> str:
