@@ -34,8 +34,9 @@ _no_grad = torch.no_grad
 # A sandbox keeps a private copy of a call's inputs for the next warm-up call (wire.Warm) up to this
 # many bytes. A forward called right after its process waited is several times slower on the host
 # than back to back (tests/bench/cpu_cold_call.py: relu on 64x1024, 0.2 ms after a 10 ms wait, 0.009
-# ms back to back), and KernelBench times back to back; past a GiB the forward's host time is noise
-# beside its kernel, and the copy would count against the judge's memory bound.
+# ms back to back), and KernelBench times back to back. Past a GiB the copy would count against the
+# judge's memory bound: a candidate then warms up on the shared buffers themselves, the reference
+# sandbox not at all (sandbox.Sandbox._warm_inputs says why).
 WARM_COPY_MAX_BYTES = 1 << 30
 
 # On CUDA a sandbox polls its socket this long after replying to a warm-up call (wire.Warm) before
