@@ -1,10 +1,12 @@
 """One sandbox as the judge drives it: its shared buffers, and calls that look alike.
 
-Every call goes the same way: the judge writes the call's input values into the same shared
-input buffers (one slot per tensor input, reused call after call), synchronizes its device,
-sends the call and waits; the sandbox writes each output leaf into the output buffer the judge
-named. The judge's wall clock runs from the send to the reply. Poison markers alternate from
-call to call, and each call carries a seed the judge drew for it alone.
+Every call goes the same way: the judge places the call's inputs in shared input buffers (one
+slot per tensor input and per call of a run, reused run after run) and arms the sandbox with the
+calls (wire.Arm: it resolves them and warms up); once armed, the judge writes the input values,
+synchronizes its device, sends Go and waits; the sandbox runs the calls back to back and writes
+each output leaf into the output buffer the judge named. The judge's wall clock runs from the Go
+to the reply, shared evenly among the run's calls. Poison markers alternate from call to call,
+and each call carries a seed the judge drew for it alone.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import itertools
 import secrets
 import time
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any, Callable
 
 import torch
@@ -48,12 +51,23 @@ def fresh_seed() -> int:
     return secrets.randbits(62)
 
 
+class Staging(Enum):
+    """When a call's input values reach its shared buffers, and whether the sandbox warms up first."""
+
+    AFTER_WARM_UP = "after_warm_up"  # written once the sandbox is armed and warmed up (a candidate's calls)
+    NOW_COLD = "now_cold"  # written now, no warm-up: a sandbox stopped while the judge works on the set
+    NOW_WARM = "now_warm"  # written now, then a warm-up on the sandbox's own copy: the reference
+    # sandbox only (it never runs candidate code; a set staged ahead saves the judge a copy)
+
+
 @dataclass(slots=True)
 class Staged:
-    """Input values already written into the shared buffers, ready to be sent."""
+    """A call's inputs placed in the shared buffers: written, or waiting for the sandbox's warm-up."""
 
     template: list[Any]
     views: list[torch.Tensor]
+    staging: Staging
+    pending: list[torch.Tensor] | None = None  # AFTER_WARM_UP: the values for `views`, until written
 
     def values(self) -> list[Any]:
         """The staged inputs as the judge's views of the shared buffers, nested as they were drawn."""
@@ -67,11 +81,18 @@ class Staged:
             return x
         return [walk(v) for v in self.template]
 
+    def write(self) -> None:
+        """The pending values into their buffers (nothing when written at staging)."""
+        if self.pending is not None:
+            for view, value in zip(self.views, self.pending):
+                view.copy_(value)
+            self.pending = None
+
 
 @dataclass(slots=True)
 class CallResult:
     reply: wire.Called
-    wall_ms: float  # the judge's clock, send to reply
+    wall_ms: float  # the judge's clock, Go to reply, over the run's calls
     inputs: list[torch.Tensor]  # the judge's views of the shared input buffers (after the call)
     outputs: dict[str, torch.Tensor]  # leaf path -> the judge's view of its shared output buffer
     threads_before: int | None
@@ -92,11 +113,11 @@ class Channel:
         self.pool = new_pool(device)
         self._ids = itertools.count(1)
         self._storages: dict[int, SharedStorage] = {}
-        self._in_slots: dict[int, int] = {}  # tensor input position -> storage id
-        self._out_slots: dict[str, int] = {}  # output leaf path -> storage id
+        self._in_slots: dict[tuple[int, int], int] = {}  # (call of a run, tensor input position) -> storage id
+        self._out_slots: dict[tuple[int, str], int] = {}  # (call of a run, output leaf path) -> storage id
         self._retired: list[SharedStorage] = []  # outgrown, the sandbox never said it dropped them
         self.calls = 0
-        self.stage = Stage.CHECK  # the stage of the last call, which a warm-up call is counted in
+        self.stage = Stage.CHECK  # the stage of the last call
         # The sandbox's threads are counted around each call on the CPU only, where the judge holds a
         # candidate to the baseline's thread setting; on a GPU the driver's threads come and go.
         self.counts_threads = not device.startswith("cuda")
@@ -156,7 +177,7 @@ class Channel:
                 lay = Layout(tuple(shape), tuple(stride), 0, str(dtype).removeprefix("torch."))
                 wanted[i] = max(wanted.get(i, 0), lay.nbytes)
         for i, nbytes in sorted(wanted.items()):
-            self._storage_for(self._in_slots, i, nbytes)
+            self._storage_for(self._in_slots, (0, i), nbytes)
 
     def storage_bytes(self) -> dict[str, list[int]]:
         """The bytes of every shared storage the judge holds for this sandbox, inputs and outputs."""
@@ -164,84 +185,103 @@ class Channel:
                 "outputs": [self._storages[sid].nbytes for sid in self._out_slots.values()],
                 "all": [s.nbytes for s in self._storages.values()]}
 
-    def _template(self, values: Any, views: list[torch.Tensor], counter: list[int],
-                  layouts: list[Layout] | None) -> Any:
+    def _template(self, values: Any, views: list[torch.Tensor], tensors_in: list[torch.Tensor], counter: list[int],
+                  layouts: list[Layout] | None, slot: int) -> Any:
         if isinstance(values, torch.Tensor):
             i = counter[0]
             counter[0] += 1
             lay = layouts[i] if layouts is not None else Layout.of(values)
-            sid = self._storage_for(self._in_slots, i, lay.nbytes)
-            view = self._storages[sid].view(lay)
-            view.copy_(values)
-            views.append(view)
+            sid = self._storage_for(self._in_slots, (slot, i), lay.nbytes)
+            views.append(self._storages[sid].view(lay))
+            tensors_in.append(values)
             return wire.BufRef(sid, lay)
         if isinstance(values, list):
-            return [self._template(v, views, counter, layouts) for v in values]
+            return [self._template(v, views, tensors_in, counter, layouts, slot) for v in values]
         if isinstance(values, tuple):
-            return tuple(self._template(v, views, counter, layouts) for v in values)
+            return tuple(self._template(v, views, tensors_in, counter, layouts, slot) for v in values)
         return values
 
-    def stage_inputs(self, values: list[Any], warm: str | None, layouts: list[Layout] | None = None) -> Staged:
-        """Copy `values` into the shared input buffers, right before the call is sent: a set's values
-        reach the sandbox only once the judge's own work on them (its reference, its float64
-        yardstick) is done, so nothing can be computed from them ahead of the call (or, for a set
-        staged ahead of that work to save the judge a copy, with the sandbox stopped meanwhile). layouts: the
-        tensor inputs' layouts (shape, strides, offset) when `values` are copies that lost them.
-        warm: the model the staged call goes to, warmed up first (wire.Warm), before any of the
-        set is written; None where the sandbox is stopped."""
-        if warm is not None:
-            self.warm(warm)
+    def stage_inputs(self, values: list[Any], staging: Staging, layouts: list[Layout] | None = None,
+                     slot: int = 0) -> Staged:
+        """Place `values` in the shared input buffers of call `slot` of a run (the k-th call of a run
+        of several), written as `staging` says. AFTER_WARM_UP: written by call_run once the sandbox
+        is armed and warmed up, right before the Go, so a set's values reach the sandbox only once
+        the judge's own work on them (its reference, its float64 yardstick) is done and nothing can
+        be computed from them ahead of the calls. NOW_COLD, for a set staged ahead of that work to
+        save the judge a copy, with the sandbox stopped meanwhile. layouts: the tensor inputs'
+        layouts (shape, strides, offset) when `values` are copies that lost them."""
         views: list[torch.Tensor] = []
+        tensors_in: list[torch.Tensor] = []
         counter = [0]
-        template = [self._template(v, views, counter, layouts) for v in values]
-        return Staged(template, views)
+        template = [self._template(v, views, tensors_in, counter, layouts, slot) for v in values]
+        staged = Staged(template, views, staging, tensors_in)
+        if staging is not Staging.AFTER_WARM_UP:
+            staged.write()
+        return staged
 
-    def output_targets(self, ref_out: Any) -> tuple[list[tuple[str, wire.BufRef]], dict[str, torch.Tensor]]:
-        """A dense shared buffer for every tensor leaf of the reference's output."""
+    def output_targets(self, ref_out: Any, slot: int = 0) -> tuple[list[tuple[str, wire.BufRef]], dict[str, torch.Tensor]]:
+        """A dense shared buffer for every tensor leaf of the reference's output (call `slot` of a run)."""
         targets, views = [], {}
         for leaf in flatten(ref_out):
             if not isinstance(leaf.value, torch.Tensor):
                 continue
             lay = Layout.of(leaf.value, dense=True)
-            sid = self._storage_for(self._out_slots, leaf.path, lay.nbytes)
+            sid = self._storage_for(self._out_slots, (slot, leaf.path), lay.nbytes)
             views[leaf.path] = self._storages[sid].view(lay)
             targets.append((leaf.path, wire.BufRef(sid, lay)))
         return targets, views
 
     # ------------------------------------------------------------------ calls
-    def warm(self, model_id: str) -> None:
-        """The sandbox's warm-up call of `model_id` (wire.Warm), answered before this returns."""
-        reply = self.request(wire.Warm(self.next_seq(), model_id), self.stage)
-        if not isinstance(reply, wire.Outcome):
-            self.sandbox.kill()
-            raise SandboxProtocol(self.stage, f"a {type(reply).__name__} in answer to a warm-up call")
-
     def call(self, staged: Staged, model_id: str, ref_out: Any, seed: int, stage: Stage,
              kernels: str = "run") -> CallResult:
-        """Send one call on staged inputs; outputs go to buffers shaped like `ref_out`'s leaves."""
-        template, in_views = staged.template, staged.views
-        self.stage = stage  # the next warm-up call belongs to the same stage
-        targets, out_views = self.output_targets(ref_out)
-        marker = MARKERS[self.calls % 2]
-        self.calls += 1
-        msg = wire.Call(self.next_seq(), model_id, template, targets, seed, marker, kernels)
+        """One call on staged inputs; outputs go to buffers shaped like `ref_out`'s leaves."""
+        return self.call_run([staged], model_id, [ref_out], [seed], stage, kernels)[0]
+
+    def call_run(self, staged: list[Staged], model_id: str, ref_outs: list[Any], seeds: list[int], stage: Stage,
+                 kernels: str = "run") -> list[CallResult]:
+        """Calls of one model run back to back, the k-th on staged[k] (placed in slot k): armed, the
+        pending inputs written, then one Go. A result per call that ran, in order; the run stops at
+        the first call that failed (the last result then). Each result's wall_ms is the run's wall
+        time over its calls."""
+        self.stage = stage
+        calls, outs = [], []
+        for k, (st, ref_out, seed) in enumerate(zip(staged, ref_outs, seeds)):
+            targets, out_views = self.output_targets(ref_out, slot=k)
+            calls.append(wire.Call(0, model_id, st.template, targets, seed, MARKERS[self.calls % 2], kernels))
+            outs.append(out_views)
+            self.calls += 1
+        warm = any(st.staging is not Staging.NOW_COLD for st in staged)
+        reply = self.request(wire.Arm(self.next_seq(), model_id, calls, warm), stage)
+        if not isinstance(reply, wire.Outcome):
+            self.sandbox.kill()
+            raise SandboxProtocol(stage, f"a {type(reply).__name__} in answer to an arm")
+        if not reply.ok:
+            self.sandbox.kill()
+            raise SandboxProtocol(stage, f"the sandbox could not arm its calls: {reply.message}")
+        for st in staged:
+            st.write()
         if self.device.startswith("cuda"):
             torch.cuda.synchronize()  # every input is in place (no IPC events: see shared.py)
         watch = self.counts_threads
         threads_before = self.sandbox.thread_count() if watch else None
         cpu0 = self.sandbox.thread_cpu_ns() if watch else None
         t0 = time.perf_counter_ns()
-        reply = self.request(msg, stage)
+        reply = self.request(wire.Go(self.next_seq()), stage)
         wall_ms = (time.perf_counter_ns() - t0) / 1e6
         cpu1 = self.sandbox.thread_cpu_ns() if watch else None
-        if not isinstance(reply, wire.Called):
+        called = reply.called if isinstance(reply, wire.Ran) and len(calls) > 1 else \
+            [reply] if isinstance(reply, wire.Called) and len(calls) == 1 else None
+        if not called or len(called) > len(calls) or (len(called) < len(calls) and called[-1].ok):
             self.sandbox.kill()
-            raise SandboxProtocol(stage, f"a {type(reply).__name__} in answer to a call")
+            raise SandboxProtocol(stage, f"a {type(reply).__name__} of {len(getattr(reply, 'called', [reply]))} "
+                                         f"call(s) in answer to a go of {len(calls)}")
         busy = None
         if cpu0 is not None and cpu1 is not None:
             busy = busy_threads([(ns - cpu0.get(tid, 0)) / 1e6 for tid, ns in cpu1.items()], wall_ms)
         threads_after = self.sandbox.thread_count() if watch else None
-        return CallResult(reply, wall_ms, in_views, out_views, threads_before, threads_after, busy)
+        share = wall_ms / len(called)
+        return [CallResult(c, share, st.views, out_views, threads_before, threads_after, busy)
+                for c, st, out_views in zip(called, staged, outs)]
 
     # ------------------------------------------------------------------ the end
     def release_buffers(self) -> None:

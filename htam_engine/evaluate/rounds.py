@@ -1,26 +1,31 @@
 """The timed part of an evaluation: the baselines prepared, rounds of candidate, eager and
 torch.compile calls, the baselines timed alone afterwards, and the figures.
 
-Each round draws fresh inputs (a secret seed), computes the judge's reference output for them,
-writes them into the candidate's shared input buffers right before it sends the call (the
-baselines' only after the candidate's call was verified and its float64 yardstick freed),
-and sends the same call to the candidate (its output verified against that reference) and then,
-with the candidate's whole process tree stopped, to the reference sandbox's eager and compiled
-models (their outputs verified as well). Once the candidate's sandbox is gone the baselines are
-timed alone for a few more rounds; a baseline that was slower beside the candidate is replaced
-by its figure alone. The clock rule (clock.py) compares the candidate's overhead with the
-reference sandbox's.
+Each round draws fresh inputs (a secret seed) and computes the judge's reference output for them.
+Rounds run in runs of up to TRIALS_PER_RUN calls back to back, as KernelBench's timing loop calls
+a forward right after the one before (fewer where the sets are large: RUN_MAX_BYTES): the
+candidate's sandbox is armed with the run's calls and warms up, then the judge writes the run's
+inputs into its shared buffers and sends Go (channel.py); every output is verified against the
+reference for its inputs. Then, with the candidate's whole process tree stopped, the same run goes
+to the reference sandbox's eager and compiled models (their outputs verified as well). A run's
+inputs are all in place before its first call, so a candidate could compute later calls' outputs
+in an earlier one: one run is one sample, the mean of its calls, which counts such work wherever
+it was done. Once the candidate's sandbox is gone the baselines are timed alone for a few more
+runs; a baseline that was slower beside the candidate is replaced by its figure alone. The clock
+rule (clock.py) compares the candidate's overhead with the reference sandbox's.
 """
 
 from __future__ import annotations
 
 import contextlib
 import secrets
+import statistics
 import time
+from dataclasses import dataclass
 from typing import Any, Iterator, NamedTuple
 
 from htam_engine.evaluate import wire
-from htam_engine.evaluate.channel import Channel, fresh_seed
+from htam_engine.evaluate.channel import Channel, Staging, fresh_seed
 from htam_engine.evaluate.checks.compare import compare_outputs, tensors
 from htam_engine.evaluate.checks.inputs import draw
 from htam_engine.evaluate.checks.memory import aliased_outputs, tensor_leaves
@@ -29,7 +34,7 @@ from htam_engine.evaluate.checks.observe import (Observations, candidate_output,
 from htam_engine.evaluate.checks.sequence import CandidateFailed, CheckRun, Stop, stage_first
 from htam_engine.evaluate.clock import (clock_check, ended_threads_check, flush_check, judged_runtime, spread,
                                         tail_check, thread_check)
-from htam_engine.evaluate.reference import BaselineSandbox
+from htam_engine.evaluate.reference import BaselineSandbox, input_bytes
 from htam_engine.evaluate.sandbox_client import SandboxError
 from htam_engine.evaluate.stages import Stage
 from htam_engine.problems.loader import LoadedProblem
@@ -59,18 +64,55 @@ BASELINE_PREP_S = 1800.0
 # The picked trial's yardstick is computed after its reply, so a call cannot tell it was picked.
 PRECISION_TRIALS = 3
 
-class Trial(NamedTuple):
-    """One timed call as the judge keeps it."""
+# Timed calls run back to back, up to this many in one run (wire.Arm / wire.Go): a forward right after
+# the one before finds its host code warm, as in KernelBench's loop, where one after the sandbox
+# waited for the judge runs it several times slower (tests/bench/cpu_cold_call.py), and on a GPU a
+# launch path longer than the L2 flush before it is timed inside the events.
+TRIALS_PER_RUN = 5
+# ... while a run's input sets and outputs stay under this many bytes together (the judge, its
+# reference and both sandboxes' buffers hold each of them at once); larger sets run one at a time.
+RUN_MAX_BYTES = 256 << 20
 
-    wall_ms: float  # the judge's clock, send to reply
-    ms: float  # the sandbox's report
-    tail_ms: float  # device work after the end event (timing.run_trial; 0 on the CPU)
-    flush_ms: float  # the L2 flush before the start event (timing.run_trial; 0 on the CPU)
-    busy_threads: int | None  # the sandbox's threads that ran a share of it (channel.py; CPU only)
+
+def trials_per_run(set_bytes: int, out_bytes: int, trials: int) -> int:
+    """How many calls one run makes for sets and outputs of these sizes (at most `trials`)."""
+    return max(1, min(TRIALS_PER_RUN, trials, RUN_MAX_BYTES // max(1, set_bytes + out_bytes)))
+
+
+def runs_of(first: int, count: int, per_run: int) -> list[range]:
+    """Round indexes first .. first + count - 1 in runs of at most per_run."""
+    return [range(i, min(i + per_run, first + count)) for i in range(first, first + count, per_run)]
+
+
+class Trial(NamedTuple):
+    """One run of timed calls as the judge keeps it: one sample."""
+
+    wall_ms: float  # the judge's clock, Go to reply, over the run's calls
+    ms: float  # the mean of the sandbox's reports
+    tail_ms: float  # the mean device work after the end event (timing.run_trial; 0 on the CPU)
+    flush_ms: float  # the mean L2 flush before the start event (timing.run_trial; 0 on the CPU)
+    busy_threads: int | None  # the sandbox's threads that ran a share of the run (channel.py; CPU only)
+    calls_ms: tuple[float, ...] = ()  # each call's report
 
     @classmethod
-    def of(cls, res: Any) -> "Trial":
-        return cls(res.wall_ms, res.reply.ms, res.reply.tail_ms, res.reply.flush_ms, res.busy_threads)
+    def of(cls, results: list[Any]) -> "Trial":
+        calls = tuple(res.reply.ms for res in results)
+        return cls(results[0].wall_ms, statistics.fmean(calls), statistics.fmean(res.reply.tail_ms for res in results),
+                   statistics.fmean(res.reply.flush_ms for res in results), results[0].busy_threads, calls)
+
+
+@dataclass(slots=True)
+class RoundSet:
+    """One round's input set as the judge holds it, and its reference output."""
+
+    index: int
+    label: str
+    timed: bool
+    draw_seed: int
+    seed: int
+    values: list[Any] | None
+    exact: Any  # the float64 yardstick, where the reference changes its inputs (needed first); else None
+    ref_out: Any
 
 
 Samples = dict[str, list[Trial]]  # model -> its timed trials
@@ -131,7 +173,7 @@ class TimedRounds:
         loaded = self.loaded
         values = draw(loaded.main.get_inputs, fresh_seed())
         seed = fresh_seed()
-        staged = self.baseline_channel.stage_inputs(values, model_id)
+        staged = self.baseline_channel.stage_inputs(values, Staging.AFTER_WARM_UP)
         ref_out = self.reference.outputs(values, seed, "a baseline warm-up")
         res = self.baseline_channel.call(staged, model_id, ref_out, seed, Stage.BASELINE)
         if not res.reply.ok and model_id == "compiled":
@@ -157,81 +199,108 @@ class TimedRounds:
 
     def _time_rounds(self, checks: CheckRun, bs: BaselineSandbox | None) -> tuple[Samples, int]:
         assert self.channel is not None
-        judge, cfg, r, loaded = self.judge, self.cfg, self.result, self.loaded
+        judge, cfg, r = self.judge, self.cfg, self.result
         judge.stage(Stage.TIME)
         t0 = time.perf_counter()
         models = self._baseline_models(bs) if bs is not None else []
         samples: Samples = {"main": [], **{m: [] for m in models}}
-        batch: list[float] = []
-        last_sent = time.monotonic()
-        rounds = max(0, int(cfg.warmup)) + max(1, int(cfg.trials))
-        timed_rounds = range(max(0, int(cfg.warmup)), rounds)
-        picked = set(secrets.SystemRandom().sample(timed_rounds, min(PRECISION_TRIALS, len(timed_rounds))))
-        out_bytes = 0
+        self.progress: list[float] = []
+        self.last_sent = time.monotonic()
+        warmup, trials = max(0, int(cfg.warmup)), max(1, int(cfg.trials))
+        picked = set(secrets.SystemRandom().sample(range(warmup, warmup + trials), min(PRECISION_TRIALS, trials)))
         # the candidate's CPU time over the timed trials, on the CPU (clock.ended_threads_check)
         self.cpu_snapshots: list[tuple[float | None, dict[str, int] | None]] = []
-        sandbox, watch = self.channel.sandbox, self.channel.counts_threads
-        for i in range(rounds):
-            timed = i >= cfg.warmup
-            if watch and i == cfg.warmup:
-                self.cpu_snapshots.append((sandbox.process_cpu_ms(), sandbox.thread_cpu_ns()))
-            label = f"timed trial {i - cfg.warmup + 1}" if timed else f"warm-up call {i + 1}"
-            draw_seed, seed = fresh_seed(), fresh_seed()
-            values = draw(loaded.main.get_inputs, draw_seed)
-            mutates = checks.reference_mutates
-            # A reference that changes its inputs needs its yardstick first, so every round gets one.
-            exact = self.reference.exact(values, seed) if mutates else None
-            ref_out = self.reference.outputs(values, seed, label)
-            out_bytes = sum(t.numel() * t.element_size() for t in tensors(ref_out))
-            # The inputs as drawn (re-drawn where the reference changed them), staged right before the send.
-            res = self.channel.call(self._staged(self.channel, "main", values, draw_seed, mutates), "main", ref_out, seed,
-                                    Stage.TIME)
-            out = self._verify_timed(checks, res, values, ref_out, label)
-            # The first baseline's inputs, staged now: a picked trial's yardstick is taken from them below.
-            # No warm-up call yet: the reference sandbox runs only while the candidate's tree is stopped
-            # (running beside it, a process of the candidate's could stop it for good, or slow it).
-            staged = self._staged(self.baseline_channel, None, values, draw_seed, mutates) if models else None
-            if out is not None and (exact is not None or i in picked):
-                if exact is None and staged is not None and stage_first(values, self.device) and \
-                        not aliased_outputs(ref_out, tensor_leaves(values)):
-                    # Beside both sandboxes' input buffers, the judge's own draw and the float64 copy
-                    # made this the evaluation's peak (5x the set); without the draw, 4x.
-                    del values
-                    exact = self.reference.exact(staged.values(), seed)
-                    values = draw(loaded.main.get_inputs, draw_seed)
-                elif exact is None:
-                    exact = self.reference.exact(values, seed)
-                check_precision(out, ref_out, exact, label, self.obs)
-                if any(f.rule == "lower_precision" for f in self.obs.findings):
-                    raise Stop()  # the verdict is settled: no more trials to time
-            del exact  # before the next round's yardstick is computed
-            if timed:
-                samples["main"].append(Trial.of(res))
-                batch.append(res.reply.ms)
-            with self.reference_runs():  # the candidate cannot run beside its baselines
-                for k, model_id in enumerate(models):
-                    assert self.baseline_channel is not None
-                    # the first baseline's inputs were staged above; the next gets the same values again.
-                    # The reference's own Model is trusted, so its warm-up may follow the staging.
-                    self.baseline_channel.warm(model_id)
-                    inputs = staged if k == 0 else self._staged(self.baseline_channel, None, values, draw_seed, mutates)
-                    try:
-                        b = self.baseline_channel.call(inputs, model_id, ref_out, seed, Stage.TIME)
-                    except SandboxError as e:
-                        judge.baseline = None
-                        raise HarnessFault(f"the reference sandbox failed while timing the baselines: {e}") from None
-                    if b.reply.ok and timed and self._baseline_right(b, model_id, values, ref_out, label):
-                        samples[model_id].append(Trial.of(b))
-            if batch and time.monotonic() - last_sent > 0.25:
-                judge.send({"t": "trials", "ms": list(batch)})
-                batch.clear()
-                last_sent = time.monotonic()
-        if batch:
-            judge.send({"t": "trials", "ms": list(batch)})
-        if watch:
-            self.cpu_snapshots.append((sandbox.process_cpu_ms(), sandbox.thread_cpu_ns()))
+        first = self._round_set(0, checks.reference_mutates)
+        out_bytes = sum(t.numel() * t.element_size() for t in tensors(first.ref_out))
+        # A reference that changes its inputs re-draws each set before it is staged (_staged): one at a time.
+        self.per_run = 1 if checks.reference_mutates else \
+            trials_per_run(input_bytes(first.values), out_bytes, trials)
+        for run in runs_of(0, warmup, self.per_run) + runs_of(warmup, trials, self.per_run):
+            sets = [first if i == 0 else self._round_set(i, checks.reference_mutates) for i in run]
+            first = None
+            self._time_run(checks, models, sets, picked, samples)
+        if self.progress:
+            judge.send({"t": "trials", "ms": list(self.progress)})
+        if self.channel.counts_threads:
+            self.cpu_snapshots.append((self.channel.sandbox.process_cpu_ms(), self.channel.sandbox.thread_cpu_ns()))
         r.stages.time_s = time.perf_counter() - t0
         return samples, out_bytes
+
+    def _round_set(self, i: int, mutates: bool) -> RoundSet:
+        """Round i's fresh set and the judge's reference output for it."""
+        warmup = max(0, int(self.cfg.warmup))
+        timed = i >= warmup
+        label = f"timed trial {i - warmup + 1}" if timed else f"warm-up call {i + 1}"
+        draw_seed, seed = fresh_seed(), fresh_seed()
+        values = draw(self.loaded.main.get_inputs, draw_seed)
+        # A reference that changes its inputs needs its yardstick first, so every round gets one.
+        exact = self.reference.exact(values, seed) if mutates else None
+        ref_out = self.reference.outputs(values, seed, label)
+        return RoundSet(i, label, timed, draw_seed, seed, values, exact, ref_out)
+
+    def _time_run(self, checks: CheckRun, models: list[str], sets: list[RoundSet], picked: set[int],
+                  samples: Samples) -> None:
+        """One run: the candidate's calls back to back, each output verified (and the precision of
+        the picked ones), then each baseline's calls on the same sets with the candidate stopped."""
+        assert self.channel is not None
+        judge, mutates = self.judge, checks.reference_mutates
+        channel, sandbox = self.channel, self.channel.sandbox
+        if channel.counts_threads and sets[0].timed and not self.cpu_snapshots:
+            self.cpu_snapshots.append((sandbox.process_cpu_ms(), sandbox.thread_cpu_ns()))
+        # The inputs as drawn (re-drawn where the reference changed them), written once the sandbox is armed.
+        staged = [self._staged(channel, Staging.AFTER_WARM_UP, rs, mutates, k) for k, rs in enumerate(sets)]
+        results = channel.call_run(staged, "main", [rs.ref_out for rs in sets], [rs.seed for rs in sets], Stage.TIME)
+        outs = [self._verify_timed(checks, res, rs.values, rs.ref_out, rs.label) for res, rs in zip(results, sets)]
+        # The baselines' inputs, staged now: a picked trial's yardstick is taken from them below. The
+        # reference's own Model is trusted, so its warm-up may follow the staging.
+        base = [self._staged(self.baseline_channel, Staging.NOW_WARM, rs, mutates, k) for k, rs in enumerate(sets)] \
+            if models else None
+        for k, (rs, out) in enumerate(zip(sets, outs)):
+            self._check_picked(rs, out, picked, base[k] if base is not None else None)
+        if sets[0].timed:
+            samples["main"].append(Trial.of(results))
+            self.progress.extend(res.reply.ms for res in results)
+        with self.reference_runs():  # the candidate cannot run beside its baselines
+            for j, model_id in enumerate(models):
+                assert self.baseline_channel is not None
+                inputs = base if j == 0 else [self._staged(self.baseline_channel, Staging.NOW_WARM, rs, mutates, k)
+                                              for k, rs in enumerate(sets)]
+                try:
+                    ran = self.baseline_channel.call_run(inputs, model_id, [rs.ref_out for rs in sets],
+                                                         [rs.seed for rs in sets], Stage.TIME)
+                except SandboxError as e:
+                    judge.baseline = None
+                    raise HarnessFault(f"the reference sandbox failed while timing the baselines: {e}") from None
+                right = [b.reply.ok and self._baseline_right(b, model_id, rs.values, rs.ref_out, rs.label)
+                         for b, rs in zip(ran, sets)]
+                if sets[0].timed and len(ran) == len(sets) and all(right):
+                    samples[model_id].append(Trial.of(ran))
+        if self.progress and time.monotonic() - self.last_sent > 0.25:
+            judge.send({"t": "trials", "ms": list(self.progress)})
+            self.progress.clear()
+            self.last_sent = time.monotonic()
+
+    def _check_picked(self, rs: RoundSet, out: Any, picked: set[int], base: Any) -> None:
+        """A verified timed output against the float64 yardstick, for the picked trials (and every
+        trial where the reference changes its inputs, whose yardstick came first); the yardstick is
+        freed before the next is computed."""
+        if out is None or (rs.exact is None and rs.index not in picked):
+            rs.exact = None
+            return
+        exact, rs.exact = rs.exact, None
+        if exact is None and base is not None and stage_first(rs.values, self.device) and \
+                not aliased_outputs(rs.ref_out, tensor_leaves(rs.values)):
+            # Beside both sandboxes' input buffers, the judge's own draw and the float64 copy
+            # made this the evaluation's peak (5x the set); without the draw, 4x.
+            rs.values = None
+            exact = self.reference.exact(base.values(), rs.seed)
+            rs.values = draw(self.loaded.main.get_inputs, rs.draw_seed)
+        elif exact is None:
+            exact = self.reference.exact(rs.values, rs.seed)
+        check_precision(out, rs.ref_out, exact, rs.label, self.obs)
+        del exact
+        if any(f.rule == "lower_precision" for f in self.obs.findings):
+            raise Stop()  # the verdict is settled: no more trials to time
 
     @contextlib.contextmanager
     def reference_runs(self) -> Iterator[None]:
@@ -246,11 +315,12 @@ class TimedRounds:
                 if self.judge.baseline is not None:
                     self.judge.baseline.sandbox.wait_idle(REFERENCE_IDLE_S)
 
-    def _staged(self, channel: Channel, warm: str | None, values: list[Any], draw_seed: int, mutates: bool) -> Any:
-        """`values` written into a channel's shared input buffers (after a warm-up call of model `warm`,
-        if named), or the same draw again where the reference changes its inputs (the re-drawn copy
-        lives only while it is copied)."""
-        return channel.stage_inputs(draw(self.loaded.main.get_inputs, draw_seed) if mutates else values, warm)
+    def _staged(self, channel: Channel | None, staging: Staging, rs: RoundSet, mutates: bool, slot: int) -> Any:
+        """Round set `rs` placed in call `slot` of a channel's run, or the same draw again where the
+        reference changes its inputs (the re-drawn copy lives only until it is written)."""
+        assert channel is not None
+        return channel.stage_inputs(draw(self.loaded.main.get_inputs, rs.draw_seed) if mutates else rs.values,
+                                    staging, slot=slot)
 
     def _baseline_right(self, res: Any, model_id: str, values: list[Any], ref_out: Any, label: str) -> bool:
         """A baseline trial counts only if its output is the reference's: a baseline whose compiled
@@ -271,27 +341,34 @@ class TimedRounds:
         return False
 
     def _time_baselines_alone(self, bs: BaselineSandbox) -> Samples:
-        """A few more baseline rounds once the candidate's sandbox is gone: what the baselines cost
+        """A few more baseline runs once the candidate's sandbox is gone: what the baselines cost
         when nothing of the candidate's (a process, queued device work) can run beside them."""
         assert self.baseline_channel is not None
         self.judge.stage(Stage.BASELINE)
         samples: Samples = {m: [] for m in self._baseline_models(bs)}
         mutates = self._checks is not None and self._checks.reference_mutates
-        for i in range(max(ALONE_MIN_ROUNDS, int(self.cfg.trials) // 4)):
-            label = f"baseline round {i + 1} alone"
-            draw_seed, seed = fresh_seed(), fresh_seed()
-            values = draw(self.loaded.main.get_inputs, draw_seed)
-            staged = {m: self.baseline_channel.stage_inputs(values, m) for m in list(samples)[:1]}
-            ref_out = self.reference.outputs(values, seed, label)
+        per_run = getattr(self, "per_run", 1)
+        for run in runs_of(0, max(ALONE_MIN_ROUNDS, int(self.cfg.trials) // 4), per_run):
+            sets = []
+            for i in run:
+                label = f"baseline round {i + 1} alone"
+                draw_seed, seed = fresh_seed(), fresh_seed()
+                values = draw(self.loaded.main.get_inputs, draw_seed)
+                sets.append(RoundSet(i, label, True, draw_seed, seed, values, None,
+                                     self.reference.outputs(values, seed, label)))
             for model_id in samples:
-                again = staged.pop(model_id, None) or self._staged(self.baseline_channel, model_id, values, draw_seed, mutates)
+                staged = [self._staged(self.baseline_channel, Staging.AFTER_WARM_UP, rs, mutates, k)
+                          for k, rs in enumerate(sets)]
                 try:
-                    b = self.baseline_channel.call(again, model_id, ref_out, seed, Stage.BASELINE)
+                    ran = self.baseline_channel.call_run(staged, model_id, [rs.ref_out for rs in sets],
+                                                         [rs.seed for rs in sets], Stage.BASELINE)
                 except SandboxError as e:
                     self.judge.baseline = None
                     raise HarnessFault(f"the reference sandbox failed while timing the baselines: {e}") from None
-                if b.reply.ok and self._baseline_right(b, model_id, values, ref_out, label):
-                    samples[model_id].append(Trial.of(b))
+                right = [b.reply.ok and self._baseline_right(b, model_id, rs.values, rs.ref_out, rs.label)
+                         for b, rs in zip(ran, sets)]
+                if len(ran) == len(sets) and all(right):
+                    samples[model_id].append(Trial.of(ran))
         return samples
 
     def _verify_timed(self, checks: CheckRun, res: Any, values: list[Any], ref_out: Any, label: str) -> Any:
@@ -325,7 +402,7 @@ class TimedRounds:
         r, bs = self.result, self.judge.baseline
         cand = samples["main"]
         baselines = samples.get("eager", []) + samples.get("compiled", [])
-        r.timings = [round(t.ms, 6) for t in cand]
+        r.timings = [round(ms, 6) for t in cand for ms in t.calls_ms]
         r.runtime_spread = spread([t.ms for t in cand])
         r.runtime_ms = r.runtime_spread.median_ms if r.runtime_spread else None
         # The speedup is the judge's: a reported time below what its own clock saw (less the

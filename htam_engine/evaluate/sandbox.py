@@ -25,6 +25,7 @@ import sys
 import time
 import traceback
 import weakref
+from dataclasses import dataclass
 from typing import Any
 
 # The role comes from the zygote; everything below is imported in the zygote, before it forks.
@@ -42,7 +43,8 @@ from htam_engine.evaluate.kernel_switch import KernelSwitch
 from htam_engine.evaluate.protocol import ProtocolError, recv_request, send_reply
 from htam_engine.evaluate.seeding import seed_all
 from htam_engine.evaluate.shared import attach, dtype_name, view
-from htam_engine.evaluate.timing import POLL_BEFORE_SLEEP_NS, WARM_COPY_MAX_BYTES, L2Flusher, is_cuda, run_trial
+from htam_engine.evaluate.timing import (POLL_BEFORE_SLEEP_NS, WARM_COPY_MAX_BYTES, L2Flusher, TrialTimes, is_cuda,
+                                         run_trial)
 from htam_engine.settings import SANDBOX_TRACE_ENV
 
 CANDIDATE, REFERENCE = "candidate", "reference"
@@ -68,6 +70,18 @@ def fingerprint(name: str, t: torch.Tensor) -> wire.ParamPrint:
     return wire.ParamPrint(name=name, numel=int(t.numel()), total=float(v.sum()), squares=float((v * v).sum()))
 
 
+@dataclass(slots=True)
+class _Prepared:
+    """One armed call's resolved buffers (wire.Arm), and what its trial leaves for the reply."""
+
+    args: list[Any]
+    in_tensors: list[torch.Tensor]
+    targets: dict[str, torch.Tensor]
+    sizes: set[int]
+    marks: list[tuple[str, int]]  # (phase, perf_counter_ns) for the trace (README, "Diagnosing the judge")
+    launches: int = 0
+
+
 class Sandbox:
     def __init__(self, sock: socket.socket, role: str, device: str):
         self.sock = sock
@@ -85,11 +99,12 @@ class Sandbox:
         self.guards = install_guards(device)  # last: the snapshot sees the harness as installed
         self.extension_ops = False
         self._previous: list[weakref.ref] = []  # the last call's output tensors, while the candidate holds them
-        # wire.Warm's inputs: a private copy of a call's inputs and the template (buffer refs and
+        # The warm-up's inputs (wire.Arm): a private copy of a call's inputs and the template (buffer refs and
         # layouts) it was taken for, one per sandbox; and the template of each model's last call.
         self._decoy: tuple[list, list[Any]] | None = None
         self._called_with: dict[str, list] = {}
         self._last_call: list | None = None  # the template of the last call of any model
+        self._armed: tuple[wire.Arm, list[_Prepared]] | None = None  # the calls the next Go runs
         # A file to append one JSON line per call to, with the milliseconds each phase of the call
         # took: a diagnostic for a judge clock that sees more than the sandbox reported (README,
         # "Diagnosing the judge"); the judge never reads it.
@@ -102,11 +117,11 @@ class Sandbox:
     def serve(self) -> int:
         self._send(wire.Ready(pid=os.getpid(), role=self.role))
         handlers = {wire.Build: self.build, wire.LoadReference: self.load_reference, wire.Construct: self.construct,
-                    wire.Attach: self.attach, wire.Detach: self.detach, wire.Call: self.call, wire.Warm: self.warm_call}
+                    wire.Attach: self.attach, wire.Detach: self.detach, wire.Arm: self.arm, wire.Go: self.go}
         # Garbage is collected between requests, never during one: a collection inside a call would
         # land in the judge's clock (or the trial) at random, and more for candidates that make
         # more garbage, so the candidate's and the reference's overheads would not compare. Not
-        # between a warm-up and the call it warms: there the sandbox polls for the call instead
+        # between an Arm (its warm-up) and its Go: there the sandbox polls for the Go instead
         # (timing.POLL_BEFORE_SLEEP_NS), and a collection would walk the forward's data out of the
         # core's caches. After any other reply it collects and sleeps in the read at once, which is
         # what the judge waits for before it lets a candidate's tree run beside the reference
@@ -124,7 +139,7 @@ class Sandbox:
             if isinstance(req, wire.Close) or type(req) not in handlers:
                 return 0
             self._send(handlers[type(req)](req))
-            warmed = isinstance(req, wire.Warm)
+            warmed = isinstance(req, wire.Arm)
             if not warmed:
                 collected += 1
                 gc.collect(2 if collected % FULL_COLLECT_EVERY == 0 else 0)
@@ -240,16 +255,60 @@ class Sandbox:
             return tuple(self._resolve(v) for v in value)
         return value
 
-    # ------------------------------------------------------------------ one call
-    def call(self, req: wire.Call) -> wire.Called:
+    # ------------------------------------------------------------------ calls
+    def arm(self, req: wire.Arm) -> wire.Outcome:
+        """Resolve every buffer the calls name, warm the model up (wire.Arm says on what), and keep
+        the calls for the Go: all of a call's own work but the trial happens here, before the judge
+        writes the inputs, so nothing but the Go's read lies between the warm-up and the first forward."""
+        self._armed = None
+        try:
+            prepared = [self._prepare(call) for call in req.calls]
+        except (KeyError, ValueError) as exc:  # a buffer the judge never attached: its own fault
+            return wire.Outcome(req.seq, False, "harness_error", f"could not resolve a call's buffers: {one_line(exc)}")
+        if req.warm:
+            self._warm(req.model_id)
+        self._armed = (req, prepared)
+        return wire.Outcome(req.seq, True)
+
+    def go(self, req: wire.Go) -> wire.Called | wire.Ran:
+        """The armed calls' trials back to back, then every output delivered (wire.Go)."""
+        armed, self._armed = self._armed, None
+        if armed is None:
+            return wire.Called(req.seq, False, "harness_error", "a go with no armed call")
+        arm, prepared = armed
+        ran: list[TrialTimes | wire.Called] = []
+        for call, prep in zip(arm.calls, prepared):
+            ran.append(self._run(call, prep))
+            if isinstance(ran[-1], wire.Called):  # it failed: the calls after it are not run
+                break
+        called = []
+        for k, (call, prep) in enumerate(zip(arm.calls, prepared)):
+            if k >= len(ran):
+                break
+            done, ran[k] = ran[k], None  # each output freed once delivered
+            reply = done if isinstance(done, wire.Called) else self._finish(call, prep, done, last=k == len(ran) - 1)
+            reply.seq = req.seq
+            called.append(reply)
+            self._write_trace(call, prep, reply)
+        return called[0] if len(arm.calls) == 1 else wire.Ran(req.seq, called)
+
+    def _prepare(self, call: wire.Call) -> "_Prepared":
         marks = [("start", time.perf_counter_ns())]
-        reply = self._call(req, marks)
-        if self.trace:
-            ms = {name: round((t - marks[i][1]) / 1e6, 4) for i, (name, t) in enumerate(marks[1:])}
-            with contextlib.suppress(OSError), open(self.trace, "a") as f:
-                f.write(json.dumps({"role": self.role, "model": req.model_id, "pid": os.getpid(), "phases_ms": ms,
-                                    "trial_ms": reply.ms, "tail_ms": reply.tail_ms, "flush_ms": reply.flush_ms}) + "\n")
-        return reply
+        args = self._resolve(call.inputs)
+        in_tensors = tensor_leaves(args)
+        targets = {path: self._resolve(ref) for path, ref in call.outputs}
+        sizes = {nbytes(t) for t in in_tensors} | {nbytes(t) for t in targets.values()}
+        marks.append(("resolve", time.perf_counter_ns()))
+        return _Prepared(args, in_tensors, targets, sizes, marks)
+
+    def _write_trace(self, call: wire.Call, prep: "_Prepared", reply: wire.Called) -> None:
+        if not self.trace:
+            return
+        marks = prep.marks
+        ms = {name: round((t - marks[i][1]) / 1e6, 4) for i, (name, t) in enumerate(marks[1:])}
+        with contextlib.suppress(OSError), open(self.trace, "a") as f:
+            f.write(json.dumps({"role": self.role, "model": call.model_id, "pid": os.getpid(), "phases_ms": ms,
+                                "trial_ms": reply.ms, "tail_ms": reply.tail_ms, "flush_ms": reply.flush_ms}) + "\n")
 
     def _traced(self, model: Any, marks: list[tuple[str, int]]) -> Any:
         """`model`, or while tracing, a call of it that marks when forward began and returned."""
@@ -263,42 +322,45 @@ class Sandbox:
             return out
         return forward
 
-    def _call(self, req: wire.Call, marks: list[tuple[str, int]]) -> wire.Called:
-        self._last_call = req.inputs  # what the shared buffers hold from now on, whatever this call does
-        model = self.models[req.model_id]
-        args = self._resolve(req.inputs)
-        in_tensors = tensor_leaves(args)
-        targets = {path: self._resolve(ref) for path, ref in req.outputs}
-        sizes = {nbytes(t) for t in in_tensors} | {nbytes(t) for t in targets.values()}
+    def _run(self, call: wire.Call, prep: "_Prepared") -> TrialTimes | wire.Called:
+        """One call's trial: its times and output, or the failure's reply."""
+        self._last_call = call.inputs  # what the shared buffers hold from now on, whatever this call does
+        model = self.models[call.model_id]
         launches0 = self.kernels.launches
-        seed_all(req.seed)
-        marks.append(("resolve", time.perf_counter_ns()))
+        seed_all(call.seed)
         try:
-            with self.kernels.switched(req.kernels):
-                out, ms, tail_ms, flush_ms = run_trial(self._traced(model, marks), args, self.device,
-                                                       _MARKERS[req.marker], sizes, self.flusher)
+            with self.kernels.switched(call.kernels):
+                times = run_trial(self._traced(model, prep.marks), prep.args, self.device, _MARKERS[call.marker],
+                                  prep.sizes, self.flusher)
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - the forward's fault becomes a status
             if is_cuda(self.device):
                 with contextlib.suppress(Exception):
                     torch.cuda.synchronize()
-            return wire.Called(req.seq, False, failure_kind(exc), one_line(exc))
-        launches = self.kernels.launches - launches0
-        marks.append(("trial", time.perf_counter_ns()))
-        leaves = self._deliver(out, in_tensors, targets)
+            return wire.Called(call.seq, False, failure_kind(exc), one_line(exc))
+        prep.launches = self.kernels.launches - launches0
+        prep.marks.append(("trial", time.perf_counter_ns()))
+        return times
+
+    def _finish(self, call: wire.Call, prep: "_Prepared", times: TrialTimes, last: bool) -> wire.Called:
+        """A trial's reply: its output delivered, the guards' look, the reuse of the last output.
+        last: the last call of its Go, whose inputs the next warm-up's private copy is shaped as."""
+        marks = prep.marks
+        leaves = self._deliver(times.out, prep.in_tensors, prep.targets)
         marks.append(("deliver", time.perf_counter_ns()))
-        self._keep_decoy(req, args, in_tensors)
-        outs = [t for t in tensors(out)]
+        if last:
+            self._keep_decoy(call, prep.args, prep.in_tensors)
+        outs = [t for t in tensors(times.out)]
         reused = any(overlaps(t, p) for t in outs for ref in self._previous for p in [ref()] if p is not None)
         self._previous = [weakref.ref(t) for t in outs]
-        del out, outs
+        del outs
         notes = [wire.Note(f.rule, f.message) for f in _verify(self.guards)]
         marks.append(("verify", time.perf_counter_ns()))
         if reused:
             notes.append(wire.Note("output_reuse", "forward returned the same memory it returned as its output for the "
                                                    "previous call, which it still holds (one output buffer reused "
                                                    "across calls)"))
-        return wire.Called(req.seq, True, ms=ms, outputs=leaves, launches=launches, notes=notes, tail_ms=tail_ms,
-                           flush_ms=flush_ms)
+        return wire.Called(call.seq, True, ms=times.ms, outputs=leaves, launches=prep.launches, notes=notes,
+                           tail_ms=times.tail_ms, flush_ms=times.flush_ms)
 
     def _keep_decoy(self, req: wire.Call, args: Any, in_tensors: list[torch.Tensor]) -> None:
         """A private copy of this call's inputs for the next warm-up calls, taken after the forward
@@ -314,17 +376,16 @@ class Sandbox:
         with torch._C.DisableTorchFunction(), _disable_current_modes():  # a mode the candidate left pushed stays out
             self._decoy = (req.inputs, clone_inputs(args))
 
-    def warm_call(self, req: wire.Warm) -> wire.Outcome:
-        """The forward once on the copy of its last call's inputs, untimed and unchecked. It runs before
-        the judge writes the next call's inputs, so it cannot compute anything of them; whatever it
-        leaves behind (state, a tampered harness, queued work) meets the next call's checks."""
-        model, args = self.models.get(req.model_id), self._warm_inputs(req.model_id)
+    def _warm(self, model_id: str) -> None:
+        """The forward once on the copy of its last call's inputs, untimed and unchecked (wire.Arm).
+        It runs before the judge writes the next call's inputs, so it cannot compute anything of them;
+        whatever it leaves behind (state, a tampered harness, queued work) meets the next call's checks."""
+        model, args = self.models.get(model_id), self._warm_inputs(model_id)
         if model is not None and args is not None:
             with contextlib.suppress(Exception, SystemExit), torch.no_grad():  # a fault shows in the next call
                 model(*args)
                 if is_cuda(self.device):
                     torch.cuda.synchronize()
-        return wire.Outcome(req.seq, True)
 
     def _warm_inputs(self, model_id: str) -> list[Any] | None:
         """Inputs of the shapes of the model's own last call (torch.compile would compile for others):

@@ -31,7 +31,7 @@ _Event = torch.cuda.Event
 _event_synchronize = torch.cuda.Event.synchronize
 _no_grad = torch.no_grad
 
-# A sandbox keeps a private copy of a call's inputs for the next warm-up call (wire.Warm) up to this
+# A sandbox keeps a private copy of a call's inputs for the next warm-up (wire.Arm) up to this
 # many bytes. A forward called right after its process waited is several times slower on the host
 # than back to back (tests/bench/cpu_cold_call.py: relu on 64x1024, 0.2 ms after a 10 ms wait, 0.009
 # ms back to back), and KernelBench times back to back. Past a GiB the copy would count against the
@@ -39,12 +39,12 @@ _no_grad = torch.no_grad
 # sandbox not at all (sandbox.Sandbox._warm_inputs says why).
 WARM_COPY_MAX_BYTES = 1 << 30
 
-# On CUDA a sandbox polls its socket this long after replying to a warm-up call (wire.Warm) before
-# it sleeps in the read: the judge's call comes once it has staged the inputs, well within this for
-# the inputs of a short kernel, and a core that slept in the read runs the forward's launch code
+# On CUDA a sandbox polls its socket this long after answering an Arm (its warm-up done) before it
+# sleeps in the read: the judge's Go comes once it has written the inputs, well within this for the
+# inputs of a short kernel, and a core that slept in the read runs the forward's launch code
 # several times slower (tests/bench/cpu_cold_call.py, "polled recv"), time the device waits inside
-# the events, which KernelBench's back-to-back calls do not see. Every call follows its warm-up
-# alike, checked or timed, so a call cannot tell which it is by it. After other replies the sandbox
+# the events, which KernelBench's back-to-back calls do not see. Every run of calls follows its
+# warm-up alike, checked or timed, so a call cannot tell which it is by it. After other replies the sandbox
 # sleeps at once: the judge waits for the reference sandbox to be asleep before a candidate's tree
 # runs again (rounds.reference_runs), and a poll there would add its length to every round.
 POLL_BEFORE_SLEEP_NS = 5_000_000

@@ -82,8 +82,8 @@ class Detach:
 
 @dataclass(slots=True)
 class Call:
-    """One forward, always the same protocol (see sandbox.py): poison with `marker`, seed with
-    `seed`, (CUDA: flush L2, events), forward on `inputs`, synchronize, copy each output leaf
+    """One forward of an Arm, always the same protocol (see sandbox.py): poison with `marker`, seed
+    with `seed`, (CUDA: flush L2, events), forward on `inputs`, synchronize, copy each output leaf
     into its buffer. kernels: "run" | "skip" | "raise" | "spoil" (custom kernels disabled: kernel_switch.py)."""
 
     seq: int
@@ -96,14 +96,27 @@ class Call:
 
 
 @dataclass(slots=True)
-class Warm:
-    """Before the judge writes a call's inputs: run `model_id` once, untimed and unchecked, on the
-    sandbox's private copy of inputs shaped as its last call's (a candidate's inputs too large to
-    copy: the shared buffers, which still hold them; nothing otherwise), so the call that follows
-    finds the forward's code and data warm, as in a back-to-back loop (timing.py)."""
+class Arm:
+    """Calls of `model_id`, announced before the judge writes their inputs: the sandbox resolves
+    every buffer the calls name and, when `warm`, runs the model once, untimed and unchecked, on its
+    private copy of inputs shaped as its last call's (a candidate's inputs too large to copy: the
+    shared buffers, which still hold them), then answers (an Outcome) and waits for Go. The judge
+    writes the inputs once answered, so the warm-up cannot compute anything of them; what the
+    sandbox does between the warm-up and the first forward is only reading the Go, and each
+    further call follows the one before at once, as in KernelBench's back-to-back loop (timing.py)."""
 
     seq: int
     model_id: str
+    calls: list[Call]
+    warm: bool = True
+
+
+@dataclass(slots=True)
+class Go:
+    """Run the armed calls, one right after another; the answer is a Called for one call, else a
+    Ran with one Called per call, in order (the first that fails ends the run)."""
+
+    seq: int
 
 
 @dataclass(slots=True)
@@ -186,7 +199,15 @@ class Called:
     flush_ms: float = 0.0  # the L2 flush before the start event, by events (timing.run_trial; 0 on the CPU)
 
 
-REPLIES: dict[str, type] = {"ready": Ready, "stage": StageNote, "outcome": Outcome, "called": Called}
+@dataclass(slots=True)
+class Ran:
+    """The answer to a Go of several calls: each call's Called, in order, up to the first that failed."""
+
+    seq: int
+    called: list[Called] = field(default_factory=list)
+
+
+REPLIES: dict[str, type] = {"ready": Ready, "stage": StageNote, "outcome": Outcome, "called": Called, "ran": Ran}
 _TAG = {cls: tag for tag, cls in REPLIES.items()}
 
 
@@ -199,6 +220,13 @@ def encode_reply(reply: Any) -> dict[str, Any]:
     return d
 
 
+def _known_fields(cls: type, body: dict[str, Any], tag: str) -> None:
+    names = {f.name for f in dataclasses.fields(cls)}
+    extra = [k for k in body if k not in names]
+    if extra:
+        raise WireError(f"a {tag!r} message with unknown field(s) {', '.join(map(str, extra[:4]))}")
+
+
 def decode_reply(msg: Any, expected_seq: int | None = None) -> Any:
     """The reply dataclass a sandbox map stands for; WireError for anything else."""
     from htam_engine.session.codec import CodecError, decode
@@ -209,17 +237,19 @@ def decode_reply(msg: Any, expected_seq: int | None = None) -> Any:
     if cls is None:
         raise WireError(f"a message of unknown type {str(msg.get('t'))[:40]!r}")
     body = {k: v for k, v in msg.items() if k != "t"}
-    names = {f.name for f in dataclasses.fields(cls)}
-    extra = [k for k in body if k not in names]
-    if extra:
-        raise WireError(f"a {msg['t']!r} message with unknown field(s) {', '.join(map(str, extra[:4]))}")
+    _known_fields(cls, body, msg["t"])
+    if cls is Ran and isinstance(body.get("called"), list):  # the codec would drop a nested call's extras
+        for called in body["called"]:
+            if isinstance(called, dict):
+                _known_fields(Called, called, "called")
     try:
         reply = decode(cls, body)
     except CodecError as exc:
         raise WireError(f"a malformed {msg['t']!r} message ({exc})") from None
-    for leaf in getattr(reply, "outputs", ()):
-        if leaf.value is not None and not isinstance(leaf.value, (bool, int, float)):
-            raise WireError(f"an output value of type {type(leaf.value).__name__}")
+    for called in getattr(reply, "called", [reply]):
+        for leaf in getattr(called, "outputs", ()):
+            if leaf.value is not None and not isinstance(leaf.value, (bool, int, float)):
+                raise WireError(f"an output value of type {type(leaf.value).__name__}")
     seq = getattr(reply, "seq", None)
     if expected_seq is not None and seq is not None and seq != expected_seq:
         raise WireError(f"a reply to request {seq} while request {expected_seq} was pending")

@@ -34,7 +34,7 @@ from typing import Any, Callable
 
 import torch
 
-from htam_engine.evaluate.channel import Channel, fresh_seed
+from htam_engine.evaluate.channel import Channel, Staging, fresh_seed
 from htam_engine.evaluate.checks.compare import compare_outputs, flatten, fraction_right, noise_norm, runs, tensors
 from htam_engine.evaluate.checks.inputs import (LARGE_SCALES, draw, has_floats, has_integers, heavy_tailed,
                                                 large_magnitude, signed_normal, wide_integers)
@@ -189,7 +189,7 @@ class CheckRun:
             # its peak, not those and its own draw (4x: 45_Average_Pooling_2D's 16 GiB set on the
             # H200). The sandbox is stopped meanwhile: nothing of the set reaches it before the call.
             with self.channel.sandbox.paused():
-                staged = self.channel.stage_inputs(values, None)  # stopped: no warm-up call (too large for one anyway)
+                staged = self.channel.stage_inputs(values, Staging.NOW_COLD)  # stopped: no warm-up (too large for one anyway)
                 del values
                 exact = reference.exact(staged.values(), seed)
                 values = make()
@@ -197,7 +197,7 @@ class CheckRun:
                 ref_changed = changed_inputs(values, staged.views)
         else:
             exact, ref_out, pristine, layouts, ref_changed = reference_first(reference, values, seed, label, True)
-            staged = self.channel.stage_inputs(pristine, model_id, layouts)  # the inputs as drawn, right before the send
+            staged = self.channel.stage_inputs(pristine, Staging.AFTER_WARM_UP, layouts)  # written right before the Go
             del pristine
         if finite_only and nonfinite(ref_out):
             return None
@@ -286,7 +286,7 @@ class CheckRun:
         before = [t.clone() for t in tensors(first.out)]
         again_label = f"{label} (rerun)"
         values = draw(self.loaded.main.get_inputs, seed)
-        staged = self.channel.stage_inputs(values, "main")
+        staged = self.channel.stage_inputs(values, Staging.AFTER_WARM_UP)
         ref_out = first.ref_out
         result = self.channel.call(staged, "main", ref_out, first.seed, Stage.CHECK)  # random ops draw alike
         self.verify_call(result, values, ref_out, again_label, set() if not self.reference_mutates else
@@ -478,7 +478,7 @@ class CheckRun:
         values = draw(self.loaded.main.get_inputs, fresh_seed())
         seed = fresh_seed()
         _, ref_out, pristine, layouts, _ = reference_first(self.reference, values, seed, label, False)
-        staged = self.channel.stage_inputs(pristine, "main", layouts)
+        staged = self.channel.stage_inputs(pristine, Staging.AFTER_WARM_UP, layouts)
         del pristine
         result = self.channel.call(staged, "main", ref_out, seed, Stage.CHECK, kernels=mode)
         if not result.reply.ok:

@@ -12,6 +12,8 @@ test_attack_poisoning.py.
 
 from __future__ import annotations
 
+import statistics
+
 import pytest
 
 from cheats.caught import assert_caught
@@ -75,6 +77,22 @@ def test_work_done_in_the_harness_copy_of_the_output_is_caught():
 
 def test_work_done_in_the_harness_copy_through_a_dispatch_mode_is_caught():
     assert_caught(run_check("relu", "cheat_deferred_copy_dispatch", trials=MARGIN_TRIALS), "clock", "harness_tamper")
+
+
+def test_a_run_computed_ahead_in_its_first_call_gets_no_inflated_speedup():
+    """A run's inputs are all written before its first call: a candidate that computes the whole
+    run in one call and returns kept results in the others is timed by the run's mean, which counts
+    that work, not by its fast calls (a median over calls would also leave the judge's clock seeing
+    work the reported times skip: rejected as `clock`)."""
+    wide = {"dim": 1 << 14}  # 64 programs a call: the work, not the interpreter's launch, is the time
+    honest = run_check("relu", "honest_relu_triton", wide, trials=MARGIN_TRIALS)
+    r = run_check("relu", "cheat_run_ahead", wide, trials=MARGIN_TRIALS)
+    assert honest.status is Status.OK and honest.speedup_eager, (honest.status, honest.integrity)
+    fast = sorted(r.timings)[: len(r.timings) // 2]
+    assert max(fast) < 0.5 * min(honest.timings), (r.timings, honest.timings)  # it did skip the work there
+    if r.status is Status.OK:
+        assert r.runtime_ms >= 0.9 * statistics.fmean(r.timings), (r.runtime_ms, r.timings)  # every call's work
+        assert r.speedup_eager <= 1.5 * honest.speedup_eager, (r.speedup_eager, honest.speedup_eager, r.timings)
 
 
 def test_a_forged_clock_inside_the_margin_is_caught():

@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 
 from htam_engine.evaluate import wire
-from htam_engine.evaluate.channel import Channel
+from htam_engine.evaluate.channel import Channel, Staging
 
 
 class FakeSandbox:
@@ -51,7 +51,7 @@ def test_main_and_unseen_layouts_reserved_together_give_one_storage_per_slot_of_
     assert [type(m) for m in sandbox.messages] == [wire.Attach, wire.Attach]
     # Staging either draw reuses those storages: no new attach.
     for shape in ((64, 32), (96, 32)):
-        channel.stage_inputs([torch.ones(shape), torch.arange(4)], None)
+        channel.stage_inputs([torch.ones(shape), torch.arange(4)], Staging.NOW_COLD)
     assert len(sandbox.messages) == 2 and channel.storage_bytes() == held
     channel.close_after_death()
 
@@ -60,8 +60,8 @@ def test_a_slot_that_outgrows_its_storage_detaches_and_drops_the_old_one():
     sandbox = FakeSandbox()
     channel = Channel(sandbox, "cpu", 0.0, None)
     channel.reserve_inputs(MAIN)
-    first = channel._in_slots[0]
-    channel.stage_inputs([torch.ones(128, 32), torch.arange(8)], None)
+    first = channel._in_slots[(0, 0)]
+    channel.stage_inputs([torch.ones(128, 32), torch.arange(8)], Staging.NOW_COLD)
     assert sorted(channel.storage_bytes()["all"]) == [8 * 8, 128 * 32 * 4]
     detaches = [m for m in sandbox.messages if isinstance(m, wire.Detach)]
     assert [d.ids for d in detaches] == [[first]]
@@ -73,7 +73,7 @@ def test_a_storage_the_sandbox_would_not_drop_is_remembered_only_to_return_its_r
     sandbox = FakeSandbox(detach_ok=False)
     channel = Channel(sandbox, "cpu", 0.0, None)
     channel.reserve_inputs(MAIN)
-    channel.stage_inputs([torch.ones(128, 32), torch.arange(8)], None)
+    channel.stage_inputs([torch.ones(128, 32), torch.arange(8)], Staging.NOW_COLD)
     assert sorted(channel.storage_bytes()["all"]) == [8 * 8, 128 * 32 * 4]
     assert len(channel._retired) == 1 and channel._retired[0].bytes.numel() == 0  # its bytes released
     channel.close_after_death()

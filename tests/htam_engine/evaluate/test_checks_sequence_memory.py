@@ -1,14 +1,15 @@
 """The order of the judge's work on one input set (issue 13): its reference and float64 yardstick
 are computed before any of the set reaches a sandbox, the inputs are written into the shared
-buffers right before the call is sent, and the judge never holds more input-sized buffers than
+buffers right before the calls are sent, and the judge never holds more input-sized buffers than
 that order needs. Measured on a judge of this process, over real candidate sandboxes:
 
-- every call the candidate's channel sends is preceded directly by the staging of its inputs,
-  with no reference or float64 run between the two;
-- at the start of every reference and float64 forward, and at every send, the judge's live
-  tensors (found through the garbage collector, one figure per storage) add up to at most a
-  few input sets: the drawn values, their float64 transient or a pristine copy, and the shared
-  storages (the candidate's, and the baselines' during timed rounds).
+- every run of calls the candidate's channel sends is preceded directly by the staging of its
+  inputs, with no reference or float64 run between the two;
+- one call at a time (how a large set runs: rounds.RUN_MAX_BYTES), at the start of every reference
+  and float64 forward and at every send, the judge's live tensors (found through the garbage
+  collector, one figure per storage) add up to at most a few input sets: the drawn values, their
+  float64 transient or a pristine copy, and the shared storages (the candidate's, and the
+  baselines' during timed rounds).
 A reference that changes its inputs in place still gets its inputs as drawn on both sides."""
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def recorded(monkeypatch):
     phase = ["check"]
     real_time_rounds = rounds_module.TimedRounds._time_rounds
     real_seed_all, real_stage, real_call = reference_module.seed_all, channel_module.Channel.stage_inputs, \
-        channel_module.Channel.call
+        channel_module.Channel.call_run
 
     def who(ch) -> str:
         return "candidate" if ch.budget is not None else "baseline"
@@ -86,23 +87,29 @@ def recorded(monkeypatch):
     monkeypatch.setattr(rounds_module.TimedRounds, "_time_rounds", time_rounds)
     monkeypatch.setattr(reference_module, "seed_all", seed_all)
     monkeypatch.setattr(channel_module.Channel, "stage_inputs", stage_inputs)
-    monkeypatch.setattr(channel_module.Channel, "call", call)
+    monkeypatch.setattr(channel_module.Channel, "call_run", call)
     return events
 
 
-def test_inputs_reach_the_candidate_only_right_before_its_call_and_the_judge_holds_few_input_sets(recorded):
-    r = run_check("mse", "honest_mse", time_compile_baseline=False, check_unseen_shape=False)  # sets of one size
+@pytest.mark.parametrize("per_run", [1, rounds_module.TRIALS_PER_RUN])
+def test_inputs_reach_the_candidate_only_right_before_its_call_and_the_judge_holds_few_input_sets(recorded, monkeypatch,
+                                                                                                   per_run):
+    monkeypatch.setattr(rounds_module, "TRIALS_PER_RUN", per_run)
+    r = run_check("mse", "honest_mse", time_compile_baseline=False, check_unseen_shape=False, trials=10)  # sets of one size
     assert r.status is Status.OK, (r.diagnostics.message, r.integrity)
     events = recorded
     calls = [i for i, e in enumerate(events) if e[:2] == ("call", "candidate")]
-    assert len(calls) >= 10
+    assert len(calls) >= (10 + 10 // per_run if per_run > 1 else 10)
     for i in calls:
         assert events[i - 1][:2] == ("stage", "candidate"), events[max(0, i - 4):i + 1]
-    # Between a candidate's staging and its call nothing of the judge's ran; and no staging of a set
-    # into the candidate's buffers happened before the judge's forwards on that set.
+    # Between a candidate's staging and its call nothing of the judge's ran (another set of the same
+    # run may be staged); and no staging of a set into the candidate's buffers happened before the
+    # judge's forwards on that set.
     for i, e in enumerate(events):
         if e[:2] == ("stage", "candidate"):
-            assert events[i + 1][:2] == ("call", "candidate"), events[i:i + 3]
+            assert events[i + 1][:2] in (("call", "candidate"), ("stage", "candidate")), events[i:i + 3]
+    if per_run > 1:
+        return  # a run holds its sets together (RUN_MAX_BYTES bounds them); the figures below are one set's
     def most(kind: str, phase: str) -> float:
         return max(e[2] for e in events if e[0] == kind and (e[1] if kind == "forward" else e[3]) == phase
                    and (kind == "forward" or e[1] == "candidate"))
@@ -111,11 +118,13 @@ def test_inputs_reach_the_candidate_only_right_before_its_call_and_the_judge_hol
     print("input sets alive at most:", {f"{k} {p}": round(v, 2) for (k, p), v in figures.items()})
     # The float64 forward of a checked set: the values, their float64 copy (2 sets), the candidate's
     # shared storage; of a timed round, the baselines' shared storage besides. Then less: the values and
-    # a pristine copy (the float32 forward), the values and the shared storages (the sends).
+    # a pristine copy (the float32 forward); at a checked send the values, the shared storage and the
+    # pristine copy, written into it once the sandbox is armed and freed then; at a timed send the
+    # values and the shared storages.
     slack = 0.25  # the output and the judge's other small tensors
     assert figures["forward", "check"] <= 4 + slack, figures
     assert figures["forward", "time"] <= 5 + slack, figures
-    assert figures["call", "check"] <= 2 + slack, figures
+    assert figures["call", "check"] <= 3 + slack, figures
     assert figures["call", "time"] <= 3 + slack, figures
 
 
@@ -130,6 +139,7 @@ def test_a_large_set_is_staged_first_with_the_sandbox_stopped_and_the_judge_hold
 
     monkeypatch.setattr(sequence_module, "stage_first", lambda values, device: True)
     monkeypatch.setattr(rounds_module, "stage_first", lambda values, device: True)
+    monkeypatch.setattr(rounds_module, "TRIALS_PER_RUN", 1)  # a set this large runs one call at a time
     real_paused = sandbox_client.SandboxProcess.paused
 
     @contextlib.contextmanager

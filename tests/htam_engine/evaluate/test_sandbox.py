@@ -168,20 +168,21 @@ def test_a_candidate_too_large_to_copy_warms_up_on_the_shared_buffers_of_its_las
     box.device, box.role, box.models, box.buffers = "cpu", CANDIDATE, {"main": forward}, {0: storage.bytes}
     template = [wire.BufRef(0, lay)]
     box._decoy, box._called_with, box._last_call = None, {"main": template}, template
-    assert box.warm_call(wire.Warm(1, "main")).ok and seen == [storage.view(lay).data_ptr()]
+    box._warm("main")
+    assert seen == [storage.view(lay).data_ptr()]
     box._last_call = [wire.BufRef(0, Layout((32,), (1,), 0, "float32"))]  # a call of another layout since
-    box.warm_call(wire.Warm(2, "main"))
+    box._warm("main")
     box.role, box._last_call = REFERENCE, template
-    box.warm_call(wire.Warm(3, "main"))
+    box._warm("main")
     box.role, box.buffers = CANDIDATE, {}  # detached
-    box.warm_call(wire.Warm(4, "main"))
+    box._warm("main")
     assert len(seen) == 1
 
 
-def test_a_cuda_sandbox_polls_only_between_a_warm_up_and_its_call():
-    """After a warm-up's reply it polls (the call comes at once); after any other reply it collects
-    and sleeps in the read at once, which the judge waits for before a candidate runs again beside
-    the reference sandbox (a poll there would add its length to every timed round)."""
+def test_a_cuda_sandbox_polls_only_between_an_arm_and_its_go():
+    """After answering an Arm (its warm-up done) it polls (the Go comes at once); after any other
+    reply it collects and sleeps in the read at once, which the judge waits for before a candidate
+    runs again beside the reference sandbox (a poll there would add its length to every timed round)."""
     import socket
 
     from htam_engine.evaluate.protocol import send_request
@@ -192,14 +193,55 @@ def test_a_cuda_sandbox_polls_only_between_a_warm_up_and_its_call():
     box.sock, box.fd, box.device, box.role = theirs, theirs.fileno(), "cuda", "reference"
     polls_before: list[str] = []
     box._poll_for_request = lambda: polls_before.append("poll")
-    box.warm_call = lambda req: wire.Outcome(req.seq, True)
+    box.arm = lambda req: wire.Outcome(req.seq, True)
     box.detach = lambda req: (polls_before.append(f"handled {type(req).__name__}"), wire.Outcome(req.seq, True))[1]
-    box.call = box.detach
-    for req in (wire.Warm(1, "eager"), wire.Detach(2, []), wire.Warm(3, "eager"), wire.Detach(4, []), wire.Close(5)):
+    box.go = box.detach
+    for req in (wire.Arm(1, "eager", []), wire.Go(2), wire.Arm(3, "eager", []), wire.Detach(4, []), wire.Close(5)):
         send_request(ours.fileno(), req)
     try:
         assert box.serve() == 0
     finally:
         ours.close()
         theirs.close()
-    assert polls_before == ["poll", "handled Detach", "poll", "handled Detach"]
+    assert polls_before == ["poll", "handled Go", "poll", "handled Detach"]
+
+
+RUN_MODEL = """
+import torch
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        if float(x.reshape(-1)[0]) == 2.0:
+            raise ValueError("a two")
+        return x * 2
+"""
+
+
+def test_a_run_of_calls_answers_each_in_order_and_ends_at_the_first_that_fails(zygote):
+    """One Arm and one Go for several calls (rounds.TRIALS_PER_RUN): each call reads its own input
+    buffers and writes its own output buffers, the replies come in the calls' order, the wall time
+    is shared evenly, and a call that raises is the run's last reply (the calls after it do not run)."""
+    from htam_engine.evaluate.channel import Channel, Staging
+
+    sandbox = fork_sandbox(zygote, "candidate", "cpu", SandboxLimits())
+    channel = Channel(sandbox, "cpu", 0.0, None)
+
+    def run(*fills: float) -> list:
+        staged = [channel.stage_inputs([torch.full((4,), v)], Staging.AFTER_WARM_UP, slot=k) for k, v in enumerate(fills)]
+        return channel.call_run(staged, "main", [torch.zeros(4)] * len(fills), list(range(len(fills))), Stage.CHECK)
+
+    try:
+        reply = sandbox.request(wire.Build(sandbox.next_seq(), RUN_MODEL, "run-test", "cpp"), stage=Stage.COMPILE,
+                                deadline_s=120, budget=None, memory_mb=0)
+        assert reply.ok, reply.message
+        reply = channel.request(wire.Construct(channel.next_seq(), "main", [], 0), Stage.CHECK)
+        assert reply.ok, reply.message
+        done = run(1.0, 3.0, 4.0)
+        assert [r.reply.ok for r in done] == [True, True, True]
+        assert [float(next(iter(r.outputs.values()))[0]) for r in done] == [2.0, 6.0, 8.0]
+        assert len({r.wall_ms for r in done}) == 1
+        failed = run(1.0, 2.0, 3.0)
+        assert [r.reply.ok for r in failed] == [True, False] and "a two" in failed[1].reply.message
+        assert [float(next(iter(r.outputs.values()))[0]) for r in run(5.0)] == [10.0]  # the sandbox goes on
+    finally:
+        sandbox.kill()
+        channel.close_after_death()
