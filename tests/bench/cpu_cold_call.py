@@ -2,8 +2,11 @@
 woke up is slower than the same call back to back. Prints, for the built-in relu problem at a
 small size on the CPU (median milliseconds of the forward alone):
 
-  htam eager baseline   htam eval's eager time, measured in its reference sandbox, which waits
-                        for each call's request on a socket (one trial per request)
+  htam eager baseline   htam eval's eager time, measured in its reference sandbox: each run of
+                        up to 5 timed calls is announced (wire.Arm: the sandbox warms up), its
+                        inputs written, then run back to back on one Go; the run's mean is a
+                        sample. Its calls also poison freed memory and read fresh inputs each,
+                        which the in-process rows below do not (size 4x64 leaves out the data)
   back to back          the same Model called in a loop in this process, as KernelBench times it
   after a recv          each call right after a blocking read that a second process answers once
                         it has done some work of its own (what a sandbox does between trials)
