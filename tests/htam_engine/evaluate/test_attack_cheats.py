@@ -128,10 +128,11 @@ def test_a_thread_prefetching_from_the_shared_input_buffers_is_caught():
     assert_caught(run_check("matmul_relu", "cheat_prefetch_thread"))
 
 
-@xfail("the sandbox's gc.collect after each reply runs a candidate finalizer in its main thread; it "
-       "waits for the next inputs in the shared buffers and computes the product while the call waits in "
-       "the socket: since the inputs are staged right before the send, that work is on the judge's clock "
-       "(not the sandbox's), but within the clock check's CPU margin (10 ms + half the trial)")
+@xfail("the sandbox's gc.collect after each reply runs a candidate finalizer in its main thread, which "
+       "waits for the next inputs in the shared buffers; no finding names it. It gains nothing now: the "
+       "inputs are written only once the sandbox answered the next call's Arm, which it cannot while the "
+       "finalizer holds its main thread, and the finalizer gives up when the Arm arrives (timed like the "
+       "honest candidate's, 20-25 ms a call here)")
 def test_a_finalizer_prefetching_from_the_shared_input_buffers_is_caught():
     assert_caught(run_check("matmul_relu", "cheat_prefetch_finalizer"))
 
