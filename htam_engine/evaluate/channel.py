@@ -117,6 +117,7 @@ class Channel:
         self._out_slots: dict[tuple[int, str], int] = {}  # (call of a run, output leaf path) -> storage id
         self._retired: list[SharedStorage] = []  # outgrown, the sandbox never said it dropped them
         self.calls = 0
+        self.first_run_ms: float | None = None  # the wall time of the first run of calls (Go to reply)
         self.stage = Stage.CHECK  # the stage of the last call
         # The sandbox's threads are counted around each call on the CPU only, where the judge holds a
         # candidate to the baseline's thread setting; on a GPU the driver's threads come and go.
@@ -268,6 +269,8 @@ class Channel:
         t0 = time.perf_counter_ns()
         reply = self.request(wire.Go(self.next_seq()), stage)
         wall_ms = (time.perf_counter_ns() - t0) / 1e6
+        if self.first_run_ms is None:
+            self.first_run_ms = wall_ms
         cpu1 = self.sandbox.thread_cpu_ns() if watch else None
         called = reply.called if isinstance(reply, wire.Ran) and len(calls) > 1 else \
             [reply] if isinstance(reply, wire.Called) and len(calls) == 1 else None

@@ -601,6 +601,7 @@ class Evaluation(TimedRounds):
         finally:
             reference.drop_exact()
             r.stages.check_s = time.perf_counter() - t0
+            r.stages.first_call_s = (self.channel.first_run_ms or 0.0) / 1e3
         return checks
 
     def _compare_parameters(self, candidate: list[wire.ParamPrint], ref: list[wire.ParamPrint]) -> None:

@@ -79,6 +79,9 @@ class StageTimes:
     static_s: float = 0.0
     compile_s: float = 0.0
     check_s: float = 0.0
+    # Of check_s, the candidate's first call (Go to reply): a Triton kernel compiles at its first
+    # launch, so on a GPU this is mostly the kernels' compile, done holding units of the device.
+    first_call_s: float = 0.0
     time_s: float = 0.0
     total_s: float = 0.0
     compile_cached: bool = False

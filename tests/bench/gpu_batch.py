@@ -172,7 +172,8 @@ async def offline_candidates(limit: int) -> list[tuple[Any, str, str]]:
 
 def stage_row(r: Any, wall: float) -> dict[str, Any]:
     return {"status": r.status.value, "wall_s": round(wall, 2), "compile_s": round(r.stages.compile_s, 2),
-            "check_s": round(r.stages.check_s, 2), "time_s": round(r.stages.time_s, 2),
+            "check_s": round(r.stages.check_s, 2), "first_call_s": round(r.stages.first_call_s, 2),
+            "time_s": round(r.stages.time_s, 2),
             "cached": r.stages.compile_cached, "speedup_eager": r.speedup_eager}
 
 
