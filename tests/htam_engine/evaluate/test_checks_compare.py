@@ -254,3 +254,17 @@ def test_fraction_right_counts_the_elements_within_tolerance_over_every_output()
     assert fraction_right(torch.zeros(2), ref, DEFAULT_TOLERANCES) == 0.0  # another shape: all wrong
     ints = torch.arange(10)
     assert fraction_right(torch.where(ints < 3, -1, ints), ints, DEFAULT_TOLERANCES) == 0.7
+
+
+@pytest.mark.parametrize("share,outside", [(0.9, False), (1.2, True)])
+def test_one_element_past_its_allowance_is_a_mismatch_however_small_against_the_whole(share, outside):
+    """KernelBench's per-element rule at its edge: |out - ref| <= atol + rtol * |ref| (1e-4 each for
+    float32). One element of 100,000 at 1.2x its allowance fails, though the whole-output norm is
+    far within its bound; at 0.9x it passes."""
+    ref = torch.ones(100_000)
+    new = ref.clone()
+    new[77_777] += share * (1e-4 + 1e-4 * 1.0)
+    m = compare_outputs(new, ref, {"float32": 1e-4}, "a set")
+    assert (m is not None) == outside, m
+    if outside:
+        assert "1 of 100000 elements outside" in m.note and m.where == [77_777], m
