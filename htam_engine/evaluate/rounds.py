@@ -219,6 +219,7 @@ class TimedRounds:
             sets = [first if i == 0 else self._round_set(i, checks.reference_mutates) for i in run]
             first = None
             self._time_run(checks, models, sets, picked, samples)
+            del sets  # before the next run's sets are drawn: a large set's run holds one set, not two
         if self.progress:
             judge.send({"t": "trials", "ms": list(self.progress)})
         if self.channel.counts_threads:
