@@ -207,7 +207,8 @@ def timing_lines(stage: str, started: float | None, timings: list[float], result
         t.append(f" · compile {_ms(result.compile_ref_runtime_ms)}")
     t.append(" ms")
     st = result.stages
-    t.append(f"\ncompile {st.compile_s:.1f}s{' cached' if st.compile_cached else ''} check {st.check_s:.1f}s "
+    first = f" (first call {st.first_call_s:.1f}s)" if st.first_call_s >= 0.05 else ""  # a kernel's compile on a GPU
+    t.append(f"\ncompile {st.compile_s:.1f}s{' cached' if st.compile_cached else ''} check {st.check_s:.1f}s{first} "
              f"time {st.time_s:.1f}s", style="dim")
     if result.timings:
         t.append(f" · {len(result.timings)} trials", style="dim")

@@ -73,6 +73,17 @@ def test_diagnostics_map_to_source_lines():
     assert render.locate(triton, "triton", 2) == ("module", 6)
 
 
+def test_timing_lines_name_the_first_call_within_the_checks():
+    """A finished evaluation's stage seconds; the candidate's first call (a Triton kernel's compile
+    on a GPU) is named inside the checks once it shows as a tenth of a second."""
+    r = ok_result(2.0)
+    r.stages.compile_s, r.stages.check_s, r.stages.first_call_s, r.stages.time_s = 0.4, 5.2, 3.1, 1.5
+    text = render.timing_lines("", None, [], r, now=0.0).plain
+    assert "compile 0.4s check 5.2s (first call 3.1s) time 1.5s" in text, text
+    r.stages.first_call_s = 0.001  # the CPU's few milliseconds are not worth a word
+    assert "first call" not in render.timing_lines("", None, [], r, now=0.0).plain
+
+
 def test_result_line_shows_a_measured_result():
     assert "1.60x vs eager" in result_line(ok_result(1.6)).plain
     assert "compile_error" in result_line(compile_error()).plain
