@@ -447,44 +447,55 @@ class CheckRun:
         return reply.params
 
     # ------------------------------------------------------------------ after timing
-    def check_kernels_did_the_work(self) -> None:
-        """Two calls with every custom kernel skipped, then raising: a right output convicts them.
+    def check_kernels_did_the_work(self, run_length: int = 1) -> None:
+        """Two runs with every custom kernel skipped, then raising: a right output convicts them.
         A third, last, with every tensor a kernel was handed spoiled: an output mostly still right
-        was mostly PyTorch's (MOSTLY_PYTORCH)."""
+        was mostly PyTorch's (MOSTLY_PYTORCH). Each is a run of `run_length` calls, as long as the
+        timed runs (rounds.trials_per_run), so a candidate cannot keep its kernels for runs of one
+        call and let PyTorch do the timed runs' work; any call of a run convicts."""
         for mode in (SKIP, RAISE):
-            outputs = self._call_with_kernels(mode)
-            if outputs is None:
-                continue
-            out, ref_out, label = outputs
             noise = lambda path: self.timing_noise.get(path)  # noqa: E731
-            if compare_outputs(out, ref_out, self.cfg.tolerances, label, noise) is None:
+            right = [label for out, ref_out, label in self._run_with_kernels(mode, run_length)
+                     if compare_outputs(out, ref_out, self.cfg.tolerances, label, noise) is None]
+            if right:
                 how = "a decoy launch while PyTorch does the work" if mode == SKIP else "a try/except fallback to PyTorch"
                 self.obs.find("no_kernel", f"with every custom kernel {_KERNELS_OFF[mode]}, forward still returned "
-                                           f"the right output: the custom kernels did no necessary work ({how})")
+                                           f"the right output ({len(right)} of {run_length} calls): the custom kernels "
+                                           f"did no necessary work ({how})")
                 return
-        outputs = self._call_with_kernels(SPOIL)
-        if outputs is None:
-            return
-        share = fraction_right(outputs[0], outputs[1], self.cfg.tolerances)
+        shares = [fraction_right(out, ref_out, self.cfg.tolerances)
+                  for out, ref_out, _ in self._run_with_kernels(SPOIL, run_length)]
+        share = max(shares, default=0.0)
         if share >= MOSTLY_PYTORCH:
             self.obs.find("no_kernel", f"with every tensor a custom kernel was handed spoiled, {share:.1%} of the "
                                        "output was still right: PyTorch computed most of it, the custom kernels at "
                                        f"most {1 - share:.1%}")
 
-    def _call_with_kernels(self, mode: str) -> tuple[Any, Any, str] | None:
-        """(the candidate's output, the reference's, the set's label) for one call on fresh inputs
-        with the custom kernels in `mode`; None when the call failed or returned nothing usable."""
-        label = f"get_inputs with custom kernels {_KERNELS_OFF[mode]}"
-        values = draw(self.loaded.main.get_inputs, fresh_seed())
-        seed = fresh_seed()
-        _, ref_out, pristine, layouts, _ = reference_first(self.reference, values, seed, label, False)
-        staged = self.channel.stage_inputs(pristine, Staging.AFTER_WARM_UP, layouts)
-        del pristine
-        result = self.channel.call(staged, "main", ref_out, seed, Stage.CHECK, kernels=mode)
-        if not result.reply.ok:
-            return None
-        out = candidate_output(result, ref_out, tensor_leaves(values), label, Observations())
-        return None if out is None else (out, ref_out, label)
+    def _run_with_kernels(self, mode: str, run_length: int) -> list[tuple[Any, Any, str]]:
+        """(the candidate's output, the reference's, the set's label) for each call of one run on
+        fresh inputs with the custom kernels in `mode`, up to the first that failed or returned
+        nothing usable."""
+        sets = []
+        for k in range(run_length):  # every set's reference first, then the run's staging (as the timed runs)
+            label = f"get_inputs with custom kernels {_KERNELS_OFF[mode]}" + (f" (call {k + 1})" if run_length > 1 else "")
+            values = draw(self.loaded.main.get_inputs, fresh_seed())
+            seed = fresh_seed()
+            _, ref_out, pristine, layouts, _ = reference_first(self.reference, values, seed, label, False)
+            sets.append((label, values, seed, ref_out, pristine, layouts))
+            del pristine
+        staged = [self.channel.stage_inputs(pristine, Staging.AFTER_WARM_UP, layouts, slot=k)
+                  for k, (*_, pristine, layouts) in enumerate(sets)]
+        results = self.channel.call_run(staged, "main", [s[3] for s in sets], [s[2] for s in sets], Stage.CHECK,
+                                        kernels=mode)
+        usable = []
+        for result, (label, values, _seed, ref_out, _pristine, _layouts) in zip(results, sets):
+            if not result.reply.ok:
+                break
+            out = candidate_output(result, ref_out, tensor_leaves(values), label, Observations())
+            if out is None:
+                break
+            usable.append((out, ref_out, label))
+        return usable
 
 
 _KERNELS_OFF = {SKIP: "skipped", RAISE: "raising", SPOIL: "skipped and its tensors spoiled"}

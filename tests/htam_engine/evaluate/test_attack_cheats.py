@@ -50,6 +50,13 @@ def test_pytorch_with_a_forged_launch_count_is_caught():
     assert_caught(run_check("relu", "cheat_switch_state"), "no_kernel")
 
 
+def test_pytorch_on_the_timed_runs_with_kernels_on_single_calls_is_caught():
+    """Timed calls come in runs; the work check's calls come in runs as long (rounds.trials_per_run),
+    so a candidate that keeps its kernel for calls right after a warm-up and lets PyTorch do the
+    rest of each run meets PyTorch at work with its kernels skipped."""
+    assert_caught(run_check("relu", "cheat_pytorch_in_runs", trials=MARGIN_TRIALS), "no_kernel")
+
+
 def test_a_kernel_doing_one_row_while_pytorch_does_the_rest_is_caught():
     r = run_check("relu", "cheat_tail_kernel")
     assert_caught(r, "no_kernel")
