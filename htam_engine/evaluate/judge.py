@@ -10,9 +10,10 @@ never ran candidate code, kept per loaded problem.
 
 Order: build (sandbox) -> construct and check (units of device memory by the size of its inputs,
 the device lock shared) -> prepare the baselines (build and torch.compile unlocked, warm-up
-shared) -> timed rounds, each candidate, eager, compiled on fresh inputs, every candidate trial
-verified (the device alone) -> the work check, with custom kernels switched off (shared) ->
-verdict. Any reject-level finding changes the verdict.
+shared) -> timed runs of candidate, eager, compiled calls on fresh inputs, every candidate trial
+verified (the device alone) -> the clock rules on them -> the work check, in runs as long, with
+custom kernels switched off (shared) -> the baselines alone -> verdict. Any reject-level finding
+changes the verdict.
 """
 
 from __future__ import annotations
@@ -509,16 +510,18 @@ class Evaluation(TimedRounds):
                 baseline = self._prepare_baselines(loaded, init)
             with judge.lock.timing():
                 samples, out_bytes = self._time(checks, baseline)
-            with judge.lock.checking():
-                judge.stage(Stage.CHECK)
-                checks.check_kernels_did_the_work()
+            self._check_clocks(samples, out_bytes)
+            if not self.obs.rejected:  # a forged time settled the verdict: no work check to pay for
+                with judge.lock.checking():
+                    judge.stage(Stage.CHECK)
+                    checks.check_kernels_did_the_work(getattr(self, "per_run", 1))  # as long as the timed runs
             alone: Samples = {}
             if not self.obs.rejected and baseline is not None:
                 self.channel.sandbox.kill()  # nothing of the candidate's is left to disturb them
                 self.channel.close_after_death()  # nor its shared storages, during the rounds alone
                 with judge.lock.timing():
                     alone = self._time_baselines_alone(baseline)
-            self._record_times(samples, alone, out_bytes)
+            self._record_times(samples, alone)
 
     def _build(self) -> None:
         assert self.channel is not None

@@ -399,7 +399,38 @@ class TimedRounds:
             raise Stop()  # the verdict is settled: no more trials to time
         return out
 
-    def _record_times(self, samples: Samples, alone: Samples, out_bytes: int) -> None:
+    def _check_clocks(self, samples: Samples, out_bytes: int) -> None:
+        """The rules on the timed rounds' clocks (clock.py), right after the rounds: the judge's wall
+        clock against the reported times and the device's copy bandwidth, the tails past the end
+        events, the L2 flushes, the CPU threads; before the work check, so a forged time is named
+        first, whatever the work check's calls say next."""
+        r = self.result
+        cand = samples["main"]
+        baselines = samples.get("eager", []) + samples.get("compiled", [])
+        floor_ms = out_bytes / self.judge.bandwidth() * 1e3
+        figures, message = clock_check(self.device, clocked(cand), clocked(baselines), floor_ms)
+        r.clock = figures
+        if message:
+            self.obs.find("clock", message)
+        reported = spread([t.ms for t in cand])
+        unjoined = tail_check([t.tail_ms for t in cand], [t.tail_ms for t in baselines],
+                              reported.median_ms if reported else 0.0)
+        if unjoined:
+            self.obs.find("side_stream", unjoined)
+        early = flush_check([t.flush_ms for t in cand], [t.flush_ms for t in baselines])
+        if early:
+            self.obs.find("flush_overlap", early)
+        if not self.device.startswith("cuda") and self.cfg.cpu_threads:  # a thread limit to hold it to
+            threads = thread_check([t.busy_threads for t in cand], [t.busy_threads for t in baselines],
+                                   self.cfg.cpu_threads)
+            if threads:
+                self.obs.find("global_setting", threads)
+            snaps = self.cpu_snapshots
+            ended = ended_threads_check(snaps[0], snaps[-1]) if len(snaps) == 2 and cand else None
+            if ended:
+                self.obs.find("background_thread", ended)
+
+    def _record_times(self, samples: Samples, alone: Samples) -> None:
         r, bs = self.result, self.judge.baseline
         cand = samples["main"]
         baselines = samples.get("eager", []) + samples.get("compiled", [])
@@ -424,27 +455,6 @@ class TimedRounds:
                 r.speedup_eager = r.ref_runtime_ms / r.runtime_ms
             if r.compile_ref_runtime_ms:
                 r.speedup_compile = r.compile_ref_runtime_ms / r.runtime_ms
-        floor_ms = out_bytes / self.judge.bandwidth() * 1e3
-        figures, message = clock_check(self.device, clocked(cand), clocked(baselines), floor_ms)
-        r.clock = figures
-        if message:
-            self.obs.find("clock", message)
-        unjoined = tail_check([t.tail_ms for t in cand], [t.tail_ms for t in baselines],
-                              r.runtime_spread.median_ms if r.runtime_spread else 0.0)
-        if unjoined:
-            self.obs.find("side_stream", unjoined)
-        early = flush_check([t.flush_ms for t in cand], [t.flush_ms for t in baselines])
-        if early:
-            self.obs.find("flush_overlap", early)
-        if not self.device.startswith("cuda") and self.cfg.cpu_threads:  # a thread limit to hold it to
-            threads = thread_check([t.busy_threads for t in cand], [t.busy_threads for t in baselines],
-                                   self.cfg.cpu_threads)
-            if threads:
-                self.obs.find("global_setting", threads)
-            snaps = self.cpu_snapshots
-            ended = ended_threads_check(snaps[0], snaps[-1]) if len(snaps) == 2 and cand else None
-            if ended:
-                self.obs.find("background_thread", ended)
         if bs is not None and bs.compile_note and self.cfg.time_compile_baseline:
             self.obs.find("compile_baseline", f"no torch.compile baseline: {bs.compile_note}", "warn")
 
