@@ -363,7 +363,7 @@ class Sandbox:
                            tail_ms=times.tail_ms, flush_ms=times.flush_ms)
 
     def _keep_decoy(self, req: wire.Call, args: Any, in_tensors: list[torch.Tensor]) -> None:
-        """A private copy of this call's inputs for the next warm-up calls, taken after the forward
+        """A private copy of this call's inputs for the next warm-ups (wire.Arm), taken after the forward
         and only when the inputs' template differs from the copy's: a warm-up needs inputs of the
         call's shapes, not its values, so calls of one shape cost no copy (eager and torch.compile
         share one in the reference sandbox)."""

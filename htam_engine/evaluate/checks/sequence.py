@@ -14,9 +14,9 @@ each call must satisfy.
 
 Every set: the judge computes its float64 yardstick and its own reference output for the call's
 seed (on a copy: the reference may change its inputs), writes the inputs as drawn into the shared
-input buffers right before it sends the call (nothing of a set reaches the sandbox earlier; a set
-over LARGE_INPUT_BYTES on CUDA is written first, its yardstick taken from that copy, with the
-sandbox stopped until the call: CheckRun.check_set), then checks the reply: the sandbox's early
+input buffers once the sandbox is armed for the call, right before the Go (nothing of a set reaches
+the sandbox earlier; a set over LARGE_INPUT_BYTES on CUDA is written first, its yardstick taken from
+that copy, with the sandbox stopped until the call: CheckRun.check_set), then checks the reply: the sandbox's early
 notes, OS threads left running, the input buffers unchanged, the output's structure, types,
 density and aliasing, the values against the reference (tolerances and the whole-output bound),
 precision against float64, and, for a wrong output, whether it is an earlier call's output
