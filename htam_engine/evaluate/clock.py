@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from typing import Sequence
+from typing import Callable, Sequence
 
 import torch
 
@@ -100,32 +100,41 @@ def clock_check(device: str, candidate: Sequence[tuple[float, float]], reference
     return figures, None
 
 
+def _over_baselines(candidate: Sequence[float], reference: Sequence[float],
+                    slack_ms: Callable[[float], float]) -> tuple[float, float, float] | None:
+    """(the candidate's median, the baselines', the bound) when the candidate's median exceeds the
+    baselines' median + MARGIN_SPREADS x their IQR + slack_ms(their median), else None: the rule the
+    per-trial device figures (tails, flushes) share."""
+    cand, ref = spread(candidate), spread(reference)
+    if cand is None or ref is None:
+        return None
+    bound = ref.median_ms + MARGIN_SPREADS * (ref.q3_ms - ref.q1_ms) + slack_ms(ref.median_ms)
+    return (cand.median_ms, ref.median_ms, bound) if cand.median_ms > bound else None
+
+
 def tail_check(candidate: Sequence[float], reference: Sequence[float], trial_ms: float = 0.0) -> str | None:
     """The finding's message when the candidate's GPU work outlived its end event by more than the
     baselines' (the same protocol's own synchronize latency), else None. trial_ms: the candidate's
     median reported trial."""
-    cand, ref = spread(candidate), spread(reference)
-    if cand is None or ref is None:
+    over = _over_baselines(candidate, reference, lambda _ref: TAIL_FLOOR_MS + TAIL_FRACTION * trial_ms)
+    if over is None:
         return None
-    bound = ref.median_ms + MARGIN_SPREADS * (ref.q3_ms - ref.q1_ms) + TAIL_FLOOR_MS + TAIL_FRACTION * trial_ms
-    if cand.median_ms <= bound:
-        return None
-    return (f"forward returned while GPU work it queued ran on for a median {cand.median_ms:.4g} ms past the end "
-            f"event on the current stream (the baselines' {ref.median_ms:.4g} ms, bound {bound:.4g} ms): work on a "
+    cand, ref, bound = over
+    return (f"forward returned while GPU work it queued ran on for a median {cand:.4g} ms past the end "
+            f"event on the current stream (the baselines' {ref:.4g} ms, bound {bound:.4g} ms): work on a "
             "stream the current one never waits for, which the events do not time and a caller would read unfinished")
 
 
 def flush_check(candidate: Sequence[float], reference: Sequence[float]) -> str | None:
     """The finding's message when the L2 flush ahead of the candidate's trials took longer than in
-    the baselines' (work of the candidate's ran beside it, before the start event), else None."""
-    cand, ref = spread(candidate), spread(reference)
-    if cand is None or ref is None or ref.median_ms <= 0:
+    the baselines' (work of the candidate's ran beside it, before the start event), else None. On
+    the CPU both report no flush (0)."""
+    over = _over_baselines(candidate, reference, lambda ref: FLUSH_FRACTION * ref + FLUSH_FLOOR_MS)
+    if over is None:
         return None
-    bound = ref.median_ms * (1 + FLUSH_FRACTION) + MARGIN_SPREADS * (ref.q3_ms - ref.q1_ms) + FLUSH_FLOOR_MS
-    if cand.median_ms <= bound:
-        return None
-    return (f"the L2 flush before the start event took a median {cand.median_ms:.4g} ms in the candidate's trials "
-            f"against {ref.median_ms:.4g} ms in the baselines' (bound {bound:.4g} ms): forward started device work "
+    cand, ref, bound = over
+    return (f"the L2 flush before the start event took a median {cand:.4g} ms in the candidate's trials "
+            f"against {ref:.4g} ms in the baselines' (bound {bound:.4g} ms): forward started device work "
             "on a stream that does not wait for the current one, which ran beside the flush, before the events "
             "began timing")
 
