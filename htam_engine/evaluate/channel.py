@@ -248,11 +248,11 @@ class Channel:
         calls, outs = [], []
         for k, (st, ref_out, seed) in enumerate(zip(staged, ref_outs, seeds)):
             targets, out_views = self.output_targets(ref_out, slot=k)
-            calls.append(wire.Call(0, model_id, st.template, targets, seed, MARKERS[self.calls % 2], kernels))
+            calls.append(wire.Call(st.template, targets, seed, MARKERS[self.calls % 2]))
             outs.append(out_views)
             self.calls += 1
         warm = any(st.staging is not Staging.NOW_COLD for st in staged)
-        reply = self.request(wire.Arm(self.next_seq(), model_id, calls, warm), stage)
+        reply = self.request(wire.Arm(self.next_seq(), model_id, calls, kernels, warm), stage)
         if not isinstance(reply, wire.Outcome):
             self.sandbox.kill()
             raise SandboxProtocol(stage, f"a {type(reply).__name__} in answer to an arm")

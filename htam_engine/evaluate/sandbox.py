@@ -276,20 +276,17 @@ class Sandbox:
         if armed is None:
             return wire.Called(req.seq, False, "harness_error", "a go with no armed call")
         arm, prepared = armed
-        ran: list[TrialTimes | wire.Called] = []
+        ran: list[TrialTimes | wire.Called | None] = []
         for call, prep in zip(arm.calls, prepared):
-            ran.append(self._run(call, prep))
+            ran.append(self._run(req.seq, arm, call, prep))
             if isinstance(ran[-1], wire.Called):  # it failed: the calls after it are not run
                 break
         called = []
-        for k, (call, prep) in enumerate(zip(arm.calls, prepared)):
-            if k >= len(ran):
-                break
+        for k, (call, prep) in enumerate(zip(arm.calls[:len(ran)], prepared)):
             done, ran[k] = ran[k], None  # each output freed once delivered
-            reply = done if isinstance(done, wire.Called) else self._finish(call, prep, done, last=k == len(ran) - 1)
-            reply.seq = req.seq
-            called.append(reply)
-            self._write_trace(call, prep, reply)
+            called.append(done if isinstance(done, wire.Called) else
+                          self._finish(req.seq, arm, call, prep, done, last=k == len(ran) - 1))
+            self._write_trace(arm, prep, called[-1])
         return called[0] if len(arm.calls) == 1 else wire.Ran(req.seq, called)
 
     def _prepare(self, call: wire.Call) -> "_Prepared":
@@ -301,13 +298,13 @@ class Sandbox:
         marks.append(("resolve", time.perf_counter_ns()))
         return _Prepared(args, in_tensors, targets, sizes, marks)
 
-    def _write_trace(self, call: wire.Call, prep: "_Prepared", reply: wire.Called) -> None:
+    def _write_trace(self, arm: wire.Arm, prep: "_Prepared", reply: wire.Called) -> None:
         if not self.trace:
             return
         marks = prep.marks
         ms = {name: round((t - marks[i][1]) / 1e6, 4) for i, (name, t) in enumerate(marks[1:])}
         with contextlib.suppress(OSError), open(self.trace, "a") as f:
-            f.write(json.dumps({"role": self.role, "model": call.model_id, "pid": os.getpid(), "phases_ms": ms,
+            f.write(json.dumps({"role": self.role, "model": arm.model_id, "pid": os.getpid(), "phases_ms": ms,
                                 "trial_ms": reply.ms, "tail_ms": reply.tail_ms, "flush_ms": reply.flush_ms}) + "\n")
 
     def _traced(self, model: Any, marks: list[tuple[str, int]]) -> Any:
@@ -322,33 +319,34 @@ class Sandbox:
             return out
         return forward
 
-    def _run(self, call: wire.Call, prep: "_Prepared") -> TrialTimes | wire.Called:
-        """One call's trial: its times and output, or the failure's reply."""
+    def _run(self, seq: int, arm: wire.Arm, call: wire.Call, prep: "_Prepared") -> TrialTimes | wire.Called:
+        """One call's trial: its times and output, or the failure's reply (to Go `seq`)."""
         self._last_call = call.inputs  # what the shared buffers hold from now on, whatever this call does
-        model = self.models[call.model_id]
+        model = self.models[arm.model_id]
         launches0 = self.kernels.launches
         seed_all(call.seed)
         try:
-            with self.kernels.switched(call.kernels):
+            with self.kernels.switched(arm.kernels):
                 times = run_trial(self._traced(model, prep.marks), prep.args, self.device, _MARKERS[call.marker],
                                   prep.sizes, self.flusher)
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - the forward's fault becomes a status
             if is_cuda(self.device):
                 with contextlib.suppress(Exception):
                     torch.cuda.synchronize()
-            return wire.Called(call.seq, False, failure_kind(exc), one_line(exc))
+            return wire.Called(seq, False, failure_kind(exc), one_line(exc))
         prep.launches = self.kernels.launches - launches0
         prep.marks.append(("trial", time.perf_counter_ns()))
         return times
 
-    def _finish(self, call: wire.Call, prep: "_Prepared", times: TrialTimes, last: bool) -> wire.Called:
-        """A trial's reply: its output delivered, the guards' look, the reuse of the last output.
-        last: the last call of its Go, whose inputs the next warm-up's private copy is shaped as."""
+    def _finish(self, seq: int, arm: wire.Arm, call: wire.Call, prep: "_Prepared", times: TrialTimes,
+                last: bool) -> wire.Called:
+        """A trial's reply (to Go `seq`): its output delivered, the guards' look, the reuse of the last
+        output. last: the last call of its Go, whose inputs the next warm-up's private copy is shaped as."""
         marks = prep.marks
         leaves = self._deliver(times.out, prep.in_tensors, prep.targets)
         marks.append(("deliver", time.perf_counter_ns()))
         if last:
-            self._keep_decoy(call, prep.args, prep.in_tensors)
+            self._keep_decoy(arm.model_id, call.inputs, prep.args, prep.in_tensors)
         outs = [t for t in tensors(times.out)]
         reused = any(overlaps(t, p) for t in outs for ref in self._previous for p in [ref()] if p is not None)
         self._previous = [weakref.ref(t) for t in outs]
@@ -359,22 +357,22 @@ class Sandbox:
             notes.append(wire.Note("output_reuse", "forward returned the same memory it returned as its output for the "
                                                    "previous call, which it still holds (one output buffer reused "
                                                    "across calls)"))
-        return wire.Called(call.seq, True, ms=times.ms, outputs=leaves, launches=prep.launches, notes=notes,
+        return wire.Called(seq, True, ms=times.ms, outputs=leaves, launches=prep.launches, notes=notes,
                            tail_ms=times.tail_ms, flush_ms=times.flush_ms)
 
-    def _keep_decoy(self, req: wire.Call, args: Any, in_tensors: list[torch.Tensor]) -> None:
+    def _keep_decoy(self, model_id: str, template: list, args: Any, in_tensors: list[torch.Tensor]) -> None:
         """A private copy of this call's inputs for the next warm-ups (wire.Arm), taken after the forward
         and only when the inputs' template differs from the copy's: a warm-up needs inputs of the
         call's shapes, not its values, so calls of one shape cost no copy (eager and torch.compile
         share one in the reference sandbox)."""
-        self._called_with[req.model_id] = req.inputs
-        if self._decoy is not None and self._decoy[0] == req.inputs:
+        self._called_with[model_id] = template
+        if self._decoy is not None and self._decoy[0] == template:
             return
         self._decoy = None
         if sum(nbytes(t) for t in in_tensors) > WARM_COPY_MAX_BYTES:
             return
         with torch._C.DisableTorchFunction(), _disable_current_modes():  # a mode the candidate left pushed stays out
-            self._decoy = (req.inputs, clone_inputs(args))
+            self._decoy = (template, clone_inputs(args))
 
     def _warm(self, model_id: str) -> None:
         """The forward once on the copy of its last call's inputs, untimed and unchecked (wire.Arm).

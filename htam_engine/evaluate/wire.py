@@ -84,15 +84,12 @@ class Detach:
 class Call:
     """One forward of an Arm, always the same protocol (see sandbox.py): poison with `marker`, seed
     with `seed`, (CUDA: flush L2, events), forward on `inputs`, synchronize, copy each output leaf
-    into its buffer. kernels: "run" | "skip" | "raise" | "spoil" (custom kernels disabled: kernel_switch.py)."""
+    into its buffer."""
 
-    seq: int
-    model_id: str
     inputs: list
     outputs: list[tuple[str, BufRef]]  # (leaf path, where it goes) for the reference's tensor leaves
     seed: int
     marker: str  # "nan" | "sentinel"
-    kernels: str = "run"
 
 
 @dataclass(slots=True)
@@ -103,11 +100,13 @@ class Arm:
     shared buffers, which still hold them), then answers (an Outcome) and waits for Go. The judge
     writes the inputs once answered, so the warm-up cannot compute anything of them; what the
     sandbox does between the warm-up and the first forward is only reading the Go, and each
-    further call follows the one before at once, as in KernelBench's back-to-back loop (timing.py)."""
+    further call follows the one before at once, as in KernelBench's back-to-back loop (timing.py).
+    kernels: "run" | "skip" | "raise" | "spoil" for every call (custom kernels disabled: kernel_switch.py)."""
 
     seq: int
     model_id: str
     calls: list[Call]
+    kernels: str = "run"
     warm: bool = True
 
 
