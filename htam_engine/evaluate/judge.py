@@ -391,6 +391,7 @@ class Evaluation(TimedRounds):
         self.healthy = True
         self.extension_ops = False
         self._checks: CheckRun | None = None
+        self.per_run = 1  # calls in one timed run (rounds.trials_per_run), set once the first set is drawn
 
     # ------------------------------------------------------------------ the whole request
     def run(self) -> tuple[EvalResult, bool]:
@@ -514,7 +515,7 @@ class Evaluation(TimedRounds):
             if not self.obs.rejected:  # a forged time settled the verdict: no work check to pay for
                 with judge.lock.checking():
                     judge.stage(Stage.CHECK)
-                    checks.check_kernels_did_the_work(getattr(self, "per_run", 1))  # as long as the timed runs
+                    checks.check_kernels_did_the_work(self.per_run)  # as long as the timed runs
             alone: Samples = {}
             if not self.obs.rejected and baseline is not None:
                 self.channel.sandbox.kill()  # nothing of the candidate's is left to disturb them

@@ -204,8 +204,8 @@ class TimedRounds:
         t0 = time.perf_counter()
         models = self._baseline_models(bs) if bs is not None else []
         samples: Samples = {"main": [], **{m: [] for m in models}}
-        self.progress: list[float] = []
-        self.last_sent = time.monotonic()
+        progress: list[float] = []  # the candidate's timed calls not yet sent to the engine
+        last_sent = time.monotonic()
         warmup, trials = max(0, int(cfg.warmup)), max(1, int(cfg.trials))
         picked = set(secrets.SystemRandom().sample(range(warmup, warmup + trials), min(PRECISION_TRIALS, trials)))
         # the candidate's CPU time over the timed trials, on the CPU (clock.ended_threads_check)
@@ -219,19 +219,26 @@ class TimedRounds:
             sets = [first if i == 0 else self._round_set(i, checks.reference_mutates) for i in run]
             first = None
             self._time_run(checks, models, sets, picked, samples)
+            if sets[0].timed:
+                progress.extend(samples["main"][-1].calls_ms)
             del sets  # before the next run's sets are drawn: a large set's run holds one set, not two
-        if self.progress:
-            judge.send({"t": "trials", "ms": list(self.progress)})
+            if progress and time.monotonic() - last_sent > 0.25:
+                judge.send({"t": "trials", "ms": list(progress)})
+                progress.clear()
+                last_sent = time.monotonic()
+        if progress:
+            judge.send({"t": "trials", "ms": list(progress)})
         if self.channel.counts_threads:
             self.cpu_snapshots.append((self.channel.sandbox.process_cpu_ms(), self.channel.sandbox.thread_cpu_ns()))
         r.stages.time_s = time.perf_counter() - t0
         return samples, out_bytes
 
-    def _round_set(self, i: int, mutates: bool) -> RoundSet:
-        """Round i's fresh set and the judge's reference output for it."""
+    def _round_set(self, i: int, mutates: bool, label: str | None = None) -> RoundSet:
+        """Round i's fresh set and the judge's reference output for it (label: another name than
+        the timed rounds' own, for the baselines' rounds alone)."""
         warmup = max(0, int(self.cfg.warmup))
-        timed = i >= warmup
-        label = f"timed trial {i - warmup + 1}" if timed else f"warm-up call {i + 1}"
+        timed = i >= warmup or label is not None
+        label = label or (f"timed trial {i - warmup + 1}" if timed else f"warm-up call {i + 1}")
         draw_seed, seed = fresh_seed(), fresh_seed()
         values = draw(self.loaded.main.get_inputs, draw_seed)
         # A reference that changes its inputs needs its yardstick first, so every round gets one.
@@ -244,7 +251,7 @@ class TimedRounds:
         """One run: the candidate's calls back to back, each output verified (and the precision of
         the picked ones), then each baseline's calls on the same sets with the candidate stopped."""
         assert self.channel is not None
-        judge, mutates = self.judge, checks.reference_mutates
+        mutates = checks.reference_mutates
         channel, sandbox = self.channel, self.channel.sandbox
         if channel.counts_threads and sets[0].timed and not self.cpu_snapshots:
             self.cpu_snapshots.append((sandbox.process_cpu_ms(), sandbox.thread_cpu_ns()))
@@ -260,26 +267,27 @@ class TimedRounds:
             self._check_picked(rs, out, picked, base[k] if base is not None else None)
         if sets[0].timed:
             samples["main"].append(Trial.of(results))
-            self.progress.extend(res.reply.ms for res in results)
         with self.reference_runs():  # the candidate cannot run beside its baselines
             for j, model_id in enumerate(models):
-                assert self.baseline_channel is not None
                 inputs = base if j == 0 else [self._staged(self.baseline_channel, Staging.NOW_WARM, rs, mutates, k)
                                               for k, rs in enumerate(sets)]
-                try:
-                    ran = self.baseline_channel.call_run(inputs, model_id, [rs.ref_out for rs in sets],
-                                                         [rs.seed for rs in sets], Stage.TIME)
-                except SandboxError as e:
-                    judge.baseline = None
-                    raise HarnessFault(f"the reference sandbox failed while timing the baselines: {e}") from None
-                right = [b.reply.ok and self._baseline_right(b, model_id, rs.values, rs.ref_out, rs.label)
-                         for b, rs in zip(ran, sets)]
-                if sets[0].timed and len(ran) == len(sets) and all(right):
-                    samples[model_id].append(Trial.of(ran))
-        if self.progress and time.monotonic() - self.last_sent > 0.25:
-            judge.send({"t": "trials", "ms": list(self.progress)})
-            self.progress.clear()
-            self.last_sent = time.monotonic()
+                trial = self._baseline_run(model_id, sets, inputs, Stage.TIME)
+                if sets[0].timed and trial is not None:
+                    samples[model_id].append(trial)
+
+    def _baseline_run(self, model_id: str, sets: list[RoundSet], staged: list[Any], stage: Stage) -> Trial | None:
+        """One baseline's calls on a run's staged sets: the run's sample when every output is the
+        reference's (_baseline_right), else None."""
+        assert self.baseline_channel is not None
+        try:
+            ran = self.baseline_channel.call_run(staged, model_id, [rs.ref_out for rs in sets],
+                                                 [rs.seed for rs in sets], stage)
+        except SandboxError as e:
+            self.judge.baseline = None
+            raise HarnessFault(f"the reference sandbox failed while timing the baselines: {e}") from None
+        right = [b.reply.ok and self._baseline_right(b, model_id, rs.values, rs.ref_out, rs.label)
+                 for b, rs in zip(ran, sets)]
+        return Trial.of(ran) if len(ran) == len(sets) and all(right) else None
 
     def _check_picked(self, rs: RoundSet, out: Any, picked: set[int], base: Any) -> None:
         """A verified timed output against the float64 yardstick, for the picked trials (and every
@@ -348,28 +356,14 @@ class TimedRounds:
         self.judge.stage(Stage.BASELINE)
         samples: Samples = {m: [] for m in self._baseline_models(bs)}
         mutates = self._checks is not None and self._checks.reference_mutates
-        per_run = getattr(self, "per_run", 1)
-        for run in runs_of(0, max(ALONE_MIN_ROUNDS, int(self.cfg.trials) // 4), per_run):
-            sets = []
-            for i in run:
-                label = f"baseline round {i + 1} alone"
-                draw_seed, seed = fresh_seed(), fresh_seed()
-                values = draw(self.loaded.main.get_inputs, draw_seed)
-                sets.append(RoundSet(i, label, True, draw_seed, seed, values, None,
-                                     self.reference.outputs(values, seed, label)))
+        for run in runs_of(0, max(ALONE_MIN_ROUNDS, int(self.cfg.trials) // 4), self.per_run):
+            sets = [self._round_set(i, False, f"baseline round {i + 1} alone") for i in run]
             for model_id in samples:
                 staged = [self._staged(self.baseline_channel, Staging.AFTER_WARM_UP, rs, mutates, k)
                           for k, rs in enumerate(sets)]
-                try:
-                    ran = self.baseline_channel.call_run(staged, model_id, [rs.ref_out for rs in sets],
-                                                         [rs.seed for rs in sets], Stage.BASELINE)
-                except SandboxError as e:
-                    self.judge.baseline = None
-                    raise HarnessFault(f"the reference sandbox failed while timing the baselines: {e}") from None
-                right = [b.reply.ok and self._baseline_right(b, model_id, rs.values, rs.ref_out, rs.label)
-                         for b, rs in zip(ran, sets)]
-                if len(ran) == len(sets) and all(right):
-                    samples[model_id].append(Trial.of(ran))
+                trial = self._baseline_run(model_id, sets, staged, Stage.BASELINE)
+                if trial is not None:
+                    samples[model_id].append(trial)
         return samples
 
     def _verify_timed(self, checks: CheckRun, res: Any, values: list[Any], ref_out: Any, label: str) -> Any:
