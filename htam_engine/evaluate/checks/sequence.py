@@ -30,11 +30,11 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import torch
 
-from htam_engine.evaluate.channel import Channel, Staging, fresh_seed
+from htam_engine.evaluate.channel import Channel, Staged, Staging, fresh_seed
 from htam_engine.evaluate.checks.compare import compare_outputs, flatten, fraction_right, noise_norm, runs, tensors
 from htam_engine.evaluate.checks.inputs import (LARGE_SCALES, draw, has_floats, has_integers, heavy_tailed,
                                                 large_magnitude, signed_normal, wide_integers)
@@ -475,27 +475,36 @@ class CheckRun:
         """(the candidate's output, the reference's, the set's label) for each call of one run on
         fresh inputs with the custom kernels in `mode`, up to the first that failed or returned
         nothing usable."""
-        sets = []
+        drawn = []
         for k in range(run_length):  # every set's reference first, then the run's staging (as the timed runs)
             label = f"get_inputs with custom kernels {_KERNELS_OFF[mode]}" + (f" (call {k + 1})" if run_length > 1 else "")
-            values = draw(self.loaded.main.get_inputs, fresh_seed())
-            seed = fresh_seed()
+            values, seed = draw(self.loaded.main.get_inputs, fresh_seed()), fresh_seed()
             _, ref_out, pristine, layouts, _ = reference_first(self.reference, values, seed, label, False)
-            sets.append((label, values, seed, ref_out, pristine, layouts))
-            del pristine
-        staged = [self.channel.stage_inputs(pristine, Staging.AFTER_WARM_UP, layouts, slot=k)
-                  for k, (*_, pristine, layouts) in enumerate(sets)]
-        results = self.channel.call_run(staged, "main", [s[3] for s in sets], [s[2] for s in sets], Stage.CHECK,
-                                        kernels=mode)
+            drawn.append((label, values, seed, ref_out, pristine, layouts))
+        sets = [_KernelsOffCall(label, values, seed, ref_out,
+                                self.channel.stage_inputs(pristine, Staging.AFTER_WARM_UP, layouts, slot=k))
+                for k, (label, values, seed, ref_out, pristine, layouts) in enumerate(drawn)]
+        del drawn  # each pristine copy lives on only until it is written
+        results = self.channel.call_run([c.staged for c in sets], "main", [c.ref_out for c in sets],
+                                        [c.seed for c in sets], Stage.CHECK, kernels=mode)
         usable = []
-        for result, (label, values, _seed, ref_out, _pristine, _layouts) in zip(results, sets):
-            if not result.reply.ok:
-                break
-            out = candidate_output(result, ref_out, tensor_leaves(values), label, Observations())
+        for result, c in zip(results, sets):
+            out = candidate_output(result, c.ref_out, tensor_leaves(c.values), c.label, Observations()) \
+                if result.reply.ok else None
             if out is None:
                 break
-            usable.append((out, ref_out, label))
+            usable.append((out, c.ref_out, c.label))
         return usable
+
+
+class _KernelsOffCall(NamedTuple):
+    """One call of a work-check run, as the judge keeps it until the reply."""
+
+    label: str
+    values: list[Any]
+    seed: int
+    ref_out: Any
+    staged: Staged
 
 
 _KERNELS_OFF = {SKIP: "skipped", RAISE: "raising", SPOIL: "skipped and its tensors spoiled"}
