@@ -340,8 +340,9 @@ class Sandbox:
 
     def _finish(self, seq: int, arm: wire.Arm, call: wire.Call, prep: "_Prepared", times: TrialTimes,
                 last: bool) -> wire.Called:
-        """A trial's reply (to Go `seq`): its output delivered, the guards' look, the reuse of the last
-        output. last: the last call of its Go, whose inputs the next warm-up's private copy is shaped as."""
+        """A trial's reply (to Go `seq`): its output delivered, the reuse of the last output, and on
+        the last call of its Go, the guards' look (every trial of the Go has run by then, so one look
+        sees what any of them changed) and the copy of its inputs the next warm-up is shaped as."""
         marks = prep.marks
         leaves = self._deliver(times.out, prep.in_tensors, prep.targets)
         marks.append(("deliver", time.perf_counter_ns()))
@@ -351,7 +352,7 @@ class Sandbox:
         reused = any(overlaps(t, p) for t in outs for ref in self._previous for p in [ref()] if p is not None)
         self._previous = [weakref.ref(t) for t in outs]
         del outs
-        notes = [wire.Note(f.rule, f.message) for f in _verify(self.guards)]
+        notes = [wire.Note(f.rule, f.message) for f in _verify(self.guards)] if last else []
         marks.append(("verify", time.perf_counter_ns()))
         if reused:
             notes.append(wire.Note("output_reuse", "forward returned the same memory it returned as its output for the "
