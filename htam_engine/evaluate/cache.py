@@ -145,18 +145,26 @@ def file_lock(name: str, shared: bool = False) -> Iterator[None]:
     fcntl locks die with their holder, so a worker killed mid-compile or mid-timing
     never leaves a stale lock behind.
     """
-    held = _take(name, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
-    assert held is not None  # a blocking lock is always taken
+    held = take_file_lock(name, shared)
     try:
         yield
     finally:
         _let_go(held)
 
 
-def try_file_lock(name: str) -> list[int] | None:
-    """The exclusive lock `name` if it is free now (None while another holds it), to hand back to
-    `release_file_lock`; the kernel frees it if this process dies first."""
-    return _take(name, fcntl.LOCK_EX | fcntl.LOCK_NB)
+def try_file_lock(name: str, shared: bool = False) -> list[int] | None:
+    """The lock `name` (exclusive, or shared) if it can be had now (None while another holds it
+    in a conflicting mode), to hand back to `release_file_lock`; the kernel frees it if this
+    process dies first."""
+    return _take(name, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+
+
+def take_file_lock(name: str, shared: bool = False) -> list[int]:
+    """The lock `name`, waiting for it, to hand back to `release_file_lock` (for a hold that a
+    `with` block cannot frame: one let go of and taken again in the middle of its work)."""
+    held = _take(name, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+    assert held is not None  # a blocking lock is always taken
+    return held
 
 
 def release_file_lock(held: list[int]) -> None:

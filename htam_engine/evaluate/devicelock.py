@@ -15,15 +15,24 @@ and models together fit. Across processes this is:
   arrival's; once a worker has it, nobody passes it. A process never takes units while it
   holds some (`alone()` runs after an evaluation let go of its own), so admission cannot
   deadlock;
-- the device lock, taken shared while checking and exclusive while timing;
+- the device lock, taken shared while checking and exclusive while timing. On a GPU the
+  exclusive hold is one timed run (`timed_run`: a candidate's run and its baselines' runs on
+  the same sets), not the whole timed stage: the judge's work between runs (drawing the next
+  sets, the reference's outputs, comparing) holds it shared, beside other judges' checks. A
+  checker lets a waiting timer in between two of its calls (`let_timers_in`). So a timer
+  waits for one call of another judge's checks, not for the rest of its check stage, and
+  checkers wait for one run, not for a whole timed stage (with a pool of judges the device's
+  queue was a timed stage, then the longest check in flight, in turn);
 - a gate that a timer holds while it waits for and holds the exclusive lock, and that a
   checker passes through before taking the shared one, so a waiting timer is not starved
   by a stream of checkers.
 
 Locks are taken in one order (admission, units, gate, device lock) and none is waited on
 while holding a later one. On the CPU there are no units and checks take no lock (a
-worker's memory is capped by its own limit); timing is exclusive as on a GPU. Every lock is
-an fcntl lock in the cache dir, released by the kernel when its holder dies.
+worker's memory is capped by its own limit); timing is exclusive for the whole timed stage
+(`timed_stage`), whose work between runs shares the cores the timed calls use. "wait_lock" is
+announced only where a lock must be waited for. Every lock is an fcntl lock in the cache dir,
+released by the kernel when its holder dies.
 """
 
 from __future__ import annotations
@@ -35,7 +44,7 @@ import time
 from typing import Any, Callable, Iterator
 
 from htam_engine import settings
-from htam_engine.evaluate.cache import file_lock, release_file_lock, try_file_lock
+from htam_engine.evaluate.cache import file_lock, release_file_lock, take_file_lock, try_file_lock
 from htam_engine.problems.loader import layouts_bytes
 
 SLOTS_ENV = settings.BY_KEY["gpu_check_slots"].env
@@ -124,17 +133,31 @@ def evaluation_need(input_layouts: Any, unseen_input_layouts: Any, has_unseen: b
     return NEED_FACTOR * 2 * largest + NEED_ALLOWANCE_GIB * GIB
 
 
+def settle(device: str) -> None:
+    """Until this process's queued work on `device` has ended (a GPU runs it after the call that
+    queued it returned): before it lets others have the device."""
+    if device.startswith("cuda"):
+        import torch
+
+        if torch.cuda.is_initialized():  # else it has queued nothing
+            torch.cuda.synchronize(torch.device(device))
+
+
 class DeviceLock:
     """The three phases of an evaluation after its compile, for one device.
 
     `announce` is called with "wait_lock" before any wait (the engine does not count the
-    wait against the candidate's timeout). `total_memory` / `units`: the device's memory and
+    wait against the candidate's timeout), `resume` after a wait in the middle of a stage (the
+    evaluation's stage goes on). `total_memory` / `units`: the device's memory and
     how many units it is cut into, in place of what `device` reports (so that the GPU's policy
     can run on the CPU, for tests); `units` wins over the `gpu_check_slots` setting."""
 
     def __init__(self, device: str, name: str, announce: Callable[[str], None] = lambda stage: None,
-                 total_memory: int | None = None, units: int | None = None, poll_s: float = 0.05):
+                 total_memory: int | None = None, units: int | None = None, poll_s: float = 0.05,
+                 resume: Callable[[], None] = lambda: None):
+        self.device = device
         self.name = name
+        self.resume = resume
         if units is not None:
             self.slots = units
         elif total_memory is not None:
@@ -226,22 +249,102 @@ class DeviceLock:
 
     @contextlib.contextmanager
     def checking(self) -> Iterator[None]:
-        """Checks: alongside other checkers, never during a timing."""
-        if not self.slots or self.held_alone:
+        """Checks, and the judge's own device work between timed runs: alongside other checkers,
+        never during a timing. A block inside another's hold (of this thread) holds nothing more."""
+        if not self.slots or self.held_alone or getattr(self._local, "shared", None) is not None:
             yield
             return
-        with file_lock(f"{self.name}-gate"):
-            pass  # a timer holding the gate goes first
-        with file_lock(self.name, shared=True):
+        self._local.shared = self._take_shared()
+        try:
             yield
+        finally:
+            held, self._local.shared = self._local.shared, None
+            if held is not None:
+                settle(self.device)
+                release_file_lock(held)
+
+    def let_timers_in(self) -> None:
+        """Between two calls of a check holding the device shared: a timer waiting at the gate
+        has its run now, not after the rest of this evaluation's checks (seconds: a Triton
+        candidate's first calls compile its kernels, and every set is compared in float64).
+        The judge's own queued device work ends first, so none of it runs beside the timer's run."""
+        held = getattr(self._local, "shared", None)
+        if held is None:
+            return
+        gate = try_file_lock(f"{self.name}-gate")
+        if gate is not None:  # nobody is waiting to time
+            release_file_lock(gate)
+            return
+        settle(self.device)
+        self._local.shared = None
+        release_file_lock(held)
+        self._local.shared = self._take_shared()
+
+    def _take_shared(self) -> list[int]:
+        """The device lock shared, once past the gate (a timer holding it goes first)."""
+        waited = False
+        gate = try_file_lock(f"{self.name}-gate")
+        if gate is None:
+            self.announce("wait_lock")
+            waited = True
+            gate = take_file_lock(f"{self.name}-gate")
+        release_file_lock(gate)
+        held = try_file_lock(self.name, shared=True)
+        if held is None:
+            if not waited:
+                self.announce("wait_lock")
+                waited = True
+            held = take_file_lock(self.name, shared=True)
+        if waited:
+            self.resume()
+        return held
 
     @contextlib.contextmanager
     def timing(self) -> Iterator[None]:
-        """Baselines and timing: the device to itself."""
+        """The device to itself (a timed run, or a check run again alone)."""
         if self.held_alone:
             yield
             return
-        self.announce("wait_lock")
-        with file_lock(f"{self.name}-gate") if self.slots else contextlib.nullcontext():
-            with file_lock(self.name):
-                yield
+        if getattr(self._local, "shared", None) is not None:
+            raise RuntimeError("the device is taken alone only by a worker that does not hold it shared "
+                               "(its own shared hold would keep it waiting for ever)")
+        names = ([f"{self.name}-gate"] if self.slots else []) + [self.name]
+        held: list[list[int]] = []
+        waited = False
+        try:
+            for n in names:  # the gate first: checkers arriving meanwhile wait behind this timer
+                fds = try_file_lock(n)
+                if fds is None:
+                    if not waited:
+                        self.announce("wait_lock")
+                        waited = True
+                    fds = take_file_lock(n)
+                held.append(fds)
+            if waited:
+                self.resume()
+            yield
+        finally:
+            for fds in reversed(held):
+                release_file_lock(fds)
+
+    @contextlib.contextmanager
+    def timed_stage(self) -> Iterator[None]:
+        """Around an evaluation's timed rounds as a whole. On the CPU the device alone for all of
+        it: the judge's work between runs (drawing the next sets, the reference's outputs,
+        comparing) runs on the cores the timed calls use. On a GPU nothing: each run takes the
+        device alone (`timed_run`) and the work between runs holds it shared (`checking`)."""
+        if self.slots:
+            yield
+            return
+        with self.timing():
+            yield
+
+    @contextlib.contextmanager
+    def timed_run(self) -> Iterator[None]:
+        """One timed run (a candidate's calls and its baselines' on the same sets): the device
+        alone on a GPU; on the CPU `timed_stage` already holds it."""
+        if not self.slots:
+            yield
+            return
+        with self.timing():
+            yield

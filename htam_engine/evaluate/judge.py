@@ -11,7 +11,8 @@ never ran candidate code, kept per loaded problem.
 Order: build (sandbox) -> construct and check (units of device memory by the size of its inputs,
 the device lock shared) -> prepare the baselines (build and torch.compile unlocked, warm-up
 shared) -> timed runs of candidate, eager, compiled calls on fresh inputs, every candidate trial
-verified (the device alone) -> the clock rules on them -> the work check, in runs as long, with
+verified (on a GPU each run with the device alone, the judge's work between runs shared; on the
+CPU the device alone throughout) -> the clock rules on them -> the work check, in runs as long, with
 custom kernels switched off (shared) -> the baselines alone -> verdict. Any reject-level finding
 changes the verdict.
 """
@@ -206,8 +207,9 @@ class Judge:
             self.zygote_error = str(exc)
         warm_device(device)  # while the zygote imports
         self.memory_history = MemoryHistory(device)  # one per judge: its snapshots are numbered in turn
+        self.working_stage = Stage.START  # the stage a wait for the device interrupts (resume_stage)
         self.lock = DeviceLock(device, os.environ.get("HTAM_WORKER_LOCK") or f"time-{device.replace(':', '')}",
-                               lambda stage: self.stage(Stage(stage)))
+                               lambda stage: self.stage(Stage(stage)), resume=self.resume_stage)
         if not self.zygote_error:
             try:
                 self.zygote.wait_ready()
@@ -224,7 +226,13 @@ class Judge:
 
     # ------------------------------------------------------------------ helpers
     def stage(self, stage: Stage) -> None:
+        if stage is not Stage.WAIT_LOCK:
+            self.working_stage = stage
         self.send({"t": "stage", "stage": stage.value})
+
+    def resume_stage(self) -> None:
+        """The stage a wait for the device interrupted goes on (its time counts again)."""
+        self.stage(self.working_stage)
 
     def bandwidth(self) -> float:
         if self._bandwidth is None:
@@ -509,7 +517,7 @@ class Evaluation(TimedRounds):
             # cannot write into its compile caches (zygote._private_compile_caches) meanwhile.
             with self.reference_runs():
                 baseline = self._prepare_baselines(loaded, init)
-            with judge.lock.timing():
+            with judge.lock.timed_stage():
                 samples, out_bytes = self._time(checks, baseline)
             self._check_clocks(samples, out_bytes)
             if not self.obs.rejected:  # a forged time settled the verdict: no work check to pay for
@@ -520,7 +528,7 @@ class Evaluation(TimedRounds):
             if not self.obs.rejected and baseline is not None:
                 self.channel.sandbox.kill()  # nothing of the candidate's is left to disturb them
                 self.channel.close_after_death()  # nor its shared storages, during the rounds alone
-                with judge.lock.timing():
+                with judge.lock.timed_stage():
                     alone = self._time_baselines_alone(baseline)
             self._record_times(samples, alone)
 
@@ -597,7 +605,7 @@ class Evaluation(TimedRounds):
             judge.keep_reference(loaded, reference)
         self.reference = reference
         self.channel.reserve_inputs(loaded.input_layouts, loaded.unseen_input_layouts)  # one storage a slot
-        checks = CheckRun(self.channel, loaded, reference, self.cfg, self.obs, self.device)
+        checks = CheckRun(self.channel, loaded, reference, self.cfg, self.obs, self.device, judge.lock.let_timers_in)
         checks.extension_ops = self.extension_ops
         try:
             self._compare_parameters(checks.construct("main", init), reference.prints)

@@ -210,13 +210,15 @@ class TimedRounds:
         picked = set(secrets.SystemRandom().sample(range(warmup, warmup + trials), min(PRECISION_TRIALS, trials)))
         # the candidate's CPU time over the timed trials, on the CPU (clock.ended_threads_check)
         self.cpu_snapshots: list[tuple[float | None, dict[str, int] | None]] = []
-        first = self._round_set(0, checks.reference_mutates)
+        with judge.lock.checking():
+            first = self._round_set(0, checks.reference_mutates)
         out_bytes = sum(t.numel() * t.element_size() for t in tensors(first.ref_out))
         # A reference that changes its inputs re-draws each set before it is staged (_staged): one at a time.
         self.per_run = 1 if checks.reference_mutates else \
             trials_per_run(input_bytes(first.values), out_bytes, trials)
         for run in runs_of(0, warmup, self.per_run) + runs_of(warmup, trials, self.per_run):
-            sets = [first if i == 0 else self._round_set(i, checks.reference_mutates) for i in run]
+            with judge.lock.checking():  # the judge's own device work: beside other judges' checks
+                sets = [first if i == 0 else self._round_set(i, checks.reference_mutates) for i in run]
             first = None
             self._time_run(checks, models, sets, picked, samples)
             if sets[0].timed:
@@ -248,43 +250,58 @@ class TimedRounds:
 
     def _time_run(self, checks: CheckRun, models: list[str], sets: list[RoundSet], picked: set[int],
                   samples: Samples) -> None:
-        """One run: the candidate's calls back to back, each output verified (and the precision of
-        the picked ones), then each baseline's calls on the same sets with the candidate stopped."""
+        """One run: the candidate's calls back to back, then each baseline's calls on the same sets
+        with the candidate stopped, the device alone for all of them (lock.timed_run); then, the
+        device shared again and the candidate still stopped, every output verified (and the
+        precision of the picked ones)."""
         assert self.channel is not None
         mutates = checks.reference_mutates
         channel, sandbox = self.channel, self.channel.sandbox
         if channel.counts_threads and sets[0].timed and not self.cpu_snapshots:
             self.cpu_snapshots.append((sandbox.process_cpu_ms(), sandbox.thread_cpu_ns()))
-        # The inputs as drawn (re-drawn where the reference changed them), written once the sandbox is armed.
-        staged = [self._staged(channel, Staging.AFTER_WARM_UP, rs, mutates, k) for k, rs in enumerate(sets)]
-        results = channel.call_run(staged, "main", [rs.ref_out for rs in sets], [rs.seed for rs in sets], Stage.TIME)
-        outs = [self._verify_timed(checks, res, rs.values, rs.ref_out, rs.label) for res, rs in zip(results, sets)]
-        # The baselines' inputs, staged now: a picked trial's yardstick is taken from them below. The
-        # reference's own Model is trusted, so its warm-up may follow the staging.
-        base = [self._staged(self.baseline_channel, Staging.NOW_WARM, rs, mutates, k) for k, rs in enumerate(sets)] \
-            if models else None
-        for k, (rs, out) in enumerate(zip(sets, outs)):
-            self._check_picked(rs, out, picked, base[k] if base is not None else None)
-        if sets[0].timed:
-            samples["main"].append(Trial.of(results))
-        with self.reference_runs():  # the candidate cannot run beside its baselines
-            for j, model_id in enumerate(models):
-                inputs = base if j == 0 else [self._staged(self.baseline_channel, Staging.NOW_WARM, rs, mutates, k)
-                                              for k, rs in enumerate(sets)]
-                trial = self._baseline_run(model_id, sets, inputs, Stage.TIME)
-                if sets[0].timed and trial is not None:
-                    samples[model_id].append(trial)
+        baseline_calls: dict[str, list[Any]] = {}
+        # The candidate is stopped from the end of its run until its outputs are verified: nothing of
+        # its can run beside its baselines, nor touch the outputs it handed back.
+        with contextlib.ExitStack() as stopped:
+            with self.judge.lock.timed_run():
+                # The inputs as drawn (re-drawn where the reference changed them), written once the sandbox is armed.
+                staged = [self._staged(channel, Staging.AFTER_WARM_UP, rs, mutates, k) for k, rs in enumerate(sets)]
+                results = channel.call_run(staged, "main", [rs.ref_out for rs in sets], [rs.seed for rs in sets],
+                                           Stage.TIME)
+                stopped.enter_context(self.reference_runs())
+                # The baselines' inputs, staged now: a picked trial's yardstick is taken from them below.
+                # The reference's own Model is trusted, so its warm-up may follow the staging.
+                base = [self._staged(self.baseline_channel, Staging.NOW_WARM, rs, mutates, k)
+                        for k, rs in enumerate(sets)] if models else None
+                for j, model_id in enumerate(models):
+                    inputs = base if j == 0 else [self._staged(self.baseline_channel, Staging.NOW_WARM, rs, mutates, k)
+                                                  for k, rs in enumerate(sets)]
+                    baseline_calls[model_id] = self._baseline_calls(model_id, sets, inputs, Stage.TIME)
+            with self.judge.lock.checking():
+                outs = [self._verify_timed(checks, res, rs.values, rs.ref_out, rs.label)
+                        for res, rs in zip(results, sets)]
+                for k, (rs, out) in enumerate(zip(sets, outs)):
+                    self._check_picked(rs, out, picked, base[k] if base is not None else None)
+                if sets[0].timed:
+                    samples["main"].append(Trial.of(results))
+                for model_id, ran in baseline_calls.items():
+                    trial = self._baseline_trial(model_id, sets, ran)
+                    if sets[0].timed and trial is not None:
+                        samples[model_id].append(trial)
 
-    def _baseline_run(self, model_id: str, sets: list[RoundSet], staged: list[Any], stage: Stage) -> Trial | None:
-        """One baseline's calls on a run's staged sets: the run's sample when every output is the
-        reference's (_baseline_right), else None."""
+    def _baseline_calls(self, model_id: str, sets: list[RoundSet], staged: list[Any], stage: Stage) -> list[Any]:
+        """One baseline's calls on a run's staged sets (their outputs stay in the reference
+        sandbox's buffers until its next run is staged)."""
         assert self.baseline_channel is not None
         try:
-            ran = self.baseline_channel.call_run(staged, model_id, [rs.ref_out for rs in sets],
-                                                 [rs.seed for rs in sets], stage)
+            return self.baseline_channel.call_run(staged, model_id, [rs.ref_out for rs in sets],
+                                                  [rs.seed for rs in sets], stage)
         except SandboxError as e:
             self.judge.baseline = None
             raise HarnessFault(f"the reference sandbox failed while timing the baselines: {e}") from None
+
+    def _baseline_trial(self, model_id: str, sets: list[RoundSet], ran: list[Any]) -> Trial | None:
+        """A baseline run's sample when every output is the reference's (_baseline_right), else None."""
         right = [b.reply.ok and self._baseline_right(b, model_id, rs.values, rs.ref_out, rs.label)
                  for b, rs in zip(ran, sets)]
         return Trial.of(ran) if len(ran) == len(sets) and all(right) else None
@@ -356,12 +373,17 @@ class TimedRounds:
         self.judge.stage(Stage.BASELINE)
         samples: Samples = {m: [] for m in self._baseline_models(bs)}
         mutates = self._checks is not None and self._checks.reference_mutates
+        lock = self.judge.lock
         for run in runs_of(0, max(ALONE_MIN_ROUNDS, int(self.cfg.trials) // 4), self.per_run):
-            sets = [self._round_set(i, False, f"baseline round {i + 1} alone") for i in run]
+            with lock.checking():
+                sets = [self._round_set(i, False, f"baseline round {i + 1} alone") for i in run]
             for model_id in samples:
-                staged = [self._staged(self.baseline_channel, Staging.AFTER_WARM_UP, rs, mutates, k)
-                          for k, rs in enumerate(sets)]
-                trial = self._baseline_run(model_id, sets, staged, Stage.BASELINE)
+                with lock.timed_run():
+                    staged = [self._staged(self.baseline_channel, Staging.AFTER_WARM_UP, rs, mutates, k)
+                              for k, rs in enumerate(sets)]
+                    ran = self._baseline_calls(model_id, sets, staged, Stage.BASELINE)
+                with lock.checking():
+                    trial = self._baseline_trial(model_id, sets, ran)
                 if trial is not None:
                     samples[model_id].append(trial)
         return samples

@@ -158,8 +158,11 @@ class CheckRun:
     """The checked calls of one evaluation against one candidate sandbox."""
 
     def __init__(self, channel: Channel, loaded: LoadedProblem, reference: ReferenceModel, config: EvalConfig,
-                 obs: Observations, device: str):
+                 obs: Observations, device: str, let_timers_in: Callable[[], None] = lambda: None):
+        """let_timers_in: called before each set's work, where the judge may let another judge's
+        waiting timed run have the device (devicelock.DeviceLock.let_timers_in)."""
         self.channel = channel
+        self.let_timers_in = let_timers_in
         self.loaded = loaded
         self.reference = reference
         self.cfg = config
@@ -181,6 +184,7 @@ class CheckRun:
         (no call is made). kernelbench_set: drawn as KernelBench draws them, and judged by its
         per-element rule alone; htam's further sets also accept an element as close to float64
         as the reference is (compare.py)."""
+        self.let_timers_in()
         seed = fresh_seed()
         values = make()
         if stage_first(values, self.device):
@@ -284,6 +288,7 @@ class CheckRun:
         if first.out is None:
             return
         before = [t.clone() for t in tensors(first.out)]
+        self.let_timers_in()
         again_label = f"{label} (rerun)"
         values = draw(self.loaded.main.get_inputs, seed)
         staged = self.channel.stage_inputs(values, Staging.AFTER_WARM_UP)
@@ -475,6 +480,7 @@ class CheckRun:
         """(the candidate's output, the reference's, the set's label) for each call of one run on
         fresh inputs with the custom kernels in `mode`, up to the first that failed or returned
         nothing usable."""
+        self.let_timers_in()
         drawn = []
         for k in range(run_length):  # every set's reference first, then the run's staging (as the timed runs)
             label = f"get_inputs with custom kernels {_KERNELS_OFF[mode]}" + (f" (call {k + 1})" if run_length > 1 else "")

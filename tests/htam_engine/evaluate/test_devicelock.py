@@ -430,3 +430,62 @@ def test_only_an_evaluation_that_left_units_to_others_may_blame_them(tmp_path, m
         pass
     assert not lock.shared_with_others()
     assert not DeviceLock("cpu", NAME, total_memory=64 * GIB, units=1).shared_with_others()
+
+
+def test_a_checker_lets_a_waiting_timer_in_between_two_calls(gpu_lock, monkeypatch):
+    """A timer that arrives during another judge's checks has its run between two of the checks'
+    calls, not after all of them; the checker announces its wait and resumes its stage after."""
+    monkeypatch.setenv(devicelock.SLOTS_ENV, "4")
+    said: list[str] = []
+    checker_lock = DeviceLock("cuda", "time-gpu0", announce=said.append, resume=lambda: said.append("resume"))
+    timer_lock = gpu_lock(4)
+    order: list[str] = []
+    first_call_done, timer_waiting, timer_done = threading.Event(), threading.Event(), threading.Event()
+
+    def checker() -> None:
+        with checker_lock.checking():
+            order.append("call 1")
+            first_call_done.set()
+            _wait(timer_waiting, "timer")
+            time.sleep(0.3)  # the timer now holds the gate, waiting for this checker's shared hold
+            checker_lock.let_timers_in()
+            order.append("call 2")
+
+    def timer() -> None:
+        _wait(first_call_done, "first call")
+        timer_waiting.set()
+        with timer_lock.timed_run():
+            order.append("timed run")
+            time.sleep(0.2)
+        timer_done.set()
+
+    threads = [_run(checker), _run(timer)]
+    for t in threads:
+        t.join(10)
+    assert order == ["call 1", "timed run", "call 2"]
+    assert said == ["wait_lock", "resume"]
+
+
+def test_a_checker_with_no_timer_waiting_keeps_the_device(gpu_lock):
+    """let_timers_in with nobody at the gate lets go of nothing: a timer arriving right after still
+    waits for the checker's hold to end."""
+    lock = gpu_lock(4)
+    said: list[str] = []
+    lock.announce = said.append
+    with lock.checking():
+        lock.let_timers_in()
+        assert said == []
+        assert try_file_lock("time-gpu0") is None  # still held shared: no exclusive hold possible
+        shared = try_file_lock("time-gpu0", shared=True)
+        assert shared is not None  # (held shared, not alone)
+        release_file_lock(shared)
+    held = try_file_lock("time-gpu0")
+    assert held is not None
+    release_file_lock(held)
+
+
+def test_a_timer_holding_the_device_shared_is_refused_rather_than_waiting_for_itself(gpu_lock):
+    lock = gpu_lock(2)
+    with lock.checking(), pytest.raises(RuntimeError, match="does not hold it shared"):
+        with lock.timed_run():
+            pass

@@ -92,19 +92,20 @@ def _stages(judge, small_problem, monkeypatch, slots: int, code: str = TRITON_CH
     return seen
 
 
-GPU_ORDER = [("compile", False), ("wait_lock", False), ("check", True), ("baseline", False), ("wait_lock", False),
-             ("time", True), ("check", True), ("wait_lock", False), ("baseline", True)]
+GPU_ORDER = [("compile", False), ("wait_lock", False), ("check", True), ("baseline", False), ("time", False),
+             ("check", True), ("baseline", False)]
 
 
 @pytest.mark.parametrize("slots,expected", [
-    # a GPU: wait for a slot, check holding the lock shared, prepare the baselines, wait again,
-    # time holding it alone, the work check shared again, then the baselines alone once more
-    # (the candidate's sandbox gone) holding it alone
+    # a GPU: wait for a slot, check holding the lock shared, prepare the baselines, then the timed
+    # rounds, the work check shared again, the baselines alone once more (the candidate's sandbox
+    # gone); the timed stages take the lock run by run (test_a_gpu_judge_has_the_device_alone_
+    # for each timed run_and_shares_it_between_runs), and nobody else waits here, so no wait_lock
     (1, GPU_ORDER),
     (3, GPU_ORDER),
-    # the CPU: checks run unlocked, timing alone
-    (0, [("compile", False), ("check", False), ("baseline", False), ("wait_lock", False), ("time", True),
-         ("check", False), ("wait_lock", False), ("baseline", True)]),
+    # the CPU: checks run unlocked, timing alone for its whole stage
+    (0, [("compile", False), ("check", False), ("baseline", False), ("time", True), ("check", False),
+         ("baseline", True)]),
 ])
 def test_lock_order_of_stages(judge, small_problem, monkeypatch, slots, expected):
     assert _stages(judge, small_problem, monkeypatch, slots) == expected
@@ -129,9 +130,9 @@ def test_baseline_warm_ups_hold_the_lock_shared_on_a_gpu(judge, small_problem, m
 def test_check_out_of_memory_beside_other_checkers_is_checked_again_alone(judge, small_problem, monkeypatch,
                                                                           tmp_path):
     stages = _stages(judge, small_problem, monkeypatch, 2, oom_once(str(tmp_path / "flag")))
-    assert stages[:6] == [("compile", False), ("wait_lock", False), ("check", True), ("compile", False),
-                          ("wait_lock", False), ("check", True)]
-    assert stages[6:] == GPU_ORDER[3:]
+    assert stages[:5] == [("compile", False), ("wait_lock", False), ("check", True), ("compile", False),
+                          ("check", True)]
+    assert stages[5:] == GPU_ORDER[3:]
 
 
 def oom_on_unseen_shape_once(flag: str) -> str:
@@ -164,8 +165,8 @@ def test_an_out_of_memory_on_the_unseen_shape_is_checked_again_alone_not_blamed_
     when their sandbox's allocator ran out beside another evaluation on the unseen-shape set."""
     stages = _stages(judge, small_problem, monkeypatch, 2, oom_on_unseen_shape_once(str(tmp_path / "flag")))
     assert (tmp_path / "flag").exists()  # it did fail once, and was checked again alone to an ok
-    assert stages[:6] == [("compile", False), ("wait_lock", False), ("check", True), ("compile", False),
-                          ("wait_lock", False), ("check", True)]
+    assert stages[:5] == [("compile", False), ("wait_lock", False), ("check", True), ("compile", False),
+                          ("check", True)]
 
 
 def test_check_out_of_memory_with_the_device_alone_is_a_runtime_error(judge, small_problem, monkeypatch, tmp_path):
@@ -213,12 +214,14 @@ def test_a_baseline_whose_output_is_not_the_references_is_not_counted(judge, sma
     alone = judge_mod.Evaluation._time_baselines_alone
 
     def disagreeing(self, bs):
+        # On the instance, and taken off again: the judge (module-wide) keeps this reference, and a
+        # monkeypatch of the instance would leave the method it found set on it.
         real = self.reference.outputs
-        monkeypatch.setattr(self.reference, "outputs", lambda *a, **k: off(real(*a, **k)))
+        self.reference.outputs = lambda *a, **k: off(real(*a, **k))
         try:
             return alone(self, bs)
         finally:
-            monkeypatch.setattr(self.reference, "outputs", real)
+            del self.reference.outputs
 
     monkeypatch.setattr(judge_mod.Evaluation, "_time_baselines_alone", disagreeing)
     from htam_engine.evaluate.cache import candidate_key
@@ -249,3 +252,55 @@ def test_an_evaluation_takes_units_by_the_size_of_its_inputs(judge, small_proble
     assert loaded.input_layouts is not None
     expected = devicelock.evaluation_need(loaded.input_layouts, loaded.unseen_input_layouts, loaded.unseen is not None)
     assert asked == [expected] and expected > devicelock.NEED_ALLOWANCE_GIB << 30
+
+
+def _mode(name: str) -> str:
+    """How another holder has the lock: "alone" (exclusively), "shared", or "free"."""
+    path = cache_dir() / "locks" / f"{name}.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as fh:
+        for mode, taken in ((fcntl.LOCK_EX, "free"), (fcntl.LOCK_SH, "shared")):
+            try:
+                fcntl.flock(fh.fileno(), mode | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+            return taken
+    return "alone"
+
+
+def test_a_gpu_judge_has_the_device_alone_for_each_timed_run_and_shares_it_between_runs(judge, small_problem,
+                                                                                         monkeypatch):
+    """The exclusive hold is one timed run (the candidate's calls, then its baselines' on the same
+    sets); the judge draws each run's sets and computes their reference outputs holding the device
+    shared, so another judge's checks go on between this one's runs. The checks and the work check
+    hold it shared."""
+    from htam_engine.evaluate.channel import Channel
+    from htam_engine.evaluate.reference import ReferenceModel
+
+    seen: list[tuple[str, str, str]] = []
+    real_run, real_outputs = Channel.call_run, ReferenceModel.outputs
+
+    def call_run(self, staged, model_id, ref_outs, seeds, stage, *args, **kwargs):
+        seen.append(("run", f"{model_id} {stage.value} {kwargs.get('kernels') or ''}".strip(), _mode(judge.lock.name)))
+        return real_run(self, staged, model_id, ref_outs, seeds, stage, *args, **kwargs)
+
+    def outputs(self, values, seed, label):
+        seen.append(("reference", label, _mode(judge.lock.name)))
+        return real_outputs(self, values, seed, label)
+
+    monkeypatch.setattr(Channel, "call_run", call_run)
+    monkeypatch.setattr(ReferenceModel, "outputs", outputs)
+    _stages(judge, small_problem, monkeypatch, 2)
+    timed = [(what, mode) for kind, what, mode in seen if kind == "run" and " time" in what]
+    assert {w.split()[0] for w, _ in timed} >= {"main", "eager"} and \
+        all(mode == "alone" for _, mode in timed), timed
+    rounds = [(label, mode) for kind, label, mode in seen
+              if kind == "reference" and ("timed trial" in label or "warm-up call" in label)]
+    assert rounds and all(mode == "shared" for _, mode in rounds), rounds
+    checks = [(what, mode) for kind, what, mode in seen if kind == "run" and " check" in what]
+    assert any("skip" in w for w, _ in checks) and all(mode == "shared" for _, mode in checks), checks
+    runs = [(what, mode) for kind, what, mode in seen if kind == "run"]
+    first_timed = next(i for i, (what, _) in enumerate(runs) if " time" in what)
+    alone = [(what, mode) for what, mode in runs[first_timed:] if " baseline" in what]  # not the warm-ups
+    assert alone and all(mode == "alone" for _, mode in alone), alone
