@@ -18,7 +18,17 @@ try/except around a broken kernel still falls back) and throws the kernel's resu
   TorchFunctionMode intercepts them, only while kernels are switched off, and treats them as
   extension functions.
 
-"Spoiled" (a third call) measures how much of the output the kernels made: it skips every
+"On garbage" (a third call) runs every kernel for real, on its whole grid, with every tensor it
+was handed overwritten first (NaN for floating point, 0 for integers: an index still in bounds,
+False for booleans); once the kernel returned, every element it did not write is put back as it
+was. A kernel computing from what it reads writes garbage; one whose writes do not depend on what
+it reads (a probe writing a flag, to tell a call with kernels skipped from a real one) writes as
+usual, and PyTorch finds its own data as it was. So a candidate that computes with PyTorch and
+runs a probe meets its probe answered, and the share of the output still right convicts it.
+Tensors over GARBAGE_MAX_BYTES together (their copy is what puts them back) are spoiled and the
+kernel skipped, as "spoiled" below.
+
+"Spoiled" (a fourth call) measures how much of the output the kernels made: it skips every
 kernel as above and overwrites every tensor a kernel was handed (arguments, and what an
 extension function returned) with NaN (-1 for integers). What is still right after that was made
 by PyTorch from memory no kernel touched: a kernel computing one row while PyTorch computes the
@@ -34,8 +44,11 @@ import functools
 import types
 from typing import Any, Callable, Iterator
 
-RUN, SKIP, RAISE, SPOIL = "run", "skip", "raise", "spoil"
-MODES = (RUN, SKIP, RAISE, SPOIL)
+RUN, SKIP, RAISE, GARBAGE, SPOIL = "run", "skip", "raise", "garbage", "spoil"
+MODES = (RUN, SKIP, RAISE, GARBAGE, SPOIL)
+# A kernel run on garbage copies what it was handed first, to put back what it did not write: at
+# most this many bytes a launch (beyond, it is skipped with its tensors spoiled, as in SPOIL).
+GARBAGE_MAX_BYTES = 1 << 30
 
 
 class KernelsDisabled(RuntimeError):
@@ -52,12 +65,16 @@ class KernelSwitch:
         self._restore: list[Callable[[], None]] = []
 
     # ------------------------------------------------------------ the gate every kernel passes
-    def _gate(self, run: Callable[[], Any], skipped: Callable[[], Any]) -> Any:
+    def _gate(self, run: Callable[[], Any], skipped: Callable[[], Any], handed: Any = ()) -> Any:
+        """`run` the kernel, or `skipped` (its stand-in), as the mode says; `handed`: what it was
+        handed (for GARBAGE)."""
         mode = self.mode
         if mode == RUN:
             out = run()
             self.launches += 1  # only launches that returned: a failed try does not count
             return out
+        if mode == GARBAGE:
+            return _on_garbage(run, skipped, handed)
         if mode in (SKIP, SPOIL):
             return skipped()
         raise KernelsDisabled("custom kernels are switched off for this call")
@@ -65,11 +82,12 @@ class KernelSwitch:
     def _function_gate(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         """The gate for an extension function or operator (see the module docstring for SKIP)."""
         return self._gate(lambda: fn(*args, **kwargs),
-                          lambda: _run_and_spoil(fn, args, kwargs, every_argument=self.mode == SPOIL))
+                          lambda: _run_and_spoil(fn, args, kwargs, every_argument=self.mode in (SPOIL, GARBAGE)),
+                          (args, kwargs))
 
     def _skipped_launch(self, launch: Callable[[], Any], args: tuple, kwargs: dict) -> Any:
         """A Triton launch on the empty grid; when spoiling, its tensor arguments overwritten first."""
-        if self.mode == SPOIL:
+        if self.mode in (SPOIL, GARBAGE):
             from htam_engine.evaluate.checks.memory import tensor_leaves
 
             for t in tensor_leaves((args, kwargs)):
@@ -78,8 +96,9 @@ class KernelSwitch:
 
     @contextlib.contextmanager
     def switched(self, mode: str) -> Iterator[None]:
-        """Within the block, every custom kernel runs (RUN), is skipped (SKIP), raises (RAISE) or is
-        skipped with every tensor it was handed overwritten (SPOIL)."""
+        """Within the block, every custom kernel runs (RUN), is skipped (SKIP), raises (RAISE), runs on
+        garbage with what it did not write put back (GARBAGE) or is skipped with every tensor it was
+        handed overwritten (SPOIL)."""
         if mode not in MODES:
             raise ValueError(f"unknown kernel mode {mode!r}")
         self.mode = RUN if mode == RUN else mode
@@ -131,7 +150,8 @@ class KernelSwitch:
                     return __orig(self_, *args, **kwargs)
                 return switch._gate(lambda: __orig(self_, *args, **kwargs),
                                     lambda: switch._skipped_launch(
-                                        lambda: __orig(self_, *args, **{**kwargs, "grid": EMPTY_GRID}), args, kwargs))
+                                        lambda: __orig(self_, *args, **{**kwargs, "grid": EMPTY_GRID}), args, kwargs),
+                                    (args, kwargs))
 
             functools.update_wrapper(run, original)
             self._patch(cls, "run", run)
@@ -146,7 +166,8 @@ class KernelSwitch:
                     def gated(*args: Any, **kwargs: Any) -> Any:
                         return switch._gate(lambda: launch(*args, **kwargs),
                                             lambda: switch._skipped_launch(
-                                                lambda: __orig(self_, EMPTY_GRID)(*args, **kwargs), args, kwargs))
+                                                lambda: __orig(self_, EMPTY_GRID)(*args, **kwargs), args, kwargs),
+                                            (args, kwargs))
 
                     return gated
 
@@ -204,7 +225,7 @@ class KernelSwitch:
 EMPTY_GRID = (0, 0, 0)
 
 
-def _spoil(t: Any) -> None:
+def _spoil(t: Any, integer: int = -1) -> None:
     import torch
 
     if isinstance(t, torch.Tensor) and t.numel():
@@ -213,7 +234,48 @@ def _spoil(t: Any) -> None:
         elif t.dtype == torch.bool:
             t.fill_(False)
         else:
-            t.fill_(-1)
+            t.fill_(integer)
+
+
+def _still_garbage(t: Any) -> Any:
+    """The elements of `t` that still hold what _spoil(t, 0) wrote (a kernel writing that very value
+    is taken as not writing there: the element is put back)."""
+    import torch
+
+    if t.is_complex():
+        return torch.isnan(torch.view_as_real(t)).all(dim=-1)
+    if t.is_floating_point():
+        return torch.isnan(t)
+    return t == (False if t.dtype == torch.bool else 0)
+
+
+def _on_garbage(run: Callable[[], Any], skipped: Callable[[], Any], handed: Any) -> Any:
+    """`run` the kernel with every tensor in `handed` overwritten by garbage (_spoil, integers 0),
+    then put back every element it did not write (module docstring). Over GARBAGE_MAX_BYTES, or
+    where a tensor cannot be written element by element (an expanded view), `skipped`, spoiled."""
+    import torch
+
+    from htam_engine.evaluate.checks.memory import tensor_leaves
+
+    seen: set[tuple] = set()
+    tensors = []
+    for t in tensor_leaves(handed):
+        key = (t.data_ptr(), tuple(t.shape), t.stride(), t.dtype)
+        if t.numel() and key not in seen:
+            seen.add(key)
+            tensors.append(t)
+    if sum(t.numel() * t.element_size() for t in tensors) > GARBAGE_MAX_BYTES or \
+            any(0 in t.stride() and t.numel() > 1 for t in tensors):
+        return skipped()
+    with torch.no_grad():
+        kept = [t.clone() for t in tensors]  # every copy before any spoiling: views may overlap
+        for t in tensors:
+            _spoil(t, integer=0)
+        try:
+            return run()
+        finally:
+            for t, was in zip(tensors, kept):
+                t.copy_(torch.where(_still_garbage(t), was, t))
 
 
 def _run_and_spoil(fn: Callable[..., Any], args: tuple, kwargs: dict, every_argument: bool = False) -> Any:

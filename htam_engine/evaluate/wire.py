@@ -101,7 +101,7 @@ class Arm:
     writes the inputs once answered, so the warm-up cannot compute anything of them; what the
     sandbox does between the warm-up and the first forward is only reading the Go, and each
     further call follows the one before at once, as in KernelBench's back-to-back loop (timing.py).
-    kernels: "run" | "skip" | "raise" | "spoil" for every call (custom kernels disabled: kernel_switch.py)."""
+    kernels: "run" | "skip" | "raise" | "garbage" | "spoil" for every call (custom kernels disabled: kernel_switch.py)."""
 
     seq: int
     model_id: str

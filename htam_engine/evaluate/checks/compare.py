@@ -230,15 +230,31 @@ def _allowance(tol: float, r: torch.Tensor) -> torch.Tensor:
     return tol + tol * r.abs()
 
 
-def _float_run(tol: float, offset: int, noise_rms: float, scale: float, n: torch.Tensor, r: torch.Tensor,
-               e: torch.Tensor | None = None) -> torch.Tensor:
-    n, r = n.double(), r.double()
+def _elementwise(n: torch.Tensor, r: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Per element of a run (float64): where the reference is finite, where the candidate is NaN or
+    Inf, where its non-finite values break the rule (NaN must sit where the reference has NaN,
+    +-Inf where it has the same Inf), and |n - r| where both are finite (else 0)."""
     r_nan, n_nan = torch.isnan(r), torch.isnan(n)
     r_inf, n_inf = torch.isinf(r), torch.isinf(n)
     finite = ~(r_nan | r_inf)
-    # NaN must sit where the reference has NaN, +-Inf where it has the same Inf.
     nonfinite_bad = (r_nan != n_nan) | (r_inf & (n != r)) | (finite & n_inf)
     diff = torch.where(finite & ~n_nan & ~n_inf, (n - r).abs(), 0.0)
+    return finite, n_nan, n_inf, nonfinite_bad, diff
+
+
+def _outside(tol: float | None, n: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
+    """The elements of a run outside the per-element rule (equality where tol is None)."""
+    if tol is None:
+        return n != r
+    n, r = n.double(), r.double()
+    finite, _, _, nonfinite_bad, diff = _elementwise(n, r)
+    return nonfinite_bad | (finite & (diff > _allowance(tol, r)))
+
+
+def _float_run(tol: float, offset: int, noise_rms: float, scale: float, n: torch.Tensor, r: torch.Tensor,
+               e: torch.Tensor | None = None) -> torch.Tensor:
+    n, r = n.double(), r.double()
+    finite, n_nan, n_inf, nonfinite_bad, diff = _elementwise(n, r)
     ratio = torch.where(finite, diff / _allowance(tol, r), 0.0)
     if e is not None:  # or close to float64, as the reference is (module docstring)
         e = e.to(device=n.device, dtype=torch.float64)
@@ -312,24 +328,37 @@ def _compare_float(new: torch.Tensor, ref: torch.Tensor, tol: float, mm: Callabl
               max_abs, max_rel, where)
 
 
-def fraction_right(new: Any, ref: Any, tolerances: dict[str, float]) -> float:
+def fraction_right(new: Any, ref: Any, tolerances: dict[str, float], other: Any = None) -> float:
     """The share of the reference's output numbers (a complex element is two) the candidate's
-    output has right by the comparison's own per-element rule (_float_run, or equality); a leaf
-    of another shape, dtype or device counts as all wrong. Read in runs like the comparison."""
+    output has right by the comparison's own per-element rule (without the float64 yardstick), or
+    equality; a leaf of another shape, dtype or device counts as all wrong. `other`: the
+    reference's output on another input set; then only the numbers where the two references
+    differ by that rule count (those that depend on the inputs: a ReLU's zeros in both sets, a
+    constant, say nothing of who computed them). Read in runs like the comparison."""
+    def alike(t: torch.Tensor | None, like: torch.Tensor) -> bool:
+        return t is not None and (t.shape, t.dtype, t.device) == (like.shape, like.dtype, like.device)
+
     right = total = 0
     new_leaves = {leaf.path: _as_tensor(leaf.value) for leaf in flatten(new)}
+    other_leaves = {leaf.path: _as_tensor(leaf.value) for leaf in flatten(other)} if other is not None else {}
     for rl in flatten(ref):
-        ref_t, new_t = _as_tensor(rl.value), new_leaves.get(rl.path)
+        ref_t = _as_tensor(rl.value)
         if ref_t is None:
             continue
-        total += real_parts(ref_t).numel()
-        if new_t is None or (new_t.shape, new_t.dtype, new_t.device) != (ref_t.shape, ref_t.dtype, ref_t.device):
-            continue
-        new_t, ref_t = real_parts(new_t), real_parts(ref_t)
+        new_t, other_t = new_leaves.get(rl.path), other_leaves.get(rl.path)
+        comparable = alike(new_t, ref_t)
+        telling = alike(other_t, ref_t)  # else nothing tells the inputs' part: every number counts
         tol = tolerance_for(ref_t.dtype, tolerances)
-        wrong = [(n != r).sum() if tol is None else _float_run(tol, offset, 0.0, 0.0, n, r)[_OUTSIDE]
-                 for offset, (n, r) in runs(new_t, ref_t)]
-        right += ref_t.numel() - (int(torch.stack(wrong).sum()) if wrong else 0)
+        ref_t = real_parts(ref_t)
+        counts = []
+        for _, (r, o, n) in runs(ref_t, real_parts(other_t) if telling else ref_t,
+                                 real_parts(new_t) if comparable else ref_t):
+            counted = _outside(tol, o, r) if telling else torch.ones_like(r, dtype=torch.bool)
+            good = counted & ~_outside(tol, n, r) if comparable else torch.zeros_like(counted)
+            counts.append(torch.stack([counted.sum(), good.sum()]))
+        if counts:
+            counted_sum, good_sum = torch.stack(counts).sum(dim=0).tolist()
+            total, right = total + int(counted_sum), right + int(good_sum)
     return right / total if total else 0.0
 
 

@@ -22,8 +22,9 @@ density and aliasing, the values against the reference (tolerances and the whole
 precision against float64, and, for a wrong output, whether it is an earlier call's output
 (stale: cached). The first reject-level finding ends the run.
 
-After timing, two more calls with every custom kernel skipped, then raising: an output that is
-still right means the kernels did no necessary work.
+After timing, runs with every custom kernel skipped, then raising: an output that is still
+right means the kernels did no necessary work; then run on garbage, then skipped with their
+tensors spoiled: an output still mostly right was mostly PyTorch's (check_kernels_did_the_work).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from htam_engine.evaluate.checks.memory import clone_inputs, same_values, tensor
 from htam_engine.evaluate.checks.observe import (Observations, candidate_output, check_mutation, check_native_threads,
                                                  check_precision, nonfinite, output_fingerprint, record_notes)
 from htam_engine.evaluate.config import EvalConfig
-from htam_engine.evaluate.kernel_switch import RAISE, SKIP, SPOIL
+from htam_engine.evaluate.kernel_switch import GARBAGE, RAISE, SKIP, SPOIL
 from htam_engine.evaluate.oom import out_of_memory_text
 from htam_engine.evaluate.reference import LARGE_INPUT_BYTES, ReferenceFailed, ReferenceModel, input_bytes
 from htam_engine.evaluate.shared import Layout
@@ -54,7 +55,10 @@ TINY_OUTPUT = 16
 # With every tensor a kernel was handed spoiled (kernel_switch.SPOIL), PyTorch made whatever is
 # still right; from this share of the output on, the kernels did the lesser part of the work.
 # An honest kernel that writes its output, or finishes a library op's in place, is handed all of
-# it and leaves ~0 % right; a kernel of one row in four leaves 75 %.
+# it and leaves ~0 % right; a kernel of one row in four leaves 75 %. The same share of the
+# numbers that depend on the inputs, with every kernel run on garbage (kernel_switch.GARBAGE):
+# an honest kernel then writes garbage (a ReLU's zeros where the reference has them leave about a
+# third right), a probe kernel beside PyTorch's work leaves it all.
 MOSTLY_PYTORCH = 0.75
 
 
@@ -454,8 +458,9 @@ class CheckRun:
     # ------------------------------------------------------------------ after timing
     def check_kernels_did_the_work(self, run_length: int = 1) -> None:
         """Two runs with every custom kernel skipped, then raising: a right output convicts them.
-        A third, last, with every tensor a kernel was handed spoiled: an output mostly still right
-        was mostly PyTorch's (MOSTLY_PYTORCH). Each is a run of `run_length` calls, as long as the
+        A third with every kernel run on garbage, a fourth, last, with every tensor a kernel was
+        handed spoiled: an output mostly still right was mostly PyTorch's (MOSTLY_PYTORCH). Each is
+        a run of `run_length` calls, as long as the
         timed runs (rounds.trials_per_run), so a candidate cannot keep its kernels for runs of one
         call and let PyTorch do the timed runs' work; any call of a run convicts."""
         for mode in (SKIP, RAISE):
@@ -468,6 +473,22 @@ class CheckRun:
                                            f"the right output ({len(right)} of {run_length} calls): the custom kernels "
                                            f"did no necessary work ({how})")
                 return
+        # Run on garbage: what was still right (of the numbers that depend on the inputs) came from
+        # PyTorch, beside kernels whose writes do not depend on what they read (a probe's flag).
+        usable = self._run_with_kernels(GARBAGE, run_length)
+        others = [ref_out for _, ref_out, _ in usable]
+        if len(others) < 2:  # another set's reference, to tell the numbers that depend on the inputs
+            others.append(self.reference.outputs(draw(self.loaded.main.get_inputs, fresh_seed()), fresh_seed(),
+                                                 "a set beside the garbage run"))
+        shares = [fraction_right(out, ref_out, self.cfg.tolerances, others[(k + 1) % len(others)])
+                  for k, (out, ref_out, _) in enumerate(usable)]
+        share = max(shares, default=0.0)
+        if share >= MOSTLY_PYTORCH:
+            self.obs.find("no_kernel", f"with every custom kernel run on garbage (every tensor it was handed "
+                                       f"overwritten, what it did not write put back), {share:.1%} of the output "
+                                       "that depends on the inputs was still right: PyTorch computed it, and the "
+                                       "kernels' writes do not depend on what they read (a probe kernel)")
+            return
         shares = [fraction_right(out, ref_out, self.cfg.tolerances)
                   for out, ref_out, _ in self._run_with_kernels(SPOIL, run_length)]
         share = max(shares, default=0.0)
@@ -513,7 +534,7 @@ class _KernelsOffCall(NamedTuple):
     staged: Staged
 
 
-_KERNELS_OFF = {SKIP: "skipped", RAISE: "raising", SPOIL: "skipped and its tensors spoiled"}
+_KERNELS_OFF = {SKIP: "skipped", RAISE: "raising", GARBAGE: "run on garbage", SPOIL: "skipped and its tensors spoiled"}
 
 
 def _with_leaves(structure: Any, leaves: list[torch.Tensor]) -> Any:

@@ -38,10 +38,13 @@ def test_honest_candidates_of_the_attack_problems_pass(problem, candidate):
 
 
 # ---------------------------------------------------------------- the no_kernel rule
-@xfail("the work check only asks whether the output is still right with kernels off; a probe "
-       "kernel that writes a flag tells those calls apart, and the candidate returns garbage there")
 def test_pytorch_behind_a_probe_kernel_is_caught():
-    assert_caught(run_check("relu", "cheat_probe_skip"), "no_kernel")
+    """A probe kernel's flag tells a call with kernels skipped from a real one; run on garbage, the
+    probe still writes its flag, PyTorch finds its data put back, and all of it is right."""
+    r = run_check("relu", "cheat_probe_skip")
+    assert_caught(r, "no_kernel")
+    assert any("run on garbage" in f.message and "100.0% of the output that depends on the inputs" in f.message
+               for f in r.integrity), r.integrity
 
 
 @xfail("the launch counter and the switch's mode live in the sandbox: reachable through the closure "
@@ -60,7 +63,9 @@ def test_pytorch_on_the_timed_runs_with_kernels_on_single_calls_is_caught():
 def test_a_kernel_doing_one_row_while_pytorch_does_the_rest_is_caught():
     r = run_check("relu", "cheat_tail_kernel")
     assert_caught(r, "no_kernel")
-    assert any("75.0% of the output was still right" in f.message for f in r.integrity), r.integrity
+    # run on garbage, the kernel's row is garbage and PyTorch's three rows are right
+    assert any("run on garbage" in f.message and "of the output that depends on the inputs was still right"
+               in f.message for f in r.integrity), r.integrity
 
 
 @xfail("a kernel that copies PyTorch's finished output into the output buffer is handed all of it: "

@@ -256,6 +256,24 @@ def test_fraction_right_counts_the_elements_within_tolerance_over_every_output()
     assert fraction_right(torch.where(ints < 3, -1, ints), ints, DEFAULT_TOLERANCES) == 0.7
 
 
+def test_fraction_right_against_another_set_counts_only_what_depends_on_the_inputs():
+    """A ReLU's zeros where both sets' references have them say nothing of who computed them: a
+    kernel that wrote all zeros (run on garbage) gets the third of the rest where this set's
+    reference is zero, PyTorch's right output all of it; a constant output counts nothing."""
+    from htam_engine.evaluate.checks.compare import fraction_right
+
+    torch.manual_seed(0)
+    ref, other = torch.relu(torch.randn(100_000)), torch.relu(torch.randn(100_000))
+    zeros = torch.zeros_like(ref)
+    assert fraction_right(zeros, ref, DEFAULT_TOLERANCES) == pytest.approx(0.5, abs=0.01)
+    assert fraction_right(zeros, ref, DEFAULT_TOLERANCES, other) == pytest.approx(1 / 3, abs=0.01)
+    assert fraction_right(ref.clone(), ref, DEFAULT_TOLERANCES, other) == 1.0
+    ones = torch.ones(10)
+    assert fraction_right(ones, ones, DEFAULT_TOLERANCES, ones.clone()) == 0.0  # nothing depends on the inputs
+    # a structure the other set does not share: every number counts, as without it
+    assert fraction_right(zeros, ref, DEFAULT_TOLERANCES, torch.zeros(3)) == pytest.approx(0.5, abs=0.01)
+
+
 @pytest.mark.parametrize("share,outside", [(0.9, False), (1.2, True)])
 def test_one_element_past_its_allowance_is_a_mismatch_however_small_against_the_whole(share, outside):
     """KernelBench's per-element rule at its edge: |out - ref| <= atol + rtol * |ref| (1e-4 each for

@@ -112,6 +112,47 @@ def test_spoiled_launches_write_nothing_and_spoil_every_tensor_they_were_handed(
     assert torch.isnan(out).all() and torch.isnan(a).all() and torch.isnan(b).all()
 
 
+@triton.jit
+def flag_and_double(flag_ptr, x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    """Writes 1 to a flag (whatever it reads) and 2x into y."""
+    offs = tl.arange(0, BLOCK)
+    tl.store(flag_ptr, 1.0)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2.0, mask=offs < n)
+
+
+def test_a_kernel_run_on_garbage_computes_garbage_and_what_it_did_not_write_is_put_back(switch):
+    # The work check's garbage call: the kernel runs on its grid with what it was handed
+    # overwritten, so a write that does not depend on what it reads (the flag) lands, what it
+    # computes from its inputs is garbage, and the input it only read is as it was afterwards.
+    flag, x, y = torch.zeros(1), torch.arange(4.0), torch.full((4,), 7.0)
+    with switch.switched("garbage"):
+        flag_and_double[(1,)](flag, x, y, 4, BLOCK=4)
+    assert float(flag) == 1.0 and x.tolist() == [0.0, 1.0, 2.0, 3.0]
+    assert y.tolist() == [7.0] * 4  # 2 x NaN is NaN: taken as not written, put back
+    assert switch.launches == 0
+    # Integers are overwritten with 0 (an index still in bounds), and put back the same way.
+    idx = torch.tensor([3, 1], dtype=torch.int64)
+    import types
+
+    module = types.ModuleType("ext")
+    module.gather = lambda src, index: src[index] + 1  # an extension function reading both
+    switch.instrument(module)
+    src = torch.tensor([10.0, 20.0, 30.0, 40.0])
+    with switch.switched("garbage"):
+        out = module.gather(src, idx)
+    assert torch.isnan(out).all() and idx.tolist() == [3, 1] and src.tolist() == [10.0, 20.0, 30.0, 40.0]
+
+
+def test_a_kernel_on_garbage_over_the_copy_limit_is_skipped_with_its_tensors_spoiled(switch, monkeypatch):
+    from htam_engine.evaluate import kernel_switch
+
+    monkeypatch.setattr(kernel_switch, "GARBAGE_MAX_BYTES", 8)
+    flag, x, y = torch.zeros(1), torch.arange(4.0), torch.zeros(4)
+    with switch.switched("garbage"):
+        flag_and_double[(1,)](flag, x, y, 4, BLOCK=4)
+    assert torch.isnan(flag).all() and torch.isnan(x).all() and torch.isnan(y).all()
+
+
 def test_uninstall_restores_the_launchers():
     import triton.runtime.jit as jit
 
