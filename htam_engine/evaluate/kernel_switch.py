@@ -19,14 +19,18 @@ try/except around a broken kernel still falls back) and throws the kernel's resu
   extension functions.
 
 "On garbage" (a third call) runs every kernel for real, on its whole grid, with every tensor it
-was handed overwritten first (NaN for floating point, 0 for integers: an index still in bounds,
-False for booleans); once the kernel returned, every element it did not write is put back as it
-was. A kernel computing from what it reads writes garbage; one whose writes do not depend on what
-it reads (a probe writing a flag, to tell a call with kernels skipped from a real one) writes as
-usual, and PyTorch finds its own data as it was. So a candidate that computes with PyTorch and
-runs a probe meets its probe answered, and the share of the output still right convicts it.
-Tensors over GARBAGE_MAX_BYTES together (their copy is what puts them back) are spoiled and the
-kernel skipped, as "spoiled" below.
+was handed overwritten first by random values like its own (floating point: normal, with the
+tensor's mean and spread; integers: uniform between its least and greatest, so an index stays in
+bounds; booleans: either), drawn from a generator of the switch's own; once the kernel returned,
+every element that still holds its random value is put back as it was. A kernel computing from
+what it reads writes garbage; one whose writes do not depend on what it reads (a probe writing a
+flag, to tell a call with kernels skipped from a real one) writes as usual, and PyTorch finds its
+own data as it was. So a candidate that computes with PyTorch and runs a probe meets its probe
+answered, and the share of the output still right convicts it. The values are drawn like the
+real ones so that a kernel cannot tell them apart and keep them from being put back (one that
+rewrote NaN as 0 in place, the identity on real inputs, would have kept NaN garbage). Tensors over
+GARBAGE_MAX_BYTES together (two copies of them: what puts them back, and the garbage to compare
+with) are spoiled and the kernel skipped, as "spoiled" below.
 
 "Spoiled" (a fourth call) measures how much of the output the kernels made: it skips every
 kernel as above and overwrites every tensor a kernel was handed (arguments, and what an
@@ -41,6 +45,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
+import os
 import types
 from typing import Any, Callable, Iterator
 
@@ -237,22 +243,29 @@ def _spoil(t: Any, integer: int = -1) -> None:
             t.fill_(integer)
 
 
-def _still_garbage(t: Any) -> Any:
-    """The elements of `t` that still hold what _spoil(t, 0) wrote (a kernel writing that very value
-    is taken as not writing there: the element is put back)."""
+def _garbage_like(t: Any, generator: Any) -> Any:
+    """Random values like `t`'s own (module docstring), from `generator` (on t's device)."""
     import torch
 
-    if t.is_complex():
-        return torch.isnan(torch.view_as_real(t)).all(dim=-1)
-    if t.is_floating_point():
-        return torch.isnan(t)
-    return t == (False if t.dtype == torch.bool else 0)
+    if t.is_floating_point() or t.is_complex():
+        real = torch.view_as_real(t) if t.is_complex() else t
+        spread, mean = (float(v) for v in torch.std_mean(real.float())) if real.numel() > 1 else (1.0, 0.0)
+        if not (math.isfinite(mean) and math.isfinite(spread)) or spread == 0.0:
+            mean, spread = 0.0, 1.0
+        drawn = torch.randn(real.shape, generator=generator, device=t.device, dtype=torch.float32)
+        drawn = (drawn * spread + mean).to(real.dtype)
+        return torch.view_as_complex(drawn) if t.is_complex() else drawn
+    if t.dtype == torch.bool:
+        return torch.randint(0, 2, t.shape, generator=generator, device=t.device).bool()
+    low, high = int(t.min()), int(t.max())
+    return torch.randint(low, high + 1, t.shape, generator=generator, device=t.device, dtype=t.dtype) \
+        if high > low else torch.full_like(t, low)
 
 
 def _on_garbage(run: Callable[[], Any], skipped: Callable[[], Any], handed: Any) -> Any:
-    """`run` the kernel with every tensor in `handed` overwritten by garbage (_spoil, integers 0),
-    then put back every element it did not write (module docstring). Over GARBAGE_MAX_BYTES, or
-    where a tensor cannot be written element by element (an expanded view), `skipped`, spoiled."""
+    """`run` the kernel with every tensor in `handed` overwritten by random values like its own,
+    then put back every element that still holds them (module docstring). Over GARBAGE_MAX_BYTES,
+    or where a tensor cannot be written element by element (an expanded view), `skipped`, spoiled."""
     import torch
 
     from htam_engine.evaluate.checks.memory import tensor_leaves
@@ -268,14 +281,29 @@ def _on_garbage(run: Callable[[], Any], skipped: Callable[[], Any], handed: Any)
             any(0 in t.stride() and t.numel() > 1 for t in tensors):
         return skipped()
     with torch.no_grad():
-        kept = [t.clone() for t in tensors]  # every copy before any spoiling: views may overlap
-        for t in tensors:
-            _spoil(t, integer=0)
+        kept = [t.clone() for t in tensors]  # every copy before any is overwritten: views may overlap
+        drawn = [_garbage_like(t, _generator(t.device)) for t in tensors]
+        for t, g in zip(tensors, drawn):
+            t.copy_(g)
         try:
             return run()
         finally:
-            for t, was in zip(tensors, kept):
-                t.copy_(torch.where(_still_garbage(t), was, t))
+            for t, was, g in zip(tensors, kept, drawn):
+                untouched = (t == g) | (torch.isnan(t) & torch.isnan(g)) if t.is_floating_point() else t == g
+                t.copy_(torch.where(untouched, was, t))
+
+
+_GENERATORS: dict[Any, Any] = {}
+
+
+def _generator(device: Any) -> Any:
+    """The switch's own generator for `device`: drawing garbage leaves the candidate's RNG alone."""
+    import torch
+
+    if device not in _GENERATORS:
+        _GENERATORS[device] = torch.Generator(device=device)
+        _GENERATORS[device].manual_seed(int.from_bytes(os.urandom(8), "little") >> 1)
+    return _GENERATORS[device]
 
 
 def _run_and_spoil(fn: Callable[..., Any], args: tuple, kwargs: dict, every_argument: bool = False) -> Any:

@@ -57,8 +57,8 @@ TINY_OUTPUT = 16
 # An honest kernel that writes its output, or finishes a library op's in place, is handed all of
 # it and leaves ~0 % right; a kernel of one row in four leaves 75 %. The same share of the
 # numbers that depend on the inputs, with every kernel run on garbage (kernel_switch.GARBAGE):
-# an honest kernel then writes garbage (a ReLU's zeros where the reference has them leave about a
-# third right), a probe kernel beside PyTorch's work leaves it all.
+# an honest kernel then writes garbage (a ReLU's is right only where it and the reference both
+# happen to be zero, a sixth of those numbers), a probe kernel beside PyTorch's work leaves it all.
 MOSTLY_PYTORCH = 0.75
 
 
