@@ -22,6 +22,7 @@ import torch
 
 from htam_engine.evaluate import wire
 from htam_engine.evaluate.checks.compare import flatten
+from htam_engine.evaluate.kernel_switch import KernelMode
 from htam_engine.evaluate.sandbox_client import Budget, SandboxProcess, SandboxProtocol
 from htam_engine.evaluate.shared import Layout, SharedStorage, new_pool
 from htam_engine.evaluate.stages import Stage
@@ -234,12 +235,12 @@ class Channel:
 
     # ------------------------------------------------------------------ calls
     def call(self, staged: Staged, model_id: str, ref_out: Any, seed: int, stage: Stage,
-             kernels: str = "run") -> CallResult:
+             kernels: KernelMode = KernelMode.RUN) -> CallResult:
         """One call on staged inputs; outputs go to buffers shaped like `ref_out`'s leaves."""
         return self.call_run([staged], model_id, [ref_out], [seed], stage, kernels)[0]
 
     def call_run(self, staged: list[Staged], model_id: str, ref_outs: list[Any], seeds: list[int], stage: Stage,
-                 kernels: str = "run") -> list[CallResult]:
+                 kernels: KernelMode = KernelMode.RUN) -> list[CallResult]:
         """Calls of one model run back to back, the k-th on staged[k] (placed in slot k): armed, the
         pending inputs written, then one Go. A result per call that ran, in order; the run stops at
         the first call that failed (the last result then). Each result's wall_ms is the run's wall

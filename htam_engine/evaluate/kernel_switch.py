@@ -48,10 +48,22 @@ import functools
 import math
 import os
 import types
+from enum import Enum
 from typing import Any, Callable, Iterator
 
-RUN, SKIP, RAISE, GARBAGE, SPOIL = "run", "skip", "raise", "garbage", "spoil"
-MODES = (RUN, SKIP, RAISE, GARBAGE, SPOIL)
+class KernelMode(str, Enum):
+    """What every custom kernel does within a call (the judge names it in wire.Arm)."""
+
+    RUN = "run"
+    SKIP = "skip"
+    RAISE = "raise"
+    GARBAGE = "garbage"
+    SPOIL = "spoil"
+
+
+RUN, SKIP, RAISE, GARBAGE, SPOIL = (KernelMode.RUN, KernelMode.SKIP, KernelMode.RAISE, KernelMode.GARBAGE,
+                                    KernelMode.SPOIL)
+MODES = tuple(KernelMode)
 # A kernel run on garbage copies what it was handed first, to put back what it did not write: at
 # most this many bytes a launch (beyond, it is skipped with its tensors spoiled, as in SPOIL).
 GARBAGE_MAX_BYTES = 1 << 30
@@ -101,13 +113,13 @@ class KernelSwitch:
         return launch()
 
     @contextlib.contextmanager
-    def switched(self, mode: str) -> Iterator[None]:
+    def switched(self, mode: KernelMode | str) -> Iterator[None]:
         """Within the block, every custom kernel runs (RUN), is skipped (SKIP), raises (RAISE), runs on
         garbage with what it did not write put back (GARBAGE) or is skipped with every tensor it was
         handed overwritten (SPOIL)."""
         if mode not in MODES:
             raise ValueError(f"unknown kernel mode {mode!r}")
-        self.mode = RUN if mode == RUN else mode
+        mode = self.mode = KernelMode(mode)
         guard = _OpsGate(self) if mode != RUN and self.extension_ops else contextlib.nullcontext()
         try:
             with guard:

@@ -13,6 +13,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from htam_engine.evaluate.kernel_switch import KernelMode
 from htam_engine.evaluate.result import CompilerMessage
 from htam_engine.evaluate.shared import Exported, Layout
 
@@ -101,12 +102,12 @@ class Arm:
     writes the inputs once answered, so the warm-up cannot compute anything of them; what the
     sandbox does between the warm-up and the first forward is only reading the Go, and each
     further call follows the one before at once, as in KernelBench's back-to-back loop (timing.py).
-    kernels: "run" | "skip" | "raise" | "garbage" | "spoil" for every call (custom kernels disabled: kernel_switch.py)."""
+    kernels: what every custom kernel does in these calls (kernel_switch.KernelMode: off for the work check)."""
 
     seq: int
     model_id: str
     calls: list[Call]
-    kernels: str = "run"
+    kernels: KernelMode = KernelMode.RUN
     warm: bool = True
 
 

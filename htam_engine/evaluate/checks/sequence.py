@@ -43,7 +43,7 @@ from htam_engine.evaluate.checks.memory import clone_inputs, same_values, tensor
 from htam_engine.evaluate.checks.observe import (Observations, candidate_output, check_mutation, check_native_threads,
                                                  check_precision, nonfinite, output_fingerprint, record_notes)
 from htam_engine.evaluate.config import EvalConfig
-from htam_engine.evaluate.kernel_switch import GARBAGE, RAISE, SKIP, SPOIL
+from htam_engine.evaluate.kernel_switch import GARBAGE, RAISE, SKIP, SPOIL, KernelMode
 from htam_engine.evaluate.oom import out_of_memory_text
 from htam_engine.evaluate.reference import LARGE_INPUT_BYTES, ReferenceFailed, ReferenceModel, input_bytes
 from htam_engine.evaluate.shared import Layout
@@ -497,7 +497,7 @@ class CheckRun:
                                        "output was still right: PyTorch computed most of it, the custom kernels at "
                                        f"most {1 - share:.1%}")
 
-    def _run_with_kernels(self, mode: str, run_length: int) -> list[tuple[Any, Any, str]]:
+    def _run_with_kernels(self, mode: KernelMode, run_length: int) -> list[tuple[Any, Any, str]]:
         """(the candidate's output, the reference's, the set's label) for each call of one run on
         fresh inputs with the custom kernels in `mode`, up to the first that failed or returned
         nothing usable."""
