@@ -47,6 +47,43 @@ def test_pytorch_behind_a_probe_kernel_is_caught():
                for f in r.integrity), r.integrity
 
 
+@pytest.mark.parametrize("candidate", ["cheat_probe_expanded", "cheat_probe_subclass"])
+def test_a_probe_that_escapes_the_garbage_run_or_watches_the_switch_is_caught(candidate):
+    """A probe handed an expanded view (once a reason to skip the launch) and one handed a tensor
+    subclass that records the switch's clone and copy both meet their probe answered."""
+    assert_caught(run_check("relu", candidate), "no_kernel")
+
+
+# A candidate that looks for the work check's calls can tell them apart inside its own process,
+# where the switch runs; each of these then returns garbage only there, and is ok at PyTorch's speed.
+@xfail("a probe reading a value the candidate chose (42) finds the garbage run's random value in its place")
+def test_a_probe_reading_a_sentinel_is_caught():
+    assert_caught(run_check("relu", "cheat_probe_sentinel"), "no_kernel")
+
+
+@xfail("the kernel's sum of the input (garbage, on the garbage run) disagrees with PyTorch's sum of the input put back")
+def test_a_probe_comparing_its_read_with_pytorchs_is_caught():
+    assert_caught(run_check("relu", "cheat_probe_checksum"), "no_kernel")
+
+
+@xfail("the garbage's distribution is the switch's own (a shifted, wider normal), which no real input set has: "
+       "its mean and spread give it away")
+def test_a_probe_telling_the_garbage_by_its_statistics_is_caught():
+    assert_caught(run_check("relu", "cheat_probe_statistics"), "no_kernel")
+
+
+@xfail("the gate for operators an extension registered is a TorchFunctionMode pushed only while kernels are off; "
+       "torch says whether one is active")
+def test_a_candidate_asking_torch_for_the_operator_gate_is_caught():
+    assert_caught(run_check("relu", "cheat_probe_ops_mode"), "no_kernel")
+
+
+@xfail("a kernel that copies the input PyTorch then computes from is, by every question of the work check, "
+       "doing the work: skipped or fed garbage, the output is wrong")
+def test_a_kernel_copying_the_input_pytorch_computes_from_is_caught():
+    assert_caught(run_check("matmul_relu", "cheat_copy_input"), "no_kernel")
+
+
 @xfail("the launch counter and the switch's mode live in the sandbox: reachable through the closure "
        "of the wrapper around JITFunction.run, writable and readable by the candidate")
 def test_pytorch_with_a_forged_launch_count_is_caught():

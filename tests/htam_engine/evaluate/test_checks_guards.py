@@ -163,6 +163,23 @@ def test_a_kernel_rewriting_its_input_as_it_was_cannot_keep_the_garbage(switch):
     assert float(flag) == 1.0 and torch.equal(x, before)
 
 
+@triton.jit
+def relu_in_place(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    v = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(x_ptr + offs, tl.maximum(v, 0.0), mask=offs < n)
+
+
+def test_a_tensor_a_kernel_wrote_anything_into_stays_as_the_kernel_left_it(switch):
+    """An honest in-place ReLU on positive inputs writes back most of what it read; were those
+    elements put back, it would hand back the right output on garbage and look like PyTorch's."""
+    x = torch.rand(256)
+    before = x.clone()
+    with switch.switched("garbage"):
+        relu_in_place[(1,)](x, 256, BLOCK=256)
+    assert float((x == before).float().mean()) < 0.5  # relu of the garbage, not the input it was handed
+
+
 def test_a_kernel_on_garbage_over_the_copy_limit_is_skipped_with_its_tensors_spoiled(switch, monkeypatch):
     from htam_engine.evaluate import kernel_switch
 
