@@ -292,7 +292,8 @@ def _garbage_like(t: Any, generator: Any) -> Any:
     if t.dtype == torch.bool:
         return torch.randint(0, 2, t.shape, generator=generator, device=t.device).bool()
     low, high = int(t.min()), int(t.max())
-    return torch.randint(low, high + 1, t.shape, generator=generator, device=t.device, dtype=t.dtype) \
+    top = high + 1 if high < torch.iinfo(t.dtype).max else high  # randint's bound is past its values
+    return torch.randint(low, top, t.shape, generator=generator, device=t.device, dtype=t.dtype) \
         if high > low else torch.full_like(t, low)
 
 
@@ -335,24 +336,28 @@ def _on_garbage(run: Callable[[], Any], skipped: Callable[[], Any], handed: Any)
             if plain is not None and key not in seen:
                 seen.add(key)
                 tensors.append(plain)
-        if sum(t.numel() * t.element_size() for t in tensors) > GARBAGE_MAX_BYTES:
-            too_large = True
-        else:
-            too_large = False
-            kept = [t.clone() for t in tensors]  # every copy before any is overwritten: views may overlap
-            drawn = [_garbage_like(t, _generator(t.device)) for t in tensors]
+        prepared = False
+        if sum(t.numel() * t.element_size() for t in tensors) <= GARBAGE_MAX_BYTES:
+            try:
+                kept = [t.clone() for t in tensors]  # every copy before any is overwritten: views may overlap
+                drawn = [_garbage_like(t, _generator(t.device)) for t in tensors]
+                prepared = True
+            except Exception:  # noqa: BLE001 - a dtype garbage cannot be drawn for: skipped, spoiled
+                pass
+        if prepared:
             for t, g in zip(tensors, drawn):
                 t.copy_(g)
-    if too_large:
+    if not prepared:
         return skipped()
     try:
         return run()
     finally:
         with _unseen():
             for t, was, g in zip(tensors, kept, drawn):
-                same = (t == g) | (torch.isnan(t) & torch.isnan(g)) if t.is_floating_point() else t == g
-                if bool(same.all()):  # not written: put back
-                    t.copy_(was)
+                with contextlib.suppress(Exception):  # not comparable: left as the kernel left it
+                    same = (t == g) | (torch.isnan(t) & torch.isnan(g)) if t.is_floating_point() else t == g
+                    if bool(same.all()):  # not written: put back
+                        t.copy_(was)
 
 
 _GENERATORS: dict[Any, Any] = {}
