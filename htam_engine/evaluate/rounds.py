@@ -251,15 +251,16 @@ class TimedRounds:
     def _time_run(self, checks: CheckRun, models: list[str], sets: list[RoundSet], picked: set[int],
                   samples: Samples) -> None:
         """One run: the candidate's calls back to back, then each baseline's calls on the same sets
-        with the candidate stopped, the device alone for all of them (lock.timed_run); then, the
-        device shared again and the candidate still stopped, every output verified (and the
-        precision of the picked ones)."""
+        with the candidate stopped, the device alone for all of them (lock.timed_run; a baseline's
+        outputs are checked before the next baseline's calls, which write into the same buffers);
+        then, the device shared again and the candidate still stopped, the candidate's outputs
+        verified (and the precision of the picked ones)."""
         assert self.channel is not None
         mutates = checks.reference_mutates
         channel, sandbox = self.channel, self.channel.sandbox
         if channel.counts_threads and sets[0].timed and not self.cpu_snapshots:
             self.cpu_snapshots.append((sandbox.process_cpu_ms(), sandbox.thread_cpu_ns()))
-        baseline_calls: dict[str, list[Any]] = {}
+        baseline_trials: dict[str, Trial | None] = {}
         # The candidate is stopped from the end of its run until its outputs are verified: nothing of
         # its can run beside its baselines, nor touch the outputs it handed back.
         with contextlib.ExitStack() as stopped:
@@ -276,7 +277,8 @@ class TimedRounds:
                 for j, model_id in enumerate(models):
                     inputs = base if j == 0 else [self._staged(self.baseline_channel, Staging.NOW_WARM, rs, mutates, k)
                                                   for k, rs in enumerate(sets)]
-                    baseline_calls[model_id] = self._baseline_calls(model_id, sets, inputs, Stage.TIME)
+                    ran = self._baseline_calls(model_id, sets, inputs, Stage.TIME)
+                    baseline_trials[model_id] = self._baseline_trial(model_id, sets, ran)
             with self.judge.lock.checking():
                 outs = [self._verify_timed(checks, res, rs.values, rs.ref_out, rs.label)
                         for res, rs in zip(results, sets)]
@@ -284,14 +286,13 @@ class TimedRounds:
                     self._check_picked(rs, out, picked, base[k] if base is not None else None)
                 if sets[0].timed:
                     samples["main"].append(Trial.of(results))
-                for model_id, ran in baseline_calls.items():
-                    trial = self._baseline_trial(model_id, sets, ran)
+                for model_id, trial in baseline_trials.items():
                     if sets[0].timed and trial is not None:
                         samples[model_id].append(trial)
 
     def _baseline_calls(self, model_id: str, sets: list[RoundSet], staged: list[Any], stage: Stage) -> list[Any]:
-        """One baseline's calls on a run's staged sets (their outputs stay in the reference
-        sandbox's buffers until its next run is staged)."""
+        """One baseline's calls on a run's staged sets. Their outputs sit in the reference sandbox's
+        output buffers, which the next baseline's calls write into: check them before those."""
         assert self.baseline_channel is not None
         try:
             return self.baseline_channel.call_run(staged, model_id, [rs.ref_out for rs in sets],

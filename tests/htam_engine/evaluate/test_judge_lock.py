@@ -304,3 +304,41 @@ def test_a_gpu_judge_has_the_device_alone_for_each_timed_run_and_shares_it_betwe
     first_timed = next(i for i, (what, _) in enumerate(runs) if " time" in what)
     alone = [(what, mode) for what, mode in runs[first_timed:] if " baseline" in what]  # not the warm-ups
     assert alone and all(mode == "alone" for _, mode in alone), alone
+
+
+def test_each_baselines_outputs_are_checked_before_the_next_baseline_writes_over_them(judge, small_problem,
+                                                                                       monkeypatch):
+    """Eager and torch.compile write their outputs into the same buffers of the reference sandbox:
+    a timed run checks each one's outputs before the other's calls, or eager would be judged on
+    torch.compile's outputs (and a wrong torch.compile counted against eager)."""
+    from htam_engine.evaluate import judge as judge_mod
+    from htam_engine.evaluate.cache import candidate_key
+    from htam_engine.evaluate.channel import Channel
+
+    events: list[tuple[str, str]] = []
+    real_run, real_right = Channel.call_run, judge_mod.Evaluation._baseline_right
+
+    def call_run(self, staged, model_id, ref_outs, seeds, stage, *args, **kwargs):
+        if model_id in ("eager", "compiled") and stage is Stage.TIME:  # the timed runs beside the candidate
+            events.append(("run", model_id))
+        return real_run(self, staged, model_id, ref_outs, seeds, stage, *args, **kwargs)
+
+    def baseline_right(self, res, model_id, *args):
+        if self.judge.working_stage is Stage.TIME:
+            events.append(("check", model_id))
+        return real_right(self, res, model_id, *args)
+
+    monkeypatch.setattr(Channel, "call_run", call_run)
+    monkeypatch.setattr(judge_mod.Evaluation, "_baseline_right", baseline_right)
+    result, _ = judge.evaluate(small_problem, TRITON_CHAIN, fast_config(trials=3, time_compile_baseline=True),
+                               "triton", candidate_key(TRITON_CHAIN, "triton", "cpu", "test"), 8000.0)
+    assert result.status is Status.OK and result.compile_ref_runtime_ms, result.diagnostics.message
+    assert ("check", "compiled") in events
+    last_run, unchecked = None, False
+    for kind, model in events:
+        if kind == "run":
+            assert not unchecked, events  # the run before's outputs were not checked before these calls
+            last_run, unchecked = model, True
+        else:
+            assert model == last_run, events
+            unchecked = False
