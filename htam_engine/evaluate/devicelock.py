@@ -280,21 +280,21 @@ class DeviceLock:
         release_file_lock(held)
         self._local.shared = self._take_shared()
 
+    def _take(self, name: str, shared: bool, waited: bool) -> tuple[list[int], bool]:
+        """Lock `name`, announcing "wait_lock" before the first wait of a sequence (`waited`: one
+        came already); the lock and whether the sequence has waited now."""
+        held = try_file_lock(name, shared)
+        if held is not None:
+            return held, waited
+        if not waited:
+            self.announce("wait_lock")
+        return take_file_lock(name, shared), True
+
     def _take_shared(self) -> list[int]:
         """The device lock shared, once past the gate (a timer holding it goes first)."""
-        waited = False
-        gate = try_file_lock(f"{self.name}-gate")
-        if gate is None:
-            self.announce("wait_lock")
-            waited = True
-            gate = take_file_lock(f"{self.name}-gate")
+        gate, waited = self._take(f"{self.name}-gate", False, False)
         release_file_lock(gate)
-        held = try_file_lock(self.name, shared=True)
-        if held is None:
-            if not waited:
-                self.announce("wait_lock")
-                waited = True
-            held = take_file_lock(self.name, shared=True)
+        held, waited = self._take(self.name, True, waited)
         if waited:
             self.resume()
         return held
@@ -313,12 +313,7 @@ class DeviceLock:
         waited = False
         try:
             for n in names:  # the gate first: checkers arriving meanwhile wait behind this timer
-                fds = try_file_lock(n)
-                if fds is None:
-                    if not waited:
-                        self.announce("wait_lock")
-                        waited = True
-                    fds = take_file_lock(n)
+                fds, waited = self._take(n, False, waited)
                 held.append(fds)
             if waited:
                 self.resume()

@@ -127,11 +127,7 @@ class KernelSwitch:
         if self.mode in (SPOIL, GARBAGE):
             from htam_engine.evaluate.checks.memory import tensor_leaves
 
-            with _unseen():
-                for t in tensor_leaves((args, kwargs)):
-                    plain = _distinct_elements(t) if t.numel() else None
-                    if plain is not None:
-                        _spoil(plain)
+            _spoil_all(tensor_leaves((args, kwargs)))
         return launch()
 
     @contextlib.contextmanager
@@ -277,6 +273,15 @@ def _spoil(t: Any, integer: int = -1) -> None:
             t.fill_(integer)
 
 
+def _spoil_all(tensors: list[Any]) -> None:
+    """_spoil each tensor's memory (an expanded view's once per location), out of the candidate's sight."""
+    with _unseen():
+        for t in tensors:
+            plain = _distinct_elements(t) if t.numel() else None
+            if plain is not None:
+                _spoil(plain)
+
+
 def _garbage_like(t: Any, generator: Any) -> Any:
     """Random values for `t` (module docstring), from `generator` (on t's device)."""
     import torch
@@ -384,10 +389,7 @@ def _run_and_spoil(fn: Callable[..., Any], args: tuple, kwargs: dict, every_argu
     out = fn(*args, **kwargs)
     with _unseen():
         touched = inputs if before is None else [t for t, was in zip(inputs, before) if not same_values(t, was)]
-        for t in [*touched, *tensor_leaves(out)]:
-            plain = _distinct_elements(t) if t.numel() else None
-            if plain is not None:
-                _spoil(plain)
+    _spoil_all([*touched, *tensor_leaves(out)])
     return out
 
 

@@ -473,8 +473,10 @@ def test_a_checker_with_no_timer_waiting_keeps_the_device(gpu_lock):
     said: list[str] = []
     lock.announce = said.append
     with lock.checking():
+        held = lock._local.shared
         lock.let_timers_in()
         assert said == []
+        assert lock._local.shared is held  # the same hold: not let go of and taken again
         assert try_file_lock("time-gpu0") is None  # still held shared: no exclusive hold possible
         shared = try_file_lock("time-gpu0", shared=True)
         assert shared is not None  # (held shared, not alone)
