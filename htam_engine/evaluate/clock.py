@@ -35,6 +35,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import torch
@@ -171,27 +172,38 @@ def thread_check(candidate: Sequence[int | None], reference: Sequence[int | None
             "the baseline it is compared with")
 
 
-# CPU time of threads that ended during the timed trials is a finding past this floor (ms: the
-# process counter's tick is 10 ms, read twice for user and system time) and this share of the
-# process's CPU time over the trials.
-ENDED_THREADS_FLOOR_MS = 40.0
-ENDED_THREADS_FRACTION = 0.15
+# CPU time of threads that ended during the timed trials is a finding past a floor and this share
+# of the process's CPU time over the trials. The floor is ENDED_THREADS_SLACK_MS plus four ticks of
+# the process clock read (user and system time, rounded down at each of two reads): 5 ms where the
+# clock counts nanoseconds (an honest candidate then shows 0.0 ms), 45 ms at /proc's 10 ms tick.
+ENDED_THREADS_SLACK_MS = 5.0
+ENDED_THREADS_FRACTION = 0.05
 
 
-def ended_threads_check(before: tuple[float | None, dict[str, int] | None],
-                        after: tuple[float | None, dict[str, int] | None]) -> str | None:
-    """The finding's message when threads that ended during the timed trials ran a share of them.
-    Each snapshot is (the process's CPU ms, every live thread's CPU ns), taken by the judge before
-    the first timed trial and after the last: what the process spent beyond what its live threads
-    account for was spent by threads gone by the second (a thread started and joined inside
-    forward, which no count of live threads sees)."""
-    (p0, t0), (p1, t1) = before, after
-    if p0 is None or p1 is None or t0 is None or t1 is None:
+@dataclass(frozen=True)
+class CpuSnapshot:
+    """The sandbox's CPU time at one moment, as the judge reads it from outside: the whole
+    process's (ended threads included; None where unreadable) at `tick_ms` resolution, and each
+    live thread's in ns."""
+    process_ms: float | None
+    tick_ms: float
+    threads_ns: dict[str, int] | None
+
+
+def ended_threads_check(before: CpuSnapshot, after: CpuSnapshot) -> str | None:
+    """The finding's message when threads that ended during the timed trials ran a share of them:
+    what the process spent between the two snapshots beyond what its live threads account for was
+    spent by threads gone by the second (a thread started and joined inside forward, which no count
+    of live threads sees)."""
+    if None in (before.process_ms, after.process_ms, before.threads_ns, after.threads_ns):
         return None
-    spent = p1 - p0
-    live = sum(ns - t0.get(tid, 0) for tid, ns in t1.items()) / 1e6
+    assert before.process_ms is not None and after.process_ms is not None
+    assert before.threads_ns is not None and after.threads_ns is not None
+    spent = after.process_ms - before.process_ms
+    live = sum(ns - before.threads_ns.get(tid, 0) for tid, ns in after.threads_ns.items()) / 1e6
     ended = spent - live
-    if ended <= max(ENDED_THREADS_FLOOR_MS, ENDED_THREADS_FRACTION * spent):
+    floor = ENDED_THREADS_SLACK_MS + 4 * max(before.tick_ms, after.tick_ms)
+    if ended <= max(floor, ENDED_THREADS_FRACTION * spent):
         return None
     return (f"threads that ended within the timed trials ran {ended:.0f} ms of the sandbox's {spent:.0f} ms of CPU "
             "time over them: forward ran work on threads of its own (started and joined inside the call), more "

@@ -32,7 +32,7 @@ from htam_engine.evaluate.checks.memory import aliased_outputs, tensor_leaves
 from htam_engine.evaluate.checks.observe import (Observations, candidate_output, check_mutation, check_precision,
                                                  record_notes)
 from htam_engine.evaluate.checks.sequence import CandidateFailed, CheckRun, Stop, stage_first
-from htam_engine.evaluate.clock import (clock_check, ended_threads_check, flush_check, judged_runtime, spread,
+from htam_engine.evaluate.clock import (CpuSnapshot, clock_check, ended_threads_check, flush_check, judged_runtime, spread,
                                         tail_check, thread_check)
 from htam_engine.evaluate.reference import BaselineSandbox, input_bytes
 from htam_engine.evaluate.sandbox_client import SandboxError
@@ -209,7 +209,7 @@ class TimedRounds:
         warmup, trials = max(0, int(cfg.warmup)), max(1, int(cfg.trials))
         picked = set(secrets.SystemRandom().sample(range(warmup, warmup + trials), min(PRECISION_TRIALS, trials)))
         # the candidate's CPU time over the timed trials, on the CPU (clock.ended_threads_check)
-        self.cpu_snapshots: list[tuple[float | None, dict[str, int] | None]] = []
+        self.cpu_snapshots: list[CpuSnapshot] = []
         with judge.lock.checking():
             first = self._round_set(0, checks.reference_mutates)
         out_bytes = sum(t.numel() * t.element_size() for t in tensors(first.ref_out))
@@ -231,7 +231,7 @@ class TimedRounds:
         if progress:
             judge.send({"t": "trials", "ms": list(progress)})
         if self.channel.counts_threads:
-            self.cpu_snapshots.append((self.channel.sandbox.process_cpu_ms(), self.channel.sandbox.thread_cpu_ns()))
+            self.cpu_snapshots.append(self.channel.sandbox.cpu_snapshot())
         r.stages.time_s = time.perf_counter() - t0
         return samples, out_bytes
 
@@ -259,7 +259,7 @@ class TimedRounds:
         mutates = checks.reference_mutates
         channel, sandbox = self.channel, self.channel.sandbox
         if channel.counts_threads and sets[0].timed and not self.cpu_snapshots:
-            self.cpu_snapshots.append((sandbox.process_cpu_ms(), sandbox.thread_cpu_ns()))
+            self.cpu_snapshots.append(sandbox.cpu_snapshot())
         baseline_trials: dict[str, Trial | None] = {}
         # The candidate is stopped from the end of its run until its outputs are verified: nothing of
         # its can run beside its baselines, nor touch the outputs it handed back.

@@ -73,3 +73,38 @@ def test_two_sandboxes_honest_overheads_on_a_gpu_differ_without_a_finding():
     # a millisecond and a half of work the reported time left out is still named
     forged = [(w + 1.5, r) for w, r in candidate]
     assert "beyond the reported time" in clock_check("cuda", forged, reference, floor_ms=1e-5)[1]
+
+
+def _snapshots(spent_ms: float, live_ms: float, tick_ms: float):
+    from htam_engine.evaluate.clock import CpuSnapshot
+
+    return (CpuSnapshot(1000.0, tick_ms, {"1": 0}),
+            CpuSnapshot(1000.0 + spent_ms, tick_ms, {"1": int(live_ms * 1e6)}))
+
+
+def test_cpu_time_of_threads_that_ended_within_the_trials_is_named():
+    from htam_engine.evaluate.clock import ended_threads_check
+
+    # as measured with the process's nanosecond CPU clock on this CPU (matmul_relu, 10 trials):
+    # an honest candidate's live threads account for all of it; half the product on a thread
+    # started and joined inside forward left 55-200 ms of 300-450 unaccounted
+    assert ended_threads_check(*_snapshots(300.0, 300.0, 0.0)) is None
+    message = ended_threads_check(*_snapshots(300.0, 245.0, 0.0))
+    assert message is not None and "ran 55 ms of the sandbox's 300 ms" in message
+
+
+def test_the_floor_for_ended_threads_grows_with_the_process_clocks_tick():
+    from htam_engine.evaluate.clock import ended_threads_check
+
+    # /proc stat's 10 ms tick, read twice, can be 40 ms off what the live threads' ns account for
+    assert ended_threads_check(*_snapshots(300.0, 260.0, 10.0)) is None
+    assert ended_threads_check(*_snapshots(300.0, 240.0, 10.0)) is not None
+    assert ended_threads_check(*_snapshots(150.0, 140.0, 0.0)) is not None  # 10 ms: past 5 ms and 5 % (7.5 ms)
+
+
+def test_a_snapshot_unreadable_at_either_end_names_nothing():
+    from htam_engine.evaluate.clock import CpuSnapshot, ended_threads_check
+
+    before, after = _snapshots(300.0, 100.0, 0.0)
+    assert ended_threads_check(CpuSnapshot(None, 0.0, before.threads_ns), after) is None
+    assert ended_threads_check(before, CpuSnapshot(after.process_ms, 0.0, None)) is None
