@@ -34,7 +34,7 @@ rewrote NaN as 0 in place, the identity on real inputs, would have kept NaN garb
 the tensor's own distribution, or a statistic of them (an MSE, a mean) lands within the
 tolerance of the real one by chance (the honest MSE kernel of the suite, one run in three). An
 expanded view's memory gets garbage once per location. Tensors over GARBAGE_MAX_BYTES together
-(two copies of them: what puts them back, and the garbage to compare with) are spoiled and the
+(a copy of them puts them back; the garbage to compare with is drawn again) are spoiled and the
 kernel skipped, as "spoiled" below. The switch's own work on a candidate's tensors runs out of
 its sight (_unseen: no subclass or mode of the candidate's sees the clone and the copy).
 
@@ -282,8 +282,9 @@ def _spoil_all(tensors: list[Any]) -> None:
                 _spoil(plain)
 
 
-def _garbage_like(t: Any, generator: Any) -> Any:
-    """Random values for `t` (module docstring), from `generator` (on t's device)."""
+def _garbage_recipe(t: Any) -> Callable[[Any], Any]:
+    """How to draw random values for `t` (module docstring) from a generator on t's device, fixed
+    by t's values now: the same generator state draws the same garbage again."""
     import torch
 
     if t.is_floating_point() or t.is_complex():
@@ -291,15 +292,19 @@ def _garbage_like(t: Any, generator: Any) -> Any:
         spread, mean = (float(v) for v in torch.std_mean(real.float())) if real.numel() > 1 else (1.0, 0.0)
         if not (math.isfinite(mean) and math.isfinite(spread)) or spread == 0.0:
             mean, spread = 0.0, 1.0
-        drawn = torch.randn(real.shape, generator=generator, device=t.device, dtype=torch.float32)
-        drawn = (drawn * (GARBAGE_SCALE * spread) + (mean + GARBAGE_SHIFT * spread)).to(real.dtype)
-        return torch.view_as_complex(drawn) if t.is_complex() else drawn
+
+        def floating(generator: Any) -> Any:
+            drawn = torch.randn(real.shape, generator=generator, device=t.device, dtype=torch.float32)
+            drawn = (drawn * (GARBAGE_SCALE * spread) + (mean + GARBAGE_SHIFT * spread)).to(real.dtype)
+            return torch.view_as_complex(drawn) if t.is_complex() else drawn
+        return floating
     if t.dtype == torch.bool:
-        return torch.randint(0, 2, t.shape, generator=generator, device=t.device).bool()
+        return lambda generator: torch.randint(0, 2, t.shape, generator=generator, device=t.device).bool()
     low, high = int(t.min()), int(t.max())
+    if high == low:
+        return lambda generator: torch.full_like(t, low)
     top = high + 1 if high < torch.iinfo(t.dtype).max else high  # randint's bound is past its values
-    return torch.randint(low, top, t.shape, generator=generator, device=t.device, dtype=t.dtype) \
-        if high > low else torch.full_like(t, low)
+    return lambda generator: torch.randint(low, top, t.shape, generator=generator, device=t.device, dtype=t.dtype)
 
 
 @contextlib.contextmanager
@@ -327,7 +332,9 @@ def _distinct_elements(t: Any) -> Any | None:
 def _on_garbage(run: Callable[[], Any], skipped: Callable[[], Any], handed: Any) -> Any:
     """`run` the kernel with every tensor in `handed` overwritten by random values like its own,
     then put back every tensor that still holds them (module docstring). Over GARBAGE_MAX_BYTES,
-    `skipped`, spoiled. The switch's own tensor work is done out of the candidate's sight (_unseen)."""
+    `skipped`, spoiled. Beside the kernel's tensors it holds one copy of them: each tensor's
+    garbage is drawn again from the generator's state before it to compare with. The switch's own
+    tensor work is done out of the candidate's sight (_unseen)."""
     import torch
 
     from htam_engine.evaluate.checks.memory import tensor_leaves
@@ -341,26 +348,34 @@ def _on_garbage(run: Callable[[], Any], skipped: Callable[[], Any], handed: Any)
             if plain is not None and key not in seen:
                 seen.add(key)
                 tensors.append(plain)
+        kept: list[Any] = []
+        drawn: list[tuple[Callable[[Any], Any], Any]] = []  # (recipe, the generator's state before its draw)
         prepared = False
         if sum(t.numel() * t.element_size() for t in tensors) <= GARBAGE_MAX_BYTES:
             try:
-                kept = [t.clone() for t in tensors]  # every copy before any is overwritten: views may overlap
-                drawn = [_garbage_like(t, _generator(t.device)) for t in tensors]
+                kept = [t.clone() for t in tensors]  # every copy and recipe before any is overwritten: views may overlap
+                recipes = [_garbage_recipe(t) for t in tensors]
+                for t, recipe in zip(tensors, recipes):
+                    generator = _generator(t.device)
+                    drawn.append((recipe, generator.get_state()))
+                    t.copy_(recipe(generator))
                 prepared = True
             except Exception:  # noqa: BLE001 - a dtype garbage cannot be drawn for: skipped, spoiled
-                pass
-        if prepared:
-            for t, g in zip(tensors, drawn):
-                t.copy_(g)
+                for t, was in zip(tensors, kept[:len(drawn)]):
+                    t.copy_(was)
     if not prepared:
         return skipped()
     try:
         return run()
     finally:
         with _unseen():
-            for t, was, g in zip(tensors, kept, drawn):
+            for t, was, (recipe, state) in zip(tensors, kept, drawn):
                 with contextlib.suppress(Exception):  # not comparable: left as the kernel left it
+                    generator = _generator(t.device)
+                    generator.set_state(state)
+                    g = recipe(generator)
                     same = (t == g) | (torch.isnan(t) & torch.isnan(g)) if t.is_floating_point() else t == g
+                    del g
                     if bool(same.all()):  # not written: put back
                         t.copy_(was)
 

@@ -180,6 +180,35 @@ def test_a_tensor_a_kernel_wrote_anything_into_stays_as_the_kernel_left_it(switc
     assert float((x == before).float().mean()) < 0.5  # relu of the garbage, not the input it was handed
 
 
+def test_a_garbage_run_holds_no_tensors_garbage_beside_another_draw(switch, monkeypatch):
+    """Beside the kernel's tensors the garbage run keeps one copy of them (to put back): each
+    tensor's garbage is dropped once written and drawn again to compare with, so a launch handed
+    close to GARBAGE_MAX_BYTES adds that much to the sandbox's peak, not twice that."""
+    import weakref
+
+    from htam_engine.evaluate import kernel_switch
+
+    real, alive, draws = kernel_switch._garbage_recipe, [], []
+
+    def recipe(t):
+        draw = real(t)
+
+        def tracked(generator):
+            g = draw(generator)
+            alive[:] = [r for r in alive if r() is not None]
+            draws.append(len(alive))
+            alive.append(weakref.ref(g))
+            return g
+        return tracked
+
+    monkeypatch.setattr(kernel_switch, "_garbage_recipe", recipe)
+    flag, x, y = torch.zeros(1), torch.arange(4.0), torch.full((4,), 7.0)
+    with switch.switched("garbage"):
+        flag_and_double[(1,)](flag, x, y, 4, BLOCK=4)
+    assert len(draws) == 6 and max(draws) == 0  # three drawn to write, three again to compare; never two at once
+    assert float(flag) == 1.0 and x.tolist() == [0.0, 1.0, 2.0, 3.0]  # and the same garbage both times: x put back
+
+
 def test_a_kernel_on_garbage_over_the_copy_limit_is_skipped_with_its_tensors_spoiled(switch, monkeypatch):
     from htam_engine.evaluate import kernel_switch
 
