@@ -177,7 +177,9 @@ def stage_row(r: Any, wall: float) -> dict[str, Any]:
             "cached": r.stages.compile_cached, "speedup_eager": r.speedup_eager}
 
 
-async def evaluate_all(cands: list[tuple[Any, str, str]], workers: int) -> tuple[float, list[dict[str, Any]]]:
+async def evaluate_all(cands: list[tuple[Any, str, str]], workers: int,
+                       on_row: Any = None) -> tuple[float, list[dict[str, Any]]]:
+    """Evaluate every candidate through one pool of `workers`; on_row(rows, wall_s) after each one ends."""
     from htam_engine.evaluate.config import EvalConfig
     from htam_engine.evaluate.pool import WorkerPool
 
@@ -194,6 +196,8 @@ async def evaluate_all(cands: list[tuple[Any, str, str]], workers: int) -> tuple
             rows.append({"problem": problem.id, "template": tid, **stage_row(r, time.perf_counter() - t)})
         except Exception as exc:  # noqa: BLE001
             rows.append({"problem": problem.id, "template": tid, "error": str(exc)})
+        if on_row is not None:
+            on_row(rows, time.perf_counter() - t0)
 
     t0 = time.perf_counter()
     try:
@@ -207,33 +211,55 @@ async def evaluate_all(cands: list[tuple[Any, str, str]], workers: int) -> tuple
     return time.perf_counter() - t0, rows
 
 
+def mode_figures(rows: list[dict[str, Any]], wall_s: float) -> dict[str, Any]:
+    return {"n": len(rows), "wall_s": round(wall_s, 1), "per_minute": round(len(rows) / (wall_s / 60), 2),
+            "rows": rows}
+
+
+def progress(report: dict[str, Any], line: str) -> None:
+    """Print a line and keep what the part has so far: a part cut off by its time limit still
+    leaves its finished modes in gpu_batch.json and in the log."""
+    REPORT["throughput"] = report
+    save()
+    print(line, flush=True)
+
+
 @part("throughput")
 def run_throughput(args: argparse.Namespace) -> dict[str, Any]:
     found = asyncio.run(offline_candidates(args.parallel + 1))
     cands, warm = found[: args.parallel], found[args.parallel:]
     if not cands:
         raise RuntimeError(f"the offline proposer produced no {TARGET['backend']} candidates")
-    out: dict[str, Any] = {"candidates": len(cands), "workers": args.workers, "cpu_cores": os.cpu_count()}
+    out: dict[str, Any] = {"candidates": len(cands), "workers": args.workers, "cpu_cores": os.cpu_count(),
+                           "backend": TARGET["backend"], "finished": False}
+    print(f"throughput: {len(cands)} distinct {TARGET['backend']} candidates, a pool of {args.workers}, then "
+          f"{args.sequential} one at a time", flush=True)
     # Each mode starts from an empty cache warmed by one extra candidate (not counted), which
     # builds the shared precompiled header: a one-time cost per machine, not per candidate.
     os.environ["HTAM_PCH_AFTER"] = "1"
     fresh_cache("parallel")
     out["warmup_s"] = [round(asyncio.run(evaluate_all(warm, 1))[0], 1)]
     wall_p, rows_p = asyncio.run(evaluate_all(cands, args.workers))
+    out["parallel"] = mode_figures(rows_p, wall_p)
+    out["statuses"] = {s: sum(1 for r in rows_p if r.get("status") == s) for s in {r.get("status") for r in rows_p}}
+    progress(out, f"  pool: {len(rows_p)} in {wall_p:.1f} s, {out['parallel']['per_minute']} a minute; "
+                  f"statuses {out['statuses']}")
     fresh_cache("sequential")
     out["warmup_s"].append(round(asyncio.run(evaluate_all(warm, 1))[0], 1))
-    seq = cands[: args.sequential]
-    wall_s, rows_s = asyncio.run(evaluate_all(seq, 1))
-    rate_p = len(cands) / (wall_p / 60)
-    rate_s = len(seq) / (wall_s / 60)
+
+    def one_ended(rows: list[dict[str, Any]], wall: float) -> None:  # one at a time, each reported as it ends
+        out["sequential"] = mode_figures(list(rows), wall)
+        rate_s = out["sequential"]["per_minute"]
+        out["speedup_of_rate"] = round(out["parallel"]["per_minute"] / rate_s, 2) if rate_s else None
+        progress(out, f"  one at a time: {len(rows)} in {wall:.1f} s, {rate_s} a minute; pool / one at a time "
+                      f"{out['speedup_of_rate']}x ({rows[-1].get('problem')}: {rows[-1].get('status')}, "
+                      f"{rows[-1].get('wall_s')} s)")
+
+    wall_s, rows_s = asyncio.run(evaluate_all(cands[: args.sequential], 1, one_ended))
+    one_ended(rows_s, wall_s)
     ok_compiles = [r["compile_s"] for r in rows_s if "compile_s" in r and not r.get("cached")]
-    out.update({
-        "parallel": {"n": len(cands), "wall_s": round(wall_p, 1), "per_minute": round(rate_p, 2), "rows": rows_p},
-        "sequential": {"n": len(seq), "wall_s": round(wall_s, 1), "per_minute": round(rate_s, 2), "rows": rows_s},
-        "speedup_of_rate": round(rate_p / rate_s, 2) if rate_s else None,
-        "median_compile_s_one_at_a_time": round(statistics.median(ok_compiles), 1) if ok_compiles else None,
-        "statuses": {s: sum(1 for r in rows_p if r.get("status") == s) for s in {r.get("status") for r in rows_p}},
-    })
+    out["median_compile_s_one_at_a_time"] = round(statistics.median(ok_compiles), 1) if ok_compiles else None
+    out["finished"] = True
     return out
 
 

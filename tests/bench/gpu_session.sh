@@ -4,11 +4,12 @@
 #   bash tests/bench/gpu_session.sh start [PART...]   starts the parts, returns after WAIT_S (default 560)
 #   bash tests/bench/gpu_session.sh collect           waits up to WAIT_S more; call again until it ends
 # Call collect right after start returns: a machine left idle for 30 s is given back, and what ran on it
-# with it. Default parts, in order: the judge's GPU tests (runs of calls on CUDA for the first time),
-# htam verify over gpu_verify.py's own 33-problem batch (the runs' effect on the Triton kernels htam
-# timed slower than KernelBench), throughput (CUDA candidates, as the 10.2x it is compared with; its
-# rows now give each candidate's first call, a Triton kernel's compile), peak memory. Their limits add
-# up to about 22 minutes (1,350 s), the rest being the machine's start. By name: probe94 and probe12
+# with it. Default parts, in order: the judge's GPU tests, throughput (the offline Triton candidates
+# of the 2.37x it is compared with, the run before the device lock's change; CUDA candidates' 70 s
+# compiles outran 300 s and left nothing; its lines come as each mode and each one-at-a-time
+# candidate ends), peak memory, then htam verify over gpu_verify.py's own 33-problem batch (what
+# its deadline leaves verified). Their limits add up to about 22 minutes (1,330 s); the machine's
+# start took about 6 minutes of the session's 30 the last time. By name: probe94 and probe12
 # (the two exports of tests/bench/data/exports under every variant of the protocol, 180 s each), and
 # the other parts of gpu_all.sh (kbtable, kbcuda, ablation, ...).
 # KernelBench comes from $HTAM_KERNELBENCH (default .kb/, a copy of its KernelBench/ and src/).
@@ -16,12 +17,12 @@ set -u
 export HTAM_KERNELBENCH=${HTAM_KERNELBENCH:-$PWD/.kb}
 export TESTS_S=${TESTS_S:-200} TESTS_ARGS=${TESTS_ARGS:-"tests/htam_engine/evaluate/test_attack_gpu.py tests/htam_engine/evaluate/test_checks_gpu.py tests/htam_engine/evaluate/test_gpu.py"}
 export PROBE_S=${PROBE_S:-180}
-export VERIFY_S=${VERIFY_S:-700} VERIFY_ARGS=${VERIFY_ARGS:-"--deadline 660"}
-export THROUGHPUT_S=${THROUGHPUT_S:-300} THROUGHPUT_ARGS=${THROUGHPUT_ARGS:-"--workers 16 --parallel 16 --sequential 3"}
+export VERIFY_S=${VERIFY_S:-560} VERIFY_ARGS=${VERIFY_ARGS:-"--deadline 520"}
+export THROUGHPUT_S=${THROUGHPUT_S:-420} THROUGHPUT_ARGS=${THROUGHPUT_ARGS:-"--workers 16 --parallel 16 --sequential 3 --backend triton"}
 export MEMORY_S=${MEMORY_S:-150}
 mode=${1:?start or collect}; shift || true
 if [ "$mode" = collect ]; then exec bash "$(dirname "$0")/gpu_detached.sh" collect; fi
-parts=${*:-"tests verify throughput memory"}
+parts=${*:-"tests throughput memory verify"}
 # probeNN: the probe part on tests/bench/data/exports' export of level-1 problem NN
 expanded=""
 for p in $parts; do
