@@ -9,8 +9,9 @@
 # compiles outran 300 s and left nothing; its lines come as each mode and each one-at-a-time
 # candidate ends), peak memory, then htam verify over gpu_verify.py's own 33-problem batch (what
 # its deadline leaves verified). Their limits add up to about 22 minutes (1,330 s); the machine's
-# start took about 6 minutes of the session's 30 the last time. By name: probe94 and probe12
-# (the two exports of tests/bench/data/exports under every variant of the protocol, 180 s each), and
+# start took about 6 minutes of the session's 30 the last time. By name: probe94, probe12 and
+# probe88 (the exports of tests/bench/data/exports under every variant of the protocol, 180 s each;
+# 1/88 runs one call a run, its set and output being over RUN_MAX_BYTES), and
 # the other parts of gpu_all.sh (kbtable, kbcuda, ablation, ...).
 # KernelBench comes from $HTAM_KERNELBENCH (default .kb/, a copy of its KernelBench/ and src/).
 set -u
@@ -29,6 +30,7 @@ for p in $parts; do
   case $p in
     probe94) expanded="$expanded probe:tests/bench/data/exports/kernelbench_level1_94_MSELoss.py:level1/94_MSELoss" ;;
     probe12) expanded="$expanded probe:tests/bench/data/exports/kernelbench_level1_12_Matmul_with_diagonal_matrices.py:level1/12_Matmul_with_diagonal_matrices_" ;;
+    probe88) expanded="$expanded probe:tests/bench/data/exports/kernelbench_level1_88_MinGPTNewGelu.py:level1/88_MinGPTNewGelu" ;;
     *) expanded="$expanded $p" ;;
   esac
 done
