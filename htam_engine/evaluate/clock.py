@@ -180,21 +180,38 @@ ENDED_THREADS_SLACK_MS = 5.0
 ENDED_THREADS_FRACTION = 0.05
 
 
+# CPU time of processes of the sandbox's own during the timed trials (children it waited for, and
+# processes below it) is a finding past this many ticks of /proc stat (the judge's harness starts
+# none there; a compile would, and compiles come before the trials) and ENDED_THREADS_FRACTION of
+# the sandbox's own.
+PROCESSES_FLOOR_TICKS = 2
+
+
 @dataclass(frozen=True)
 class CpuSnapshot:
     """The sandbox's CPU time at one moment, as the judge reads it from outside: the whole
-    process's (ended threads included; None where unreadable) at `tick_ms` resolution, and each
-    live thread's in ns."""
+    process's (ended threads included; None where unreadable) at `tick_ms` resolution, each live
+    thread's in ns, that of the children it waited for, and each process's below it (its
+    children, theirs; zombies included) by pid, those two at `children_tick_ms` resolution."""
     process_ms: float | None
     tick_ms: float
     threads_ns: dict[str, int] | None
+    children_ms: float | None = None
+    children_tick_ms: float = 10.0
+    below_ms: dict[int, float] | None = None
 
 
-def ended_threads_check(before: CpuSnapshot, after: CpuSnapshot) -> str | None:
-    """The finding's message when threads that ended during the timed trials ran a share of them:
-    what the process spent between the two snapshots beyond what its live threads account for was
-    spent by threads gone by the second (a thread started and joined inside forward, which no count
-    of live threads sees)."""
+def hidden_cpu_check(before: CpuSnapshot, after: CpuSnapshot) -> str | None:
+    """The finding's message when work the sandbox's live threads do not account for ran during
+    the timed trials, else None:
+    - threads that ended: what the process spent between the two snapshots beyond what its live
+      threads account for (a thread started and joined inside forward, which no count of live
+      threads sees);
+    - processes of its own: a child's CPU time joins its parent's children's time once it is
+      waited for (forked and waited for inside forward), and a process below the sandbox, started
+      before the trials (a helper the model forked when it was built) or within them and never
+      waited for, has CPU time of its own;
+    - processes started within the trials and still below it (a zombie's time is lost to both)."""
     if None in (before.process_ms, after.process_ms, before.threads_ns, after.threads_ns):
         return None
     assert before.process_ms is not None and after.process_ms is not None
@@ -203,11 +220,24 @@ def ended_threads_check(before: CpuSnapshot, after: CpuSnapshot) -> str | None:
     live = sum(ns - before.threads_ns.get(tid, 0) for tid, ns in after.threads_ns.items()) / 1e6
     ended = spent - live
     floor = ENDED_THREADS_SLACK_MS + 4 * max(before.tick_ms, after.tick_ms)
-    if ended <= max(floor, ENDED_THREADS_FRACTION * spent):
-        return None
-    return (f"threads that ended within the timed trials ran {ended:.0f} ms of the sandbox's {spent:.0f} ms of CPU "
-            "time over them: forward ran work on threads of its own (started and joined inside the call), more "
-            "cores than the baseline gets")
+    if ended > max(floor, ENDED_THREADS_FRACTION * spent):
+        return (f"threads that ended within the timed trials ran {ended:.0f} ms of the sandbox's {spent:.0f} ms of "
+                "CPU time over them: forward ran work on threads of its own (started and joined inside the call), "
+                "more cores than the baseline gets")
+    waited = after.children_ms - before.children_ms \
+        if before.children_ms is not None and after.children_ms is not None else 0.0
+    below_before, below_after = before.below_ms or {}, after.below_ms or {}
+    below = sum(ms - below_before.get(pid, 0.0) for pid, ms in below_after.items())
+    if waited + below > max(PROCESSES_FLOOR_TICKS * after.children_tick_ms, ENDED_THREADS_FRACTION * spent):
+        return (f"processes of the sandbox's own ran {waited + below:.0f} ms of CPU time within the timed trials "
+                f"({waited:.0f} ms in children it waited for, {below:.0f} ms in processes still below it), beside "
+                f"its own {spent:.0f} ms: forward ran work in other processes, more cores than the baseline gets")
+    started = [pid for pid in below_after if pid not in below_before]
+    if before.below_ms is not None and started:
+        return (f"{len(started)} process(es) started within the timed trials are still below the sandbox (running, "
+                "or ended and never waited for): forward ran work in processes of its own, more cores than the "
+                "baseline gets")
+    return None
 
 
 def copy_bandwidth(device: str) -> float:

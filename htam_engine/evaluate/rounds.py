@@ -32,7 +32,7 @@ from htam_engine.evaluate.checks.memory import aliased_outputs, tensor_leaves
 from htam_engine.evaluate.checks.observe import (Observations, candidate_output, check_mutation, check_precision,
                                                  record_notes)
 from htam_engine.evaluate.checks.sequence import CandidateFailed, CheckRun, Stop, stage_first
-from htam_engine.evaluate.clock import (CpuSnapshot, clock_check, ended_threads_check, flush_check, judged_runtime, spread,
+from htam_engine.evaluate.clock import (CpuSnapshot, clock_check, flush_check, hidden_cpu_check, judged_runtime, spread,
                                         tail_check, thread_check)
 from htam_engine.evaluate.reference import BaselineSandbox, input_bytes
 from htam_engine.evaluate.sandbox_client import SandboxError
@@ -208,7 +208,7 @@ class TimedRounds:
         last_sent = time.monotonic()
         warmup, trials = max(0, int(cfg.warmup)), max(1, int(cfg.trials))
         picked = set(secrets.SystemRandom().sample(range(warmup, warmup + trials), min(PRECISION_TRIALS, trials)))
-        # the candidate's CPU time over the timed trials, on the CPU (clock.ended_threads_check)
+        # the candidate's CPU time over the timed trials, on the CPU (clock.hidden_cpu_check)
         self.cpu_snapshots: list[CpuSnapshot] = []
         with judge.lock.checking():
             first = self._round_set(0, checks.reference_mutates)
@@ -443,9 +443,9 @@ class TimedRounds:
             if threads:
                 self.obs.find("global_setting", threads)
             snaps = self.cpu_snapshots
-            ended = ended_threads_check(snaps[0], snaps[-1]) if len(snaps) == 2 and cand else None
-            if ended:
-                self.obs.find("background_thread", ended)
+            hidden = hidden_cpu_check(snaps[0], snaps[-1]) if len(snaps) == 2 and cand else None
+            if hidden:
+                self.obs.find("background_thread", hidden)
 
     def _record_times(self, samples: Samples, alone: Samples) -> None:
         r, bs = self.result, self.judge.baseline

@@ -138,22 +138,23 @@ class SandboxProcess:
         (user + system, every thread it ever had, the ended ones included) to the nanosecond from
         its CPU clock where the kernel lends it (clock_getcpuclockid), else at the tick of /proc
         stat (10 ms, which left a thread started and joined inside forward within a few ticks of
-        the rule's floor), and each live thread's."""
-        return CpuSnapshot(*self._process_cpu_ms(), self.thread_cpu_ns())
-
-    def _process_cpu_ms(self) -> tuple[float | None, float]:
-        """(the process's CPU ms, the resolution it was read at)."""
+        the rule's floor); each live thread's; its children's that it waited for; and each
+        process's below it (/proc stat)."""
+        tick_ms = 1000.0 / os.sysconf("SC_CLK_TCK")
+        stat = _stat_fields(self.pid)
+        process_ms, resolution = None, tick_ms
         clock = _process_cpu_clock(self.pid)
         if clock is not None:
             with contextlib.suppress(OSError):
-                return time.clock_gettime_ns(clock) / 1e6, 0.0
-        tick_ms = 1000.0 / os.sysconf("SC_CLK_TCK")
-        try:
-            with open(f"/proc/{self.pid}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-            return (int(fields[11]) + int(fields[12])) * tick_ms, tick_ms
-        except (OSError, ValueError, IndexError):
-            return None, tick_ms
+                process_ms, resolution = time.clock_gettime_ns(clock) / 1e6, 0.0
+        if process_ms is None and stat is not None:
+            process_ms = (stat[11] + stat[12]) * tick_ms
+        children_ms = (stat[13] + stat[14]) * tick_ms if stat is not None else None
+        below = {}
+        for pid in proctree.descendants(self.pid):
+            fields = _stat_fields(pid)
+            below[pid] = (fields[11] + fields[12]) * tick_ms if fields is not None else 0.0
+        return CpuSnapshot(process_ms, resolution, self.thread_cpu_ns(), children_ms, tick_ms, below)
 
     def thread_count(self) -> int | None:
         """OS threads of the sandbox (its /proc task list stays readable while it is non-dumpable)."""
@@ -362,3 +363,14 @@ def _process_cpu_clock(pid: int) -> int | None:
     except (OSError, AttributeError):
         return None
     return clock.value
+
+
+def _stat_fields(pid: int) -> list[int] | None:
+    """The numeric fields of /proc/<pid>/stat after the command name (its state left out as 0):
+    [11] + [12] its CPU ticks, [13] + [14] those of the children it waited for."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        return [0] + [int(v) for v in fields[1:15]]
+    except (OSError, ValueError, IndexError):
+        return None

@@ -236,6 +236,16 @@ def test_more_threads_during_forward_than_the_baseline_gets_is_caught(candidate)
     assert_caught(run_check("matmul_relu", candidate, trials=MARGIN_TRIALS), "global_setting", "background_thread")
 
 
+@pytest.mark.parametrize("candidate", ["cheat_fork_joined", "cheat_fork_unreaped", "cheat_fork_orphan",
+                                       "cheat_helper_process"])
+def test_more_processes_during_forward_than_the_baseline_gets_is_caught(candidate):
+    """Half the product in another process: forked and waited for, forked and left a zombie, forked
+    twice so the worker is re-parented to the zygote, or a helper forked when the model was built."""
+    r = run_check("matmul_relu", candidate, trials=MARGIN_TRIALS)
+    assert_caught(r, "background_thread")
+    assert any("process" in f.message for f in r.integrity), r.integrity
+
+
 def test_an_interpreted_triton_matmul_is_not_taken_for_more_threads():
     # its tl.dot runs on numpy's BLAS, which is held to one thread as the baseline is
     r = run_check("matmul_relu", "honest_matmul_relu_dot", {"size": 256})
