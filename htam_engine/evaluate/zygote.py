@@ -26,7 +26,7 @@ import socket
 import sys
 import tempfile
 
-from htam_engine.evaluate import limits
+from htam_engine.evaluate import limits, seccomp
 
 SWEEP_S = 0.5
 
@@ -95,6 +95,9 @@ def _child(sock: socket.socket, zygote_sock: socket.socket, role: str, device: s
         if os.getppid() != parent:  # the zygote died before the flag was set
             os._exit(1)
         limits.adopt_orphans()  # what the candidate double-forks stays in this tree
+        unfiltered = seccomp.install()  # ... and nothing it starts can leave it (seccomp.py)
+        if unfiltered:
+            print(f"htam sandbox: {unfiltered}: processes cloned beside it are not prevented", file=sys.stderr)
         _close_all_but(0, 1, 2, sock.fileno())
         limits.apply_sandbox_limits()
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)

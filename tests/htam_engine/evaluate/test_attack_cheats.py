@@ -105,6 +105,19 @@ def test_a_kernel_doing_one_row_while_pytorch_does_the_rest_is_caught():
                in f.message for f in r.integrity), r.integrity
 
 
+@xfail("a kernel handed the whole output that writes one row of it: skipped or spoiled, the output is wrong; "
+       "on garbage, the output it wrote into is not put back: the work check asks what a kernel was handed, "
+       "not what it wrote")
+def test_a_kernel_handed_the_whole_output_writing_one_row_is_caught():
+    assert_caught(run_check("matmul_relu", "cheat_whole_tail"), "no_kernel")
+
+
+@xfail("the output_reuse check compares an output with the previous call's only: a ring of six buffers, one "
+       "more than a run's calls, hands each back six calls later, unnamed (it gains little: 0.15x against 0.11-0.18x)")
+def test_a_ring_of_output_buffers_is_caught():
+    assert_caught(run_check("matmul_relu", "cheat_output_ring", trials=MARGIN_TRIALS), "output_reuse")
+
+
 @xfail("a kernel that copies PyTorch's finished output into the output buffer is handed all of it: "
        "spoiling what the kernels were handed leaves nothing right, so the work looks like the kernel's")
 def test_a_kernel_copying_what_pytorch_computed_is_caught():
@@ -234,6 +247,16 @@ def test_lower_precision_where_the_float64_copy_fails_is_caught(problem, candida
 @pytest.mark.parametrize("candidate", ["cheat_more_threads", "cheat_more_threads_joined"])
 def test_more_threads_during_forward_than_the_baseline_gets_is_caught(candidate):
     assert_caught(run_check("matmul_relu", candidate, trials=MARGIN_TRIALS), "global_setting", "background_thread")
+
+
+def test_a_process_cloned_beside_the_sandbox_is_refused():
+    """A process cloned with CLONE_PARENT would be the zygote's child, outside the tree the judge stops
+    and counts: a helper there computed half of every call on another core (ok at up to 1.19x against an
+    honest 0.11-0.18x), or, in a process group of its own, wrote a run's outputs while the judge had the
+    candidate stopped (ok at 1.02-1.75x). The sandbox's seccomp filter refuses the clone; this probe
+    returns a wrong output if it got one."""
+    r = run_check("relu", "cheat_clone_parent")
+    assert r.status is Status.OK, (r.status, r.diagnostics.message, r.integrity)
 
 
 @pytest.mark.parametrize("candidate", ["cheat_fork_joined", "cheat_fork_unreaped", "cheat_fork_orphan",

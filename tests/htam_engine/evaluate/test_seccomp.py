@@ -1,0 +1,81 @@
+"""The sandbox's seccomp filter (seccomp.py), installed in a forked child as the zygote does in a
+sandbox: what it refuses, and that threads, fork and subprocesses still work under it."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import platform
+
+import pytest
+
+from htam_engine.evaluate import seccomp
+
+CLONE_PARENT, SIGCHLD = 0x8000, 17
+SYS = {"x86_64": {"clone": 56, "clone3": 435}, "aarch64": {"clone": 220, "clone3": 435}}.get(platform.machine())
+
+pytestmark = pytest.mark.skipif(SYS is None, reason=f"no seccomp filter for {platform.machine()}")
+
+
+def _in_filtered_child() -> dict:
+    """Fork, install the filter in the child, try each call there, and return what it saw."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        out: dict = {}
+        try:
+            import subprocess
+            import threading
+
+            out["install"] = seccomp.install()
+            libc = ctypes.CDLL(None, use_errno=True)
+
+            def attempt(nr: int, *args: int) -> str:
+                got = libc.syscall(nr, *args)
+                if got == 0:
+                    os._exit(0)  # a clone that went through: the clone itself leaves
+                if got > 0:
+                    os.waitpid(got, 0)
+                    return "ran"
+                return os.strerror(ctypes.get_errno())
+
+            out["clone_parent"] = attempt(SYS["clone"], CLONE_PARENT | SIGCHLD, 0, 0, 0, 0)
+            out["clone"] = attempt(SYS["clone"], SIGCHLD, 0, 0, 0, 0)
+            out["clone3"] = attempt(SYS["clone3"], 0, 0)
+            out["subreaper_off"] = "refused" if libc.prctl(36, 0, 0, 0, 0) != 0 else "done"
+            seen: list[int] = []
+            t = threading.Thread(target=lambda: seen.append(1))
+            t.start()
+            t.join()
+            out["thread"] = bool(seen)
+            child = os.fork()
+            if child == 0:
+                os._exit(7)
+            out["fork"] = os.waitstatus_to_exitcode(os.waitpid(child, 0)[1])
+            out["subprocess"] = subprocess.run(["true"]).returncode
+        except Exception as exc:  # noqa: BLE001 - reported to the test
+            out["error"] = repr(exc)
+        os.write(w, json.dumps(out).encode())
+        os._exit(0)
+    os.close(w)
+    data = b""
+    while chunk := os.read(r, 65536):
+        data += chunk
+    os.close(r)
+    os.waitpid(pid, 0)
+    return json.loads(data)
+
+
+def test_a_filtered_process_cannot_clone_beside_itself_nor_let_orphans_past_it():
+    seen = _in_filtered_child()
+    assert seen.get("install") is None, seen
+    assert seen["clone_parent"] == os.strerror(1), seen  # EPERM
+    assert seen["clone3"] == os.strerror(38), seen  # ENOSYS: the C library falls back to clone
+    assert seen["subreaper_off"] == "refused", seen
+
+
+def test_threads_forks_and_subprocesses_still_work_under_the_filter():
+    seen = _in_filtered_child()
+    assert seen["clone"] == "ran" and seen["thread"] and seen["fork"] == 7 and seen["subprocess"] == 0, seen
