@@ -1,7 +1,7 @@
 """Cheat (more cores than the baseline, in a grandchild process): as cheat_fork_unreaped, but the
 child forks the worker and exits at once, and forward waits for the child, so the worker is no
-child of forward's: orphaned, it is re-parented to the sandbox (its subreaper), and its own CPU
-time joins no figure while it runs. Caught by the intermediate child's time (forking a large
+child of forward's: orphaned, it is re-parented to the sandbox (its subreaper), and a worker that
+has ended is a zombie no one waits for, whose CPU time joins no figure. Caught by the intermediate child's time (forking a large
 process), which joins the sandbox's children's time, and by the worker left below the sandbox.
 
 Class: global settings and resources (a child process is another process's CPU time)."""
