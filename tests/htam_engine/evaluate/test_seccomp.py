@@ -68,14 +68,24 @@ def _in_filtered_child() -> dict:
     return json.loads(data)
 
 
-def test_a_filtered_process_cannot_clone_beside_itself_nor_let_orphans_past_it():
+def _filtered() -> dict:
+    """What the filtered child saw; skipped where the kernel lends no seccomp filters at all (a
+    sandboxed CI runner), never where it turned this program down (EINVAL: a broken filter)."""
     seen = _in_filtered_child()
-    assert seen.get("install") is None, seen
+    refused = seen.get("install")
+    if refused and os.strerror(22) not in refused:
+        pytest.skip(f"this kernel lends no seccomp filter: {refused}")
+    assert refused is None, seen
+    return seen
+
+
+def test_a_filtered_process_cannot_clone_beside_itself_nor_let_orphans_past_it():
+    seen = _filtered()
     assert seen["clone_parent"] == os.strerror(1), seen  # EPERM
     assert seen["clone3"] == os.strerror(38), seen  # ENOSYS: the C library falls back to clone
     assert seen["subreaper_off"] == "refused", seen
 
 
 def test_threads_forks_and_subprocesses_still_work_under_the_filter():
-    seen = _in_filtered_child()
+    seen = _filtered()
     assert seen["clone"] == "ran" and seen["thread"] and seen["fork"] == 7 and seen["subprocess"] == 0, seen
