@@ -17,7 +17,7 @@ import statistics
 import pytest
 
 from cheats.caught import assert_caught
-from cheats.harness import finding, rules, run_check
+from cheats.harness import finding, rules, run_check, seccomp_refusal
 from htam_engine.evaluate.config import DEFAULT_TOLERANCES
 from htam_engine.evaluate.result import Status
 
@@ -255,6 +255,8 @@ def test_a_process_cloned_beside_the_sandbox_is_refused():
     honest 0.11-0.18x), or, in a process group of its own, wrote a run's outputs while the judge had the
     candidate stopped (ok at 1.02-1.75x). The sandbox's seccomp filter refuses the clone; this probe
     returns a wrong output if it got one."""
+    if seccomp_refusal():
+        pytest.skip(f"this kernel lends no seccomp filter: {seccomp_refusal()}")
     r = run_check("relu", "cheat_clone_parent")
     assert r.status is Status.OK, (r.status, r.diagnostics.message, r.integrity)
 

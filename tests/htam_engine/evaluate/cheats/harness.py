@@ -89,3 +89,22 @@ def rules(result: Any) -> set[str]:
 
 def finding(result: Any, rule: str) -> Any:
     return next(f for f in result.integrity if f.rule == rule)
+
+
+@functools.lru_cache(maxsize=None)
+def seccomp_refusal() -> str | None:
+    """Why this machine's kernel would not take the sandboxes' seccomp filter (tried in a forked
+    child), or None where it does."""
+    from htam_engine.evaluate import seccomp
+
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        os.write(w, (seccomp.install() or "").encode())
+        os._exit(0)
+    os.close(w)
+    why = os.read(r, 4096).decode()
+    os.close(r)
+    os.waitpid(pid, 0)
+    return why or None
