@@ -40,6 +40,8 @@ from typing import Callable, Sequence
 
 import torch
 
+from htam_engine.evaluate.proctree import TICK_MS
+
 from htam_engine.evaluate.result import ClockCheck, Spread
 
 MARGIN_SPREADS = 3.0
@@ -192,12 +194,11 @@ class CpuSnapshot:
     """The sandbox's CPU time at one moment, as the judge reads it from outside: the whole
     process's (ended threads included; None where unreadable) at `tick_ms` resolution, each live
     thread's in ns, that of the children it waited for, and each process's below it (its
-    children, theirs; zombies included) by pid, those two at `children_tick_ms` resolution."""
+    children, theirs; zombies included) by pid, those two at /proc's tick (proctree.TICK_MS)."""
     process_ms: float | None
     tick_ms: float
     threads_ns: dict[str, int] | None
     children_ms: float | None = None
-    children_tick_ms: float = 10.0
     below_ms: dict[int, float] | None = None
 
 
@@ -228,7 +229,7 @@ def hidden_cpu_check(before: CpuSnapshot, after: CpuSnapshot) -> str | None:
         if before.children_ms is not None and after.children_ms is not None else 0.0
     below_before, below_after = before.below_ms or {}, after.below_ms or {}
     below = sum(ms - below_before.get(pid, 0.0) for pid, ms in below_after.items())
-    if waited + below > max(PROCESSES_FLOOR_TICKS * after.children_tick_ms, ENDED_THREADS_FRACTION * spent):
+    if waited + below > max(PROCESSES_FLOOR_TICKS * TICK_MS, ENDED_THREADS_FRACTION * spent):
         return (f"processes of the sandbox's own ran {waited + below:.0f} ms of CPU time within the timed trials "
                 f"({waited:.0f} ms in children it waited for, {below:.0f} ms in processes still below it), beside "
                 f"its own {spent:.0f} ms: forward ran work in other processes, more cores than the baseline gets")

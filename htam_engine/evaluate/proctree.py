@@ -18,8 +18,9 @@ PROC = "/proc"
 SETTLED_STATES = frozenset("TtZXx")
 
 
-def _state(pid: int) -> str | None:
-    """The state letter in /proc/<pid>/stat; None when the process is gone."""
+def _stat_tail(pid: int) -> bytes | None:
+    """/proc/<pid>/stat after "pid (comm) " (comm may hold spaces and parentheses, so read after the
+    last ')'); None when the process is gone."""
     try:
         fd = os.open(f"{PROC}/{pid}/stat", os.O_RDONLY)
     except OSError:
@@ -30,8 +31,45 @@ def _state(pid: int) -> str | None:
         return None
     finally:
         os.close(fd)
-    # "pid (comm) state ...": comm may hold spaces and parentheses, so read after the last ')'
-    return data[data.rfind(b")") + 2:][:1].decode("ascii", "replace") or None
+    return data[data.rfind(b")") + 2:]
+
+
+def _state(pid: int) -> str | None:
+    """The state letter in /proc/<pid>/stat; None when the process is gone."""
+    tail = _stat_tail(pid)
+    return (tail[:1].decode("ascii", "replace") or None) if tail is not None else None
+
+
+# /proc's CPU times count in ticks of this many ms (USER_HZ: 10 ms on Linux).
+TICK_MS = 1000.0 / os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 10.0
+
+
+def cpu_ticks_ms(pid: int) -> tuple[float, float] | None:
+    """(the process's own CPU time, that of the children it waited for), in ms at TICK_MS
+    resolution (utime + stime, cutime + cstime); None when the process is gone."""
+    tail = _stat_tail(pid)
+    try:
+        fields = tail.split() if tail is not None else None
+        return None if fields is None else \
+            ((int(fields[11]) + int(fields[12])) * TICK_MS, (int(fields[13]) + int(fields[14])) * TICK_MS)
+    except (ValueError, IndexError):
+        return None
+
+
+def cpu_clock_ms(pid: int) -> float | None:
+    """The process's CPU time (every thread it ever had) to the nanosecond, from its CPU clock
+    (clock_getcpuclockid: any process's may be read), in ms; None where libc or the kernel does
+    not lend it."""
+    import ctypes
+    import time
+
+    try:
+        clock = ctypes.c_int()
+        if ctypes.CDLL(None, use_errno=True).clock_getcpuclockid(ctypes.c_int(pid), ctypes.byref(clock)) != 0:
+            return None
+        return time.clock_gettime_ns(clock.value) / 1e6
+    except (OSError, AttributeError):
+        return None
 
 
 def _children_files() -> bool:

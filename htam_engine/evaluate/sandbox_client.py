@@ -140,21 +140,12 @@ class SandboxProcess:
         stat (10 ms, which left a thread started and joined inside forward within a few ticks of
         the rule's floor); each live thread's; its children's that it waited for; and each
         process's below it (/proc stat)."""
-        tick_ms = 1000.0 / os.sysconf("SC_CLK_TCK")
-        stat = _stat_fields(self.pid)
-        process_ms, resolution = None, tick_ms
-        clock = _process_cpu_clock(self.pid)
-        if clock is not None:
-            with contextlib.suppress(OSError):
-                process_ms, resolution = time.clock_gettime_ns(clock) / 1e6, 0.0
-        if process_ms is None and stat is not None:
-            process_ms = (stat[11] + stat[12]) * tick_ms
-        children_ms = (stat[13] + stat[14]) * tick_ms if stat is not None else None
-        below = {}
-        for pid in proctree.descendants(self.pid):
-            fields = _stat_fields(pid)
-            below[pid] = (fields[11] + fields[12]) * tick_ms if fields is not None else 0.0
-        return CpuSnapshot(process_ms, resolution, self.thread_cpu_ns(), children_ms, tick_ms, below)
+        precise = proctree.cpu_clock_ms(self.pid)
+        ticks = proctree.cpu_ticks_ms(self.pid)
+        process_ms = precise if precise is not None else ticks[0] if ticks is not None else None
+        below = {pid: (proctree.cpu_ticks_ms(pid) or (0.0, 0.0))[0] for pid in proctree.descendants(self.pid)}
+        return CpuSnapshot(process_ms, 0.0 if precise is not None else proctree.TICK_MS, self.thread_cpu_ns(),
+                           ticks[1] if ticks is not None else None, below)
 
     def thread_count(self) -> int | None:
         """OS threads of the sandbox (its /proc task list stays readable while it is non-dumpable)."""
@@ -349,28 +340,3 @@ def _wait_stopped(pids: list[int], within_s: float) -> None:
             return
         time.sleep(0.001)
 
-
-def _process_cpu_clock(pid: int) -> int | None:
-    """The clock id of process `pid`'s CPU time (any process's may be read), or None where libc or
-    the kernel does not lend it."""
-    import ctypes
-
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        clock = ctypes.c_int()
-        if libc.clock_getcpuclockid(ctypes.c_int(pid), ctypes.byref(clock)) != 0:
-            return None
-    except (OSError, AttributeError):
-        return None
-    return clock.value
-
-
-def _stat_fields(pid: int) -> list[int] | None:
-    """The numeric fields of /proc/<pid>/stat after the command name (its state left out as 0):
-    [11] + [12] its CPU ticks, [13] + [14] those of the children it waited for."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            fields = f.read().rsplit(b")", 1)[1].split()
-        return [0] + [int(v) for v in fields[1:15]]
-    except (OSError, ValueError, IndexError):
-        return None

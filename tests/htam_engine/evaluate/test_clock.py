@@ -114,8 +114,8 @@ def test_cpu_time_of_processes_of_the_sandboxs_own_is_named():
     from htam_engine.evaluate.clock import CpuSnapshot, hidden_cpu_check
 
     def snaps(waited_ms: float, below_before: dict, below_after: dict):
-        return (CpuSnapshot(1000.0, 0.0, {"1": 0}, 500.0, 10.0, below_before),
-                CpuSnapshot(1300.0, 0.0, {"1": int(300e6)}, 500.0 + waited_ms, 10.0, below_after))
+        return (CpuSnapshot(1000.0, 0.0, {"1": 0}, 500.0, below_before),
+                CpuSnapshot(1300.0, 0.0, {"1": int(300e6)}, 500.0 + waited_ms, below_after))
 
     # an honest candidate: no child, nothing below
     assert hidden_cpu_check(*snaps(0.0, {}, {})) is None
