@@ -4,12 +4,12 @@ sandbox: what it refuses, and that threads, fork and subprocesses still work und
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import platform
 
 import pytest
 
+from cheats.harness import in_forked_child
 from htam_engine.evaluate import seccomp
 
 CLONE_PARENT, SIGCHLD = 0x8000, 17
@@ -18,60 +18,44 @@ SYS = {"x86_64": {"clone": 56, "clone3": 435}, "aarch64": {"clone": 220, "clone3
 pytestmark = pytest.mark.skipif(SYS is None, reason=f"no seccomp filter for {platform.machine()}")
 
 
-def _in_filtered_child() -> dict:
-    """Fork, install the filter in the child, try each call there, and return what it saw."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(r)
-        out: dict = {}
-        try:
-            import subprocess
-            import threading
+def _calls_under_the_filter() -> dict:
+    """In a forked child (in_forked_child): install the filter, try each call, say what it saw."""
+    import subprocess
+    import threading
 
-            out["install"] = seccomp.install()
-            libc = ctypes.CDLL(None, use_errno=True)
+    out: dict = {"install": seccomp.install()}
+    libc = ctypes.CDLL(None, use_errno=True)
 
-            def attempt(nr: int, *args: int) -> str:
-                got = libc.syscall(nr, *args)
-                if got == 0:
-                    os._exit(0)  # a clone that went through: the clone itself leaves
-                if got > 0:
-                    os.waitpid(got, 0)
-                    return "ran"
-                return os.strerror(ctypes.get_errno())
+    def attempt(nr: int, *args: int) -> str:
+        got = libc.syscall(nr, *args)
+        if got == 0:
+            os._exit(0)  # a clone that went through: the clone itself leaves
+        if got > 0:
+            os.waitpid(got, 0)
+            return "ran"
+        return os.strerror(ctypes.get_errno())
 
-            out["clone_parent"] = attempt(SYS["clone"], CLONE_PARENT | SIGCHLD, 0, 0, 0, 0)
-            out["clone"] = attempt(SYS["clone"], SIGCHLD, 0, 0, 0, 0)
-            out["clone3"] = attempt(SYS["clone3"], 0, 0)
-            out["subreaper_off"] = "refused" if libc.prctl(36, 0, 0, 0, 0) != 0 else "done"
-            seen: list[int] = []
-            t = threading.Thread(target=lambda: seen.append(1))
-            t.start()
-            t.join()
-            out["thread"] = bool(seen)
-            child = os.fork()
-            if child == 0:
-                os._exit(7)
-            out["fork"] = os.waitstatus_to_exitcode(os.waitpid(child, 0)[1])
-            out["subprocess"] = subprocess.run(["true"]).returncode
-        except Exception as exc:  # noqa: BLE001 - reported to the test
-            out["error"] = repr(exc)
-        os.write(w, json.dumps(out).encode())
-        os._exit(0)
-    os.close(w)
-    data = b""
-    while chunk := os.read(r, 65536):
-        data += chunk
-    os.close(r)
-    os.waitpid(pid, 0)
-    return json.loads(data)
+    out["clone_parent"] = attempt(SYS["clone"], CLONE_PARENT | SIGCHLD, 0, 0, 0, 0)
+    out["clone"] = attempt(SYS["clone"], SIGCHLD, 0, 0, 0, 0)
+    out["clone3"] = attempt(SYS["clone3"], 0, 0)
+    out["subreaper_off"] = "refused" if libc.prctl(36, 0, 0, 0, 0) != 0 else "done"
+    seen: list[int] = []
+    t = threading.Thread(target=lambda: seen.append(1))
+    t.start()
+    t.join()
+    out["thread"] = bool(seen)
+    child = os.fork()
+    if child == 0:
+        os._exit(7)
+    out["fork"] = os.waitstatus_to_exitcode(os.waitpid(child, 0)[1])
+    out["subprocess"] = subprocess.run(["true"]).returncode
+    return out
 
 
 def _filtered() -> dict:
     """What the filtered child saw; skipped where the kernel lends no seccomp filters at all (a
     sandboxed CI runner), never where it turned this program down (EINVAL: a broken filter)."""
-    seen = _in_filtered_child()
+    seen = in_forked_child(_calls_under_the_filter)
     refused = seen.get("install")
     if refused and os.strerror(22) not in refused:
         pytest.skip(f"this kernel lends no seccomp filter: {refused}")

@@ -91,20 +91,34 @@ def finding(result: Any, rule: str) -> Any:
     return next(f for f in result.integrity if f.rule == rule)
 
 
+def in_forked_child(fn: Any) -> Any:
+    """fn() run in a forked child (for what must not touch this process: a seccomp filter), its
+    JSON-able answer returned here; an exception there comes back as {"error": repr}."""
+    import json
+
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            answer = fn()
+        except Exception as exc:  # noqa: BLE001 - reported to the caller
+            answer = {"error": repr(exc)}
+        os.write(w, json.dumps(answer).encode())
+        os._exit(0)
+    os.close(w)
+    data = b""
+    while chunk := os.read(r, 65536):
+        data += chunk
+    os.close(r)
+    os.waitpid(pid, 0)
+    return json.loads(data)
+
+
 @functools.lru_cache(maxsize=None)
 def seccomp_refusal() -> str | None:
     """Why this machine's kernel would not take the sandboxes' seccomp filter (tried in a forked
     child), or None where it does."""
     from htam_engine.evaluate import seccomp
 
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(r)
-        os.write(w, (seccomp.install() or "").encode())
-        os._exit(0)
-    os.close(w)
-    why = os.read(r, 4096).decode()
-    os.close(r)
-    os.waitpid(pid, 0)
-    return why or None
+    return in_forked_child(seccomp.install)
