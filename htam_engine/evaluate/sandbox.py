@@ -24,7 +24,6 @@ import socket
 import sys
 import time
 import traceback
-import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,9 +33,9 @@ from torch.utils._python_dispatch import _disable_current_modes
 
 from htam_engine.evaluate import wire
 from htam_engine.evaluate.cache import built_marker, build_dir, file_lock
-from htam_engine.evaluate.checks.compare import flatten, tensors
+from htam_engine.evaluate.checks.compare import flatten
 from htam_engine.evaluate.checks.guards import Guards, install_guards
-from htam_engine.evaluate.checks.memory import NAN, SENTINEL, clone_inputs, nbytes, overlaps, tensor_leaves
+from htam_engine.evaluate.checks.memory import NAN, SENTINEL, HeldOutputs, clone_inputs, nbytes, overlaps, tensor_leaves
 from htam_engine.evaluate.compile_cache import CompileCache, candidate_file, clear_stale_batons, import_candidate
 from htam_engine.evaluate.diagnostics import exception_messages, one_line, trim_log
 from htam_engine.evaluate.kernel_switch import KernelSwitch
@@ -98,7 +97,7 @@ class Sandbox:
         self.flusher: L2Flusher | None = None  # CUDA: made with the device context (see use_device)
         self.guards = install_guards(device)  # last: the snapshot sees the harness as installed
         self.extension_ops = False
-        self._previous: list[weakref.ref] = []  # the last call's output tensors, while the candidate holds them
+        self._returned = HeldOutputs()  # the outputs of earlier calls, while the candidate holds them
         # The warm-up's inputs (wire.Arm): a private copy of a call's inputs and the template (buffer refs and
         # layouts) it was taken for, one per sandbox; and the template of each model's last call.
         self._decoy: tuple[list, list[Any]] | None = None
@@ -340,7 +339,7 @@ class Sandbox:
 
     def _finish(self, seq: int, arm: wire.Arm, call: wire.Call, prep: "_Prepared", times: TrialTimes,
                 last: bool) -> wire.Called:
-        """A trial's reply (to Go `seq`): its output delivered, the reuse of the last output, and on
+        """A trial's reply (to Go `seq`): its output delivered, the reuse of an earlier output, and on
         the last call of its Go, the guards' look (every trial of the Go has run by then, so one look
         sees what any of them changed) and the copy of its inputs the next warm-up is shaped as."""
         marks = prep.marks
@@ -348,15 +347,12 @@ class Sandbox:
         marks.append(("deliver", time.perf_counter_ns()))
         if last:
             self._keep_decoy(arm.model_id, call.inputs, prep.args, prep.in_tensors)
-        outs = [t for t in tensors(times.out)]
-        reused = any(overlaps(t, p) for t in outs for ref in self._previous for p in [ref()] if p is not None)
-        self._previous = [weakref.ref(t) for t in outs]
-        del outs
+        reused = self._returned.reused(times.out)
         notes = [wire.Note(f.rule, f.message) for f in _verify(self.guards)] if last else []
         marks.append(("verify", time.perf_counter_ns()))
         if reused:
-            notes.append(wire.Note("output_reuse", "forward returned the same memory it returned as its output for the "
-                                                   "previous call, which it still holds (one output buffer reused "
+            notes.append(wire.Note("output_reuse", "forward returned memory it returned as its output for an "
+                                                   "earlier call, which it still holds (output buffers reused "
                                                    "across calls)"))
         return wire.Called(seq, True, ms=times.ms, outputs=leaves, launches=prep.launches, notes=notes,
                            tail_ms=times.tail_ms, flush_ms=times.flush_ms)

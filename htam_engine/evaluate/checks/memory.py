@@ -134,6 +134,30 @@ def overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
     return bool(sa and sb and sa[0] < sb[1] and sb[0] < sa[1])
 
 
+class HeldOutputs:
+    """The memory of every output forward returned that the candidate still holds.
+
+    Weak references to the outputs' storages, not to the tensors: a model that keeps one buffer
+    (or a ring of them) and returns a fresh view of it on each call drops the view once the
+    sandbox delivered it, but the storage lives on in the model. An honest forward's outputs are
+    freed once delivered, so their references expire and the allocator may hand the same
+    addresses out again without a finding."""
+
+    def __init__(self) -> None:
+        self._held: list[tuple[Any, tuple[int, int]]] = []  # (StorageWeakRef, its span when returned)
+
+    def reused(self, out: Any) -> bool:
+        """True when an output of `out` overlaps the memory of an earlier output still held; then
+        remembers `out`'s storages too."""
+        from torch.multiprocessing.reductions import StorageWeakRef
+
+        self._held = [(ref, span) for ref, span in self._held if not ref.expired()]
+        fresh = [(t, _span(t)) for t in tensors(out)]
+        hit = any(span and held[0] < span[1] and span[0] < held[1] for _, span in fresh for _, held in self._held)
+        self._held += [(StorageWeakRef(t.untyped_storage()), span) for t, span in fresh if span]
+        return hit
+
+
 def aliased_outputs(out: Any, inputs: list[Any]) -> list[tuple[int, int]]:
     """(output index, input index) pairs whose storage overlaps."""
     ins = [(i, x) for i, x in enumerate(inputs) if isinstance(x, torch.Tensor)]

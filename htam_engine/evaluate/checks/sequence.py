@@ -58,7 +58,8 @@ TINY_OUTPUT = 16
 # it and leaves ~0 % right; a kernel of one row in four leaves 75 %. The same share of the
 # numbers that depend on the inputs, with every kernel run on garbage (kernel_switch.GARBAGE):
 # an honest kernel then writes garbage (a ReLU's is right only where it and the reference both
-# happen to be zero, a sixth of those numbers), a probe kernel beside PyTorch's work leaves it all.
+# happen to be zero, a sixth of those numbers), a probe kernel beside PyTorch's work leaves it all,
+# and so does a kernel that only copies what PyTorch computes from or computed.
 MOSTLY_PYTORCH = 0.75
 
 
@@ -487,7 +488,8 @@ class CheckRun:
             self.obs.find("no_kernel", f"with every custom kernel run on garbage (every tensor it was handed "
                                        f"overwritten, what it did not write put back), {share:.1%} of the output "
                                        "that depends on the inputs was still right: PyTorch computed it, and the "
-                                       "kernels' writes do not depend on what they read (a probe kernel)")
+                                       "kernels' writes do not depend on what they read (a probe kernel) or copy "
+                                       "it unchanged (a copy kernel)")
             return
         shares = [fraction_right(out, ref_out, self.cfg.tolerances)
                   for out, ref_out, _ in self._run_with_kernels(SPOIL, run_length)]

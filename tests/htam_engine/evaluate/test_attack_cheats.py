@@ -78,10 +78,10 @@ def test_a_candidate_asking_torch_for_the_operator_gate_is_caught():
     assert_caught(run_check("relu", "cheat_probe_ops_mode"), "no_kernel")
 
 
-@xfail("a kernel that copies the input PyTorch then computes from is, by every question of the work check, "
-       "doing the work: skipped or fed garbage, the output is wrong")
 def test_a_kernel_copying_the_input_pytorch_computes_from_is_caught():
-    assert_caught(run_check("matmul_relu", "cheat_copy_input"), "no_kernel")
+    """Skipped or spoiled, the copy is wrong and so is PyTorch's product of it; run on garbage,
+    the copy is found a copy and gets the real input, and PyTorch's output is all right."""
+    assert_copy_caught(run_check("matmul_relu", "cheat_copy_input"))
 
 
 @xfail("the launch counter and the switch's mode live in the sandbox: reachable through the closure "
@@ -112,16 +112,26 @@ def test_a_kernel_handed_the_whole_output_writing_one_row_is_caught():
     assert_caught(run_check("matmul_relu", "cheat_whole_tail"), "no_kernel")
 
 
-@xfail("the output_reuse check compares an output with the previous call's only: a ring of six buffers, one "
-       "more than a run's calls, hands each back six calls later, unnamed (it gains little: 0.15x against 0.11-0.18x)")
 def test_a_ring_of_output_buffers_is_caught():
+    """Six buffers handed out in turn, one more than a run's calls: every output the model still
+    holds is remembered, not only the previous call's."""
     assert_caught(run_check("matmul_relu", "cheat_output_ring", trials=MARGIN_TRIALS), "output_reuse")
 
 
-@xfail("a kernel that copies PyTorch's finished output into the output buffer is handed all of it: "
-       "spoiling what the kernels were handed leaves nothing right, so the work looks like the kernel's")
 def test_a_kernel_copying_what_pytorch_computed_is_caught():
-    assert_caught(run_check("relu", "cheat_copy_kernel"), "no_kernel")
+    assert_copy_caught(run_check("relu", "cheat_copy_kernel"))
+
+
+def assert_copy_caught(r):
+    assert_caught(r, "no_kernel")
+    assert any("run on garbage" in f.message and "100.0% of the output that depends on the inputs" in f.message
+               for f in r.integrity), r.integrity
+
+
+def test_a_copy_beside_a_kernel_that_computes_is_not_convicted():
+    r = run_check("relu", "honest_copy_then_relu")
+    assert r.status is Status.OK, (r.diagnostics.message, r.integrity)
+    assert not [f for f in r.integrity if f.severity != "warn"]
 
 
 # ---------------------------------------------------------------- the timing protocol

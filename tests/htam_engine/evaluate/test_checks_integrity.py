@@ -42,12 +42,13 @@ CAUGHT = [
     ("relu", "cheat_decoy_kernel", REJECTED, "no_kernel", "did no necessary work"),
     ("relu", "cheat_fallback_padded", REJECTED, "no_kernel", "did no necessary work"),
     # 2. cached results: by address (with and without padding the launch count), by content, by
-    #    call count; one output buffer handed out again
+    #    call count; one output buffer handed out again (as itself or as a fresh view)
     ("relu", "cheat_cache_address", REJECTED, "caching", "cache"),
     ("relu", "cheat_cache_address_padded", REJECTED, "caching", "cached"),
     ("relu", "cheat_cache_content", REJECTED, "caching", "cache"),
     ("relu", "cheat_cache_address_one_shape", REJECTED, "caching", "cache"),
-    ("relu", "cheat_output_buffer", REJECTED, "output_reuse", "same memory"),
+    ("relu", "cheat_output_buffer", REJECTED, "output_reuse", "memory it returned"),
+    ("relu", "cheat_output_view", REJECTED, "output_reuse", "memory it returned"),
     # 3. modifying or aliasing inputs; an output expanded with stride 0
     ("relu", "cheat_mutate_input", REJECTED, "input_mutation", "modified input #0"),
     ("relu", "cheat_alias_input", REJECTED, "input_alias", "shares memory with input #0"),
@@ -103,18 +104,22 @@ def test_a_trial_faster_than_writing_its_output_once_is_a_forged_time():
     assert r.clock.floor_ms > 0.001 * 4
 
 
-@pytest.mark.parametrize("problem,candidate,input_set", [
-    ("softmax", "cheat_softmax_nomax", "large-magnitude x100"),  # exp overflows without the max pass
-    ("int_scale", "cheat_int32", "wide-integers"),  # int64 done in 32 bits wraps past 2**31
-    ("relu", "cheat_identity", "signed-normal"),  # return x equals ReLU on [0, 1)
+@pytest.mark.parametrize("problem,candidate,input_set,blind_rule", [
+    ("softmax", "cheat_softmax_nomax", "large-magnitude x100", None),  # exp overflows without the max pass
+    ("int_scale", "cheat_int32", "wide-integers", None),  # int64 done in 32 bits wraps past 2**31
+    # return x equals ReLU on [0, 1); its kernel is a copy, which the work check names without that set
+    ("relu", "cheat_identity", "signed-normal", "no_kernel"),
 ])
-def test_wrong_only_on_another_distribution_is_incorrect_naming_that_set(problem, candidate, input_set):
+def test_wrong_only_on_another_distribution_is_incorrect_naming_that_set(problem, candidate, input_set, blind_rule):
     r = run_check(problem, candidate)
     assert r.status is INCORRECT, (r.status, r.diagnostics.message, r.integrity)
     assert r.diagnostics.mismatch.input_set == input_set
     assert input_set in r.diagnostics.message
     blind = run_check(problem, candidate, check_other_distribution=False)
-    assert blind.status is Status.OK, blind.diagnostics.message  # only that set exposes it
+    if blind_rule is None:
+        assert blind.status is Status.OK, blind.diagnostics.message  # only that set exposes it
+    else:  # correct on every set it is shown: caught by another rule
+        assert blind.status is REJECTED and blind_rule in rules(blind), (blind.status, blind.integrity)
 
 
 @pytest.mark.parametrize("candidate", ["cheat_phase_rng", "cheat_phase_buffer", "cheat_phase_count"])

@@ -1,10 +1,10 @@
 """Cheat (no custom kernel doing the work / a copy of the input): a Triton kernel copies the input
 `a` into a fresh buffer ("makes it contiguous") and PyTorch computes relu(a_copy @ b), all of the
-real work. Skipped, the copy is uninitialised; spoiled, NaN; on garbage the copy holds garbage (it
-was written, so it is not put back) and PyTorch's output is wrong: by every question of the work
-check the kernel did the work. It did a memcpy (the dual of cheat_copy_kernel).
+real work. Skipped, the copy is uninitialised; spoiled, NaN: by those questions the kernel did
+the work. It did a memcpy (the dual of cheat_copy_kernel): run on garbage, the copy holds the
+garbage of `a` bit for bit, so it gets the real `a`'s copy and PyTorch's output is right.
 
-Class: no_kernel rule (the work check sees which memory a kernel wrote, not what it computed)."""
+Class: no_kernel rule (a kernel that only copies does no work)."""
 
 import torch
 import torch.nn as nn

@@ -1,9 +1,11 @@
 """Cheat (no custom kernel doing the work): PyTorch computes the whole output; a Triton kernel
 copies it into the buffer forward returns. With the kernel skipped the buffer is never written
 (wrong), and with every tensor the kernel was handed spoiled nothing of it is right, so by both
-of the work check's questions the kernel did all of the work. It did a copy.
+of those questions the kernel did all of the work. It did a copy: run on garbage, the buffer
+holds the garbage of PyTorch's output bit for bit, so it gets the real output's copy, and all of
+the output is right.
 
-Class: no_kernel rule (the work check sees which memory a kernel touched, not what it computed)."""
+Class: no_kernel rule (a kernel that only copies does no work)."""
 
 import torch
 import torch.nn as nn

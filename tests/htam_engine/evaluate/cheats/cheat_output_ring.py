@@ -1,9 +1,9 @@
-"""Cheat (output memory reused across calls, past the reuse check): the model keeps a ring of
-six output buffers (and six product buffers) per shape and hands them out in turn. The
-sandbox's output_reuse note only compares an output with the *previous* call's output, so a
-buffer handed back every sixth call (a run of timed calls is at most five) is never named; a caller holding an output sees it
-overwritten five calls later, and the timed calls pay no allocation (no page faults, no
-malloc perturbation fill) where the eager baseline allocates twice per call.
+"""Cheat (output memory reused across calls): the model keeps a ring of six output buffers (and
+six product buffers) per shape and hands them out in turn. A check that compares an output with
+the *previous* call's output only never names a buffer handed back every sixth call (a run of
+timed calls is at most five); a caller holding an output sees it overwritten five calls later,
+and the timed calls pay no allocation (no page faults, no malloc perturbation fill) where the
+eager baseline allocates twice per call.
 
 Class: outputs that alias memory the model keeps (cheat_output_buffer with a ring of 6)."""
 

@@ -1,0 +1,31 @@
+"""checks.memory.HeldOutputs: outputs of earlier calls whose memory the candidate still holds."""
+
+from __future__ import annotations
+
+import torch
+
+from htam_engine.evaluate.checks.memory import HeldOutputs
+
+
+def test_a_buffer_returned_again_as_a_fresh_view_is_reused():
+    held, buffer = HeldOutputs(), torch.zeros(64)
+    assert not held.reused(buffer[:])  # the view is dropped at once; the buffer lives on
+    assert held.reused(buffer[:])
+
+
+def test_a_ring_of_buffers_is_reused_when_the_first_comes_back():
+    held, ring = HeldOutputs(), [torch.zeros(64) for _ in range(6)]
+    assert [held.reused(b) for b in ring] == [False] * 6
+    assert held.reused(ring[0][:32])  # part of it, in a tuple: still its memory
+    assert held.reused((torch.ones(3), ring[1]))
+
+
+def test_a_freed_output_is_forgotten_when_its_address_comes_back():
+    held = HeldOutputs()
+    out = torch.empty(1024)
+    address = out.data_ptr()
+    assert not held.reused(out)
+    del out
+    again = torch.empty(1024)
+    assert again.data_ptr() == address  # the allocator handed the freed block out again
+    assert not held.reused(again)
