@@ -287,10 +287,21 @@ class Judge:
         return sandbox
 
     def sibling_tamper(self) -> str:
-        """What changed in the spare's or the reference sandbox's limits or scheduling since each
-        said it was ready ("" where nothing): a changed one is discarded, so no later evaluation
-        runs in it or is timed against it."""
+        """What changed in the zygote's, the spare's or the reference sandbox's limits or
+        scheduling since each said it was ready ("" where nothing): a changed one is discarded, so
+        no later evaluation runs in it or is timed against it. A changed zygote takes the sandboxes
+        forked from it along (they inherited the change before their own state was read); the next
+        fork starts a new one."""
         said = []
+        if changed := self.zygote.tampered():
+            said.append(f"the zygote: {changed}")
+            if self._spare is not None:
+                self._spare.kill()
+                self._spare = None
+            if self.baseline is not None:
+                self.baseline.close()
+                self.baseline = None
+            self.zygote.kill()
         if self._spare is not None and (changed := self._spare.tampered()):
             said.append(f"the spare sandbox: {changed}")
             self._spare.kill()
@@ -454,7 +465,7 @@ class Evaluation(TimedRounds):
         were: a process of the same user can lower their limits or priority from outside."""
         changed = self.judge.sibling_tamper()
         if changed:
-            self.obs.find("sibling_tamper", f"while the candidate ran, the limits or scheduling of the sandboxes "
+            self.obs.find("sibling_tamper", f"while the candidate ran, the limits or scheduling of the processes "
                                             f"beside its own changed ({changed}): they are replaced")
 
     def _conclude(self) -> None:

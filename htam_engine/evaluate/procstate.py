@@ -3,10 +3,12 @@ its memory: its resource limits (prlimit), its scheduling policy and nice value
 (sched_setscheduler, setpriority) and the CPUs it may run on (sched_setaffinity). Non-dumpable
 does not protect these, and a lowered limit or priority cannot be raised again without privilege.
 
-A candidate can reach the sandboxes beside its own: the spare the judge forked for the next
-candidate and the reference sandbox that times the baselines. The judge reads each one's state
-once it said it was ready (its own limits applied, before any candidate code could run beside
-it) and compares before relying on it again (judge.Judge.sibling_tamper).
+A candidate can reach the processes beside its own: the spare the judge forked for the next
+candidate, the reference sandbox that times the baselines, and the zygote they are all forked
+from (whose state each new sandbox inherits, and so reads as untouched against its own start).
+The judge reads each one's state once it said it was ready (its own limits applied, before any
+candidate code could run beside it) and compares before relying on it again
+(judge.Judge.sibling_tamper).
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from typing import Any
 
 from htam_engine import settings
 from htam_engine.evaluate.process import describe_exit, isolated_module_command, kill_tree
+from htam_engine.evaluate.procstate import ProcessState, changes
 from htam_engine.evaluate.protocol import ProtocolError, ReplyReader, send_request
 
 ZYGOTE_START_S = 300.0
@@ -85,6 +86,7 @@ class ZygoteProcess:
         self.env = dict(env)
         self.proc: subprocess.Popen | None = None
         self.sock: socket.socket | None = None
+        self.state: ProcessState | None = None  # read once it said it was ready, before any fork (procstate)
         self._lock = threading.Lock()  # one exchange at a time (a spare may be forked from a thread)
 
     def alive(self) -> bool:
@@ -130,6 +132,13 @@ class ZygoteProcess:
         if msg.get("t") != "ready":
             self.kill()
             raise HarnessStartError("the sandbox zygote failed to start (unexpected first message)")
+        self.state = ProcessState.read(self.proc.pid)
+
+    def tampered(self) -> str:
+        """What another process changed in the zygote's limits or scheduling since it said it was
+        ready ("" where nothing): every sandbox forked from it afterwards, the spare and the
+        reference sandbox included, would inherit the change and read as untouched itself."""
+        return changes(self.state, self.proc.pid) if self.alive() and self.state is not None else ""
 
     def fork(self, role: str, device: str, limits: "SandboxLimits") -> tuple[int, int]:
         """(pid, socket descriptor) of a new sandbox of `role` under `limits`."""

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import resource
 from typing import Iterator
 
 import pytest
 
 from cheats.caught import assert_caught
-from cheats.harness import run_check
+from cheats.harness import finding, run_check
 from cheats.isolated import isolated_judge
 from htam_engine.evaluate.result import Status
 
@@ -165,6 +166,24 @@ def test_a_candidate_capping_its_siblings_limits_leaves_the_next_candidate_alone
         honest_ok(j.run("relu", "honest_relu_triton"))
         assert_caught(j.run("relu", "cheat_prlimit_siblings"), "sibling_tamper")
         honest_ok(j.run("relu", "honest_relu_triton"))
+
+
+def test_a_candidate_cannot_lower_the_limits_or_scheduling_of_the_zygote(tmp_path):
+    """The zygote's limits and scheduling pass to every sandbox forked from it, which then reads
+    as untouched against its own start: the judge compares the zygote with its own start too,
+    rejects the candidate that changed it and starts a new one, so the next candidate and the
+    reference sandbox timing its baselines run as before."""
+    with isolated_judge(tmp_path) as j:
+        honest_ok(j.run("relu", "honest_relu_triton"))
+        zygote = j.judge.zygote.proc.pid
+        r = j.run("relu", "cheat_zygote_limits")
+        assert_caught(r, "sibling_tamper")
+        assert "the zygote" in finding(r, "sibling_tamper").message, r.integrity
+        honest_ok(j.run("relu", "honest_relu_triton"))
+        assert j.judge.zygote.proc.pid != zygote
+        for pid in (j.judge.zygote.proc.pid, j.judge.baseline.sandbox.pid):
+            assert resource.prlimit(pid, resource.RLIMIT_NOFILE)[1] > 10
+            assert os.sched_getscheduler(pid) == os.SCHED_OTHER
 
 
 def test_a_candidate_cannot_lower_the_scheduling_of_the_reference_sandbox(tmp_path):
