@@ -29,17 +29,20 @@ it the right output). A kernel computing from what it reads writes garbage; one 
 flag, to tell a call with kernels skipped from a real one) writes as usual, and PyTorch finds its
 own data as it was. So a candidate that computes with PyTorch and runs a probe meets its probe
 answered, and the share of the output still right convicts it. A tensor the kernel wrote that
-then holds, bit for bit, the garbage of another tensor it was handed and did not write was only
-copied into (a kernel "making the input contiguous" for PyTorch to compute from, or moving
-PyTorch's finished output into the buffer forward returns): it gets the real values' copy, so
-PyTorch's work around the copy meets real data and the share still right convicts it too. The values are finite, as real
+then holds only values of the garbage of another tensor it was handed and did not write (bit
+for bit: all of it, a slice, or for four-byte values and up elements from anywhere in it) was
+only copied into (a kernel "making the input contiguous" for PyTorch to compute from, or moving
+PyTorch's finished output into the buffer forward returns): it gets the same copy of the real
+values, so PyTorch's work around the copy meets real data and the share still right convicts it
+too (_copies_made_real). The values are finite, as real
 ones, so that a kernel cannot keep them from being put back by rewriting what it read (one that
 rewrote NaN as 0 in place, the identity on real inputs, would have kept NaN garbage); they are not
 the tensor's own distribution, or a statistic of them (an MSE, a mean) lands within the
 tolerance of the real one by chance (the honest MSE kernel of the suite, one run in three). An
 expanded view's memory gets garbage once per location. Tensors over GARBAGE_MAX_BYTES together
 (a copy of them puts them back; the garbage to compare with is drawn again) are spoiled and the
-kernel skipped, as "spoiled" below. The switch's own work on a candidate's tensors runs out of
+kernel skipped, as "spoiled" below. A dtype torch lends few operations (uint32, float8) gets
+random bits; whether a tensor still holds its garbage is asked of its bits. The switch's own work on a candidate's tensors runs out of
 its sight (_unseen: no subclass or mode of the candidate's sees the clone and the copy).
 
 What this does not do: a candidate that looks for the work check's calls can tell them apart in
@@ -288,9 +291,12 @@ def _spoil_all(tensors: list[Any]) -> None:
 
 def _garbage_recipe(t: Any) -> Callable[[Any], Any]:
     """How to draw random values for `t` (module docstring) from a generator on t's device, fixed
-    by t's values now: the same generator state draws the same garbage again."""
+    by t's values now: the same generator state draws the same garbage again. A dtype torch
+    lends few operations (uint32, float8: no min, no randn of its own) gets random bits."""
     import torch
 
+    if t.dtype not in _typed_kinds():
+        return _random_bits(t)
     if t.is_floating_point() or t.is_complex():
         real = torch.view_as_real(t) if t.is_complex() else t
         spread, mean = (float(v) for v in torch.std_mean(real.float())) if real.numel() > 1 else (1.0, 0.0)
@@ -309,6 +315,44 @@ def _garbage_recipe(t: Any) -> Callable[[Any], Any]:
         return lambda generator: torch.full_like(t, low)
     top = high + 1 if high < torch.iinfo(t.dtype).max else high  # randint's bound is past its values
     return lambda generator: torch.randint(low, top, t.shape, generator=generator, device=t.device, dtype=t.dtype)
+
+
+def _random_bits(t: Any) -> Callable[[Any], Any]:
+    """Random bit patterns of t's element size, as t's dtype (a float8 may be NaN: the kernel's
+    writes are told from them by their bits, _still_garbage)."""
+    import torch
+
+    kind = _integer_kinds()[t.element_size()]
+    info = torch.iinfo(kind)
+    return lambda generator: torch.randint(info.min, info.max, t.shape, generator=generator, device=t.device,
+                                           dtype=kind).view(t.dtype)
+
+
+def _bits(t: Any) -> Any:
+    """`t`'s memory as integers, element for element (a complex128 as two int64 each): equal bits
+    are the same value, NaN included, and a dtype without == of its own compares too."""
+    import torch
+
+    kinds = _integer_kinds()
+    if t.element_size() not in kinds:
+        return torch.view_as_real(t).view(torch.int64)
+    return t.view(kinds[t.element_size()])
+
+
+@functools.cache
+def _integer_kinds() -> dict[int, Any]:
+    import torch
+
+    return {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+@functools.cache
+def _typed_kinds() -> frozenset:
+    """The dtypes with randn / randint / min of their own."""
+    import torch
+
+    return frozenset({torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.complex64,
+                      torch.complex128, torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64})
 
 
 @contextlib.contextmanager
@@ -381,42 +425,71 @@ def _on_garbage(run: Callable[[], Any], skipped: Callable[[], Any], handed: Any)
 
 
 def _still_garbage(t: Any, recipe: Callable[[Any], Any], state: Any) -> bool:
-    """Whether `t` holds exactly the garbage drawn into it (the kernel wrote nothing into it).
-    Not comparable (a dtype without ==): False, left as the kernel left it."""
-    import torch
-
+    """Whether `t` holds exactly the garbage drawn into it, bit for bit (the kernel wrote nothing
+    into it). Where the garbage cannot be drawn again: False, left as the kernel left it."""
     try:
         generator = _generator(t.device)
         generator.set_state(state)
-        g = recipe(generator)
-        same = (t == g) | (torch.isnan(t) & torch.isnan(g)) if t.is_floating_point() else t == g
-        return bool(same.all())
+        return bool((_bits(t) == _bits(recipe(generator))).all())
     except Exception:  # noqa: BLE001 - see the docstring
         return False
 
 
 def _copies_made_real(tensors: list[Any], kept: list[Any], unwritten: list[bool]) -> None:
-    """A tensor the kernel wrote that now holds, element for element and bit for bit, the garbage
-    of another tensor it was handed and left unwritten was copied into, no more (a kernel that
-    "makes a tensor contiguous", or moves PyTorch's finished output into the buffer forward
-    returns): it gets the copy of the real values instead, so PyTorch's work before or after the
-    copy meets the real data and the share of the output still right tells whose work it was.
-    An honest kernel computes something from what it reads: on garbage that is wider than the real
-    values (GARBAGE_SCALE), no element-wise op that matters on real values leaves all of it as read."""
-    import torch
-
+    """A tensor the kernel wrote that now holds only values of the garbage of another tensor it was
+    handed and left unwritten was copied into, no more (a kernel that "makes a tensor
+    contiguous", or moves PyTorch's finished output into the buffer forward returns): it gets the
+    same copy of the real values instead, so PyTorch's work before or after the copy meets the
+    real data and the share of the output still right tells whose work it was. Found by bits: a
+    run of the source's elements in its memory order (a copy of all of it or of a slice, padded
+    or not), or, for garbage of four bytes and more an element, where a value of a drawn normal
+    names its place, each element anywhere in the source (a transpose, a strided gather; a copy
+    the size of GATHER_MAX_ELEMENTS at most). An honest kernel computes something from what it
+    reads: on garbage wider than the real values (GARBAGE_SCALE), an element-wise op that matters
+    on real values does not leave every value as read, and a selection that depends on the
+    values (a max pool) gets the real values of the places it chose on garbage, not the right
+    ones."""
     from htam_engine.evaluate.checks.memory import overlaps
 
     sources = [k for k, left in enumerate(unwritten) if left]
     for i, t in enumerate(tensors):
-        if unwritten[i]:
+        if unwritten[i] or not t.numel():
             continue
         for k in sources:
             s = tensors[k]
-            if s.dtype == t.dtype and s.numel() == t.numel() and not overlaps(s, t) \
-                    and torch.equal(t.reshape(-1), s.reshape(-1)):
-                t.copy_(kept[k].reshape(t.shape))
+            if s.dtype != t.dtype or s.numel() < t.numel() or overlaps(s, t):
+                continue
+            places = _copied_from(_bits(t).reshape(-1), _bits(s).reshape(-1), t.is_floating_point() or t.is_complex())
+            if places is not None:
+                real = _bits(kept[k]).reshape(-1)[places]
+                _bits(t).copy_(real.view(_bits(t).shape))
                 break
+
+
+# The largest destination whose every element is looked up in a source anywhere (a sort of the
+# source and an index per element: ~20 bytes an element beside the tensors).
+GATHER_MAX_ELEMENTS = 1 << 24
+
+
+def _copied_from(dst: Any, src: Any, continuous: bool) -> Any | None:
+    """Where in `src` each element of `dst` came from (indices, or a slice), or None where some
+    element is not a value of `src`. Both flat, as integer bits."""
+    import torch
+
+    n = dst.numel()
+    if n == src.numel() and torch.equal(dst, src):
+        return slice(0, n)
+    starts = (src[: src.numel() - n + 1] == dst[0]).nonzero().flatten()
+    for start in starts[:8].tolist():  # drawn garbage: the first value is found once, seldom more
+        if torch.equal(src[start:start + n], dst):
+            return slice(start, start + n)
+    if not continuous or dst.element_size() < 4 or n > GATHER_MAX_ELEMENTS or src.numel() > 4 * GATHER_MAX_ELEMENTS:
+        return None
+    ordered, order = torch.sort(src)
+    at = torch.searchsorted(ordered, dst).clamp_max(src.numel() - 1)
+    if not bool((ordered[at] == dst).all()):
+        return None
+    return order[at]
 
 
 _GENERATORS: dict[Any, Any] = {}

@@ -122,6 +122,27 @@ def test_a_kernel_copying_what_pytorch_computed_is_caught():
     assert_copy_caught(run_check("relu", "cheat_copy_kernel"))
 
 
+@pytest.mark.parametrize("candidate", ["cheat_padded_copy", "cheat_gather_copy"])
+def test_a_kernel_copying_part_of_pytorchs_output_or_moving_it_is_caught(candidate):
+    """A copy from a buffer one element longer (a run of it), and a transpose back (each element
+    from elsewhere in it): both hold only values of their source's garbage."""
+    assert_copy_caught(run_check("relu", candidate))
+
+
+@xfail("a kernel that is the identity on every value it can be handed (a clamp to [0, 1] after a softmax) "
+       "changes the garbage, which is wider than real values: by every question it did the work")
+def test_a_kernel_that_is_the_identity_on_pytorchs_output_is_caught():
+    assert_caught(run_check("softmax", "cheat_noop_clamp"), "no_kernel")
+
+
+def test_a_probe_writing_a_flag_of_a_dtype_torch_lends_few_operations_is_caught():
+    """A uint32 flag (no min in torch: its garbage is random bits), beside a softmax whose numbers are
+    far below KernelBench's atol (the work check's share looks at them at their own size)."""
+    r = run_check("softmax", "cheat_probe_uint32")
+    assert_caught(r, "no_kernel")
+    assert any("run on garbage" in f.message for f in r.integrity), r.integrity
+
+
 def assert_copy_caught(r):
     assert_caught(r, "no_kernel")
     assert any("run on garbage" in f.message and "100.0% of the output that depends on the inputs" in f.message

@@ -242,6 +242,19 @@ def test_the_float64_allowance_does_not_let_lower_precision_through():
     assert m is not None and "outside atol" in m.note
 
 
+def test_fraction_right_tells_numbers_far_below_atol_apart():
+    """A softmax over 32,768 columns: every number ~3e-5, under KernelBench's atol of 1e-4. The
+    share looks at them at their own size: PyTorch's own output all right, another set's all
+    wrong, and each number of one depends on the inputs."""
+    from htam_engine.evaluate.checks.compare import fraction_right
+
+    g = torch.Generator().manual_seed(0)
+    ref, other = (torch.softmax(torch.rand(2, 32768, generator=g), dim=1) for _ in range(2))
+    assert fraction_right(ref.clone(), ref, DEFAULT_TOLERANCES, other) == 1.0
+    assert fraction_right(other, ref, DEFAULT_TOLERANCES, other) == 0.0
+    assert fraction_right(ref * 1.5, ref, DEFAULT_TOLERANCES) == 0.0
+
+
 def test_fraction_right_counts_the_elements_within_tolerance_over_every_output():
     from htam_engine.evaluate.checks.compare import fraction_right
 

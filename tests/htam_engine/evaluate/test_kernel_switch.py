@@ -1,0 +1,61 @@
+"""kernel_switch's garbage run, piece by piece: telling a copy from work, and garbage for every dtype."""
+
+from __future__ import annotations
+
+import torch
+
+from htam_engine.evaluate import kernel_switch as ks
+
+
+def garbage(n: int, seed: int = 0) -> torch.Tensor:
+    return torch.randn(n, generator=torch.Generator().manual_seed(seed)) * 3 + 2
+
+
+def test_a_copy_of_all_of_a_source_a_run_of_it_or_a_gather_from_it_is_found():
+    src = garbage(1000)
+    bits = ks._bits
+    assert ks._copied_from(bits(src.clone()), bits(src), True) == slice(0, 1000)
+    assert ks._copied_from(bits(src[10:510].clone()), bits(src), True) == slice(10, 510)
+    places = torch.randperm(1000, generator=torch.Generator().manual_seed(1))[:300]
+    assert torch.equal(ks._copied_from(bits(src[places]), bits(src), True), places)
+
+
+def test_values_computed_from_a_source_are_no_copy():
+    src = garbage(1000)
+    bits = ks._bits
+    assert ks._copied_from(bits(torch.relu(src)), bits(src), True) is None  # its negatives became 0
+    assert ks._copied_from(bits(src * 1.0001), bits(src), True) is None
+    ints = torch.randint(0, 5, (1000,), generator=torch.Generator().manual_seed(2))
+    shuffled = ints[torch.randperm(1000)]
+    assert ks._copied_from(bits(shuffled), bits(ints), False) is None  # few values: no gather of integers
+
+
+def test_a_copy_gets_the_real_values_from_the_same_places_and_work_keeps_its_garbage():
+    real_src, real_dst = torch.arange(8.0), torch.zeros(8)
+    src, copied, computed = garbage(8), torch.empty(8), torch.empty(8)
+    copied.copy_(src.flip(0))
+    computed.copy_(src * 2)
+    tensors, kept = [src, copied, computed], [real_src, real_dst, real_dst]
+    ks._copies_made_real(tensors, kept, unwritten=[True, False, False])
+    assert torch.equal(copied, real_src.flip(0))
+    assert torch.equal(computed, src * 2)
+
+
+def test_garbage_is_drawn_for_a_dtype_torch_lends_few_operations_and_compared_by_bits():
+    flag = torch.zeros(4, dtype=torch.uint32)
+    recipe = ks._garbage_recipe(flag)
+    generator = ks._generator(flag.device)
+    state = generator.get_state()
+    flag.copy_(recipe(generator))
+    assert ks._still_garbage(flag, recipe, state)
+    flag[0] = 1
+    assert not ks._still_garbage(flag, recipe, state)
+
+
+def test_a_nan_left_where_garbage_was_nan_is_still_garbage():
+    t = torch.zeros(4, dtype=torch.float8_e4m3fn)
+    recipe = ks._garbage_recipe(t)  # random bits: some patterns are NaN
+    generator = ks._generator(t.device)
+    state = generator.get_state()
+    t.copy_(recipe(generator))
+    assert ks._still_garbage(t, recipe, state)
