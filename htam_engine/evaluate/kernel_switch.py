@@ -39,9 +39,10 @@ ones, so that a kernel cannot keep them from being put back by rewriting what it
 rewrote NaN as 0 in place, the identity on real inputs, would have kept NaN garbage); they are not
 the tensor's own distribution, or a statistic of them (an MSE, a mean) lands within the
 tolerance of the real one by chance (the honest MSE kernel of the suite, one run in three). An
-expanded view's memory gets garbage once per location. Tensors over GARBAGE_MAX_BYTES together
-(a copy of them puts them back; the garbage to compare with is drawn again) are spoiled and the
-kernel skipped, as "spoiled" below. A dtype torch lends few operations (uint32, float8) gets
+expanded view's memory gets garbage once per location. A copy of the tensors puts them back, on
+their device up to GARBAGE_MAX_BYTES together and in host memory beyond; the garbage to compare
+with is drawn again, piece by piece. Over GARBAGE_HOST_MAX_BYTES the tensors are spoiled and
+the kernel skipped, as "spoiled" below. A dtype torch lends few operations (uint32, float8) gets
 random bits; whether a tensor still holds its garbage is asked of its bits. The switch's own work on a candidate's tensors runs out of
 its sight (_unseen: no subclass or mode of the candidate's sees the clone and the copy).
 
@@ -86,9 +87,16 @@ class KernelMode(str, Enum):
 RUN, SKIP, RAISE, GARBAGE, SPOIL = (KernelMode.RUN, KernelMode.SKIP, KernelMode.RAISE, KernelMode.GARBAGE,
                                     KernelMode.SPOIL)
 MODES = tuple(KernelMode)
-# A kernel run on garbage copies what it was handed first, to put back what it did not write: at
-# most this many bytes a launch (beyond, it is skipped with its tensors spoiled, as in SPOIL).
+# A kernel run on garbage copies what it was handed first, to put back what it did not write: on
+# the tensors' device up to GARBAGE_MAX_BYTES a launch, in host memory beyond (a copy there and
+# back: seconds for KernelBench's largest sets), up to GARBAGE_HOST_MAX_BYTES (beyond, it is
+# skipped with its tensors spoiled, as in SPOIL). Garbage is drawn and compared in pieces of at
+# most GARBAGE_PIECE_ELEMENTS, the device's only other memory for it; its mean and spread are
+# read from at most _STATISTIC_ELEMENTS of a tensor.
 GARBAGE_MAX_BYTES = 1 << 30
+GARBAGE_HOST_MAX_BYTES = 48 << 30
+GARBAGE_PIECE_ELEMENTS = 1 << 24
+_STATISTIC_ELEMENTS = 1 << 22
 # Floating-point garbage: normal, this many of the tensor's spreads above its mean, with this many
 # times its spread (module docstring: not the tensor's own distribution).
 GARBAGE_SHIFT = 2.0
@@ -289,43 +297,48 @@ def _spoil_all(tensors: list[Any]) -> None:
                 _spoil(plain)
 
 
-def _garbage_recipe(t: Any) -> Callable[[Any], Any]:
-    """How to draw random values for `t` (module docstring) from a generator on t's device, fixed
-    by t's values now: the same generator state draws the same garbage again. A dtype torch
-    lends few operations (uint32, float8: no min, no randn of its own) gets random bits."""
+def _garbage_recipe(t: Any) -> Callable[[Any, tuple[int, ...]], Any]:
+    """How to draw random values of a shape for `t` or a piece of it (module docstring) from a
+    generator on t's device, fixed by t's values now: the same generator state draws the same
+    garbage again. A dtype torch lends few operations (uint32, float8: no min, no randn of its
+    own) gets random bits. Mean and spread are read from at most _STATISTIC_ELEMENTS of t."""
     import torch
 
     if t.dtype not in _typed_kinds():
         return _random_bits(t)
     if t.is_floating_point() or t.is_complex():
         real = torch.view_as_real(t) if t.is_complex() else t
-        spread, mean = (float(v) for v in torch.std_mean(real.float())) if real.numel() > 1 else (1.0, 0.0)
+        flat = real.reshape(-1)
+        sample = flat[:: max(1, flat.numel() // _STATISTIC_ELEMENTS)].float()
+        spread, mean = (float(v) for v in torch.std_mean(sample)) if sample.numel() > 1 else (1.0, 0.0)
         if not (math.isfinite(mean) and math.isfinite(spread)) or spread == 0.0:
             mean, spread = 0.0, 1.0
 
-        def floating(generator: Any) -> Any:
-            drawn = torch.randn(real.shape, generator=generator, device=t.device, dtype=torch.float32)
+        def floating(generator: Any, shape: tuple[int, ...]) -> Any:
+            drawn = torch.randn((*shape, 2) if t.is_complex() else shape, generator=generator, device=t.device,
+                                dtype=torch.float32)
             drawn = (drawn * (GARBAGE_SCALE * spread) + (mean + GARBAGE_SHIFT * spread)).to(real.dtype)
             return torch.view_as_complex(drawn) if t.is_complex() else drawn
         return floating
     if t.dtype == torch.bool:
-        return lambda generator: torch.randint(0, 2, t.shape, generator=generator, device=t.device).bool()
+        return lambda generator, shape: torch.randint(0, 2, shape, generator=generator, device=t.device).bool()
     low, high = int(t.min()), int(t.max())
     if high == low:
-        return lambda generator: torch.full_like(t, low)
+        return lambda generator, shape: torch.full(shape, low, dtype=t.dtype, device=t.device)
     top = high + 1 if high < torch.iinfo(t.dtype).max else high  # randint's bound is past its values
-    return lambda generator: torch.randint(low, top, t.shape, generator=generator, device=t.device, dtype=t.dtype)
+    return lambda generator, shape: torch.randint(low, top, shape, generator=generator, device=t.device,
+                                                  dtype=t.dtype)
 
 
-def _random_bits(t: Any) -> Callable[[Any], Any]:
+def _random_bits(t: Any) -> Callable[[Any, tuple[int, ...]], Any]:
     """Random bit patterns of t's element size, as t's dtype (a float8 may be NaN: the kernel's
     writes are told from them by their bits, _still_garbage)."""
     import torch
 
     kind = _integer_kinds()[t.element_size()]
     info = torch.iinfo(kind)
-    return lambda generator: torch.randint(info.min, info.max, t.shape, generator=generator, device=t.device,
-                                           dtype=kind).view(t.dtype)
+    return lambda generator, shape: torch.randint(info.min, info.max, shape, generator=generator, device=t.device,
+                                                  dtype=kind).view(t.dtype)
 
 
 def _bits(t: Any) -> Any:
@@ -379,12 +392,12 @@ def _distinct_elements(t: Any) -> Any | None:
 
 def _on_garbage(run: Callable[[], Any], skipped: Callable[[], Any], handed: Any) -> Any:
     """`run` the kernel with every tensor in `handed` overwritten by random values like its own,
-    then put back every tensor that still holds them (module docstring). Over GARBAGE_MAX_BYTES,
-    `skipped`, spoiled. Beside the kernel's tensors it holds one copy of them: each tensor's
-    garbage is drawn again from the generator's state before it to compare with. The switch's own
-    tensor work is done out of the candidate's sight (_unseen)."""
-    import torch
-
+    then put back every tensor that still holds them (module docstring). Beside the kernel's
+    tensors it holds one copy of them, on their device up to GARBAGE_MAX_BYTES together, in host
+    memory beyond, up to GARBAGE_HOST_MAX_BYTES (over that: `skipped`, spoiled). Garbage is drawn
+    in pieces (GARBAGE_PIECE_ELEMENTS) and drawn again from the generator's state before each to
+    compare with, so the device holds one piece of it at a time. The switch's own tensor work is
+    done out of the candidate's sight (_unseen)."""
     from htam_engine.evaluate.checks.memory import tensor_leaves
 
     with _unseen():
@@ -397,18 +410,19 @@ def _on_garbage(run: Callable[[], Any], skipped: Callable[[], Any], handed: Any)
                 seen.add(key)
                 tensors.append(plain)
         kept: list[Any] = []
-        drawn: list[tuple[Callable[[Any], Any], Any]] = []  # (recipe, the generator's state before its draw)
+        drawn: list[tuple[Callable[..., Any], list[Any]]] = []  # (recipe, the generator's state before each piece)
         prepared = False
-        if sum(t.numel() * t.element_size() for t in tensors) <= GARBAGE_MAX_BYTES:
+        total = sum(t.numel() * t.element_size() for t in tensors)
+        if total <= GARBAGE_HOST_MAX_BYTES:
             try:
-                kept = [t.clone() for t in tensors]  # every copy and recipe before any is overwritten: views may overlap
+                # every copy and recipe before any is overwritten: views may overlap
+                kept = [t.clone() if total <= GARBAGE_MAX_BYTES else t.to("cpu", copy=True) for t in tensors]
                 recipes = [_garbage_recipe(t) for t in tensors]
                 for t, recipe in zip(tensors, recipes):
-                    generator = _generator(t.device)
-                    drawn.append((recipe, generator.get_state()))
-                    t.copy_(recipe(generator))
+                    drawn.append((recipe, []))
+                    _draw(t, recipe, drawn[-1][1])
                 prepared = True
-            except Exception:  # noqa: BLE001 - a dtype garbage cannot be drawn for: skipped, spoiled
+            except Exception:  # noqa: BLE001 - a copy or a draw that failed: skipped, spoiled
                 for t, was in zip(tensors, kept[:len(drawn)]):
                     t.copy_(was)
     if not prepared:
@@ -417,20 +431,46 @@ def _on_garbage(run: Callable[[], Any], skipped: Callable[[], Any], handed: Any)
         return run()
     finally:
         with _unseen():
-            unwritten = [_still_garbage(t, recipe, state) for t, (recipe, state) in zip(tensors, drawn)]
+            unwritten = [_still_garbage(t, recipe, states) for t, (recipe, states) in zip(tensors, drawn)]
             _copies_made_real(tensors, kept, unwritten)
             for t, was, left in zip(tensors, kept, unwritten):
                 if left:
                     t.copy_(was)
 
 
-def _still_garbage(t: Any, recipe: Callable[[Any], Any], state: Any) -> bool:
+def _pieces(t: Any) -> Iterator[Any]:
+    """Views of `t` that together cover it, each of at most GARBAGE_PIECE_ELEMENTS elements where
+    its shape allows (split along the first dimensions), always in the same order."""
+    if t.dim() == 0 or t.numel() <= GARBAGE_PIECE_ELEMENTS:
+        yield t
+        return
+    if t.shape[0] == 1:
+        yield from _pieces(t[0])
+        return
+    rows = max(1, GARBAGE_PIECE_ELEMENTS // (t.numel() // t.shape[0]))
+    for start in range(0, t.shape[0], rows):
+        piece = t[start:start + rows]
+        yield from ([piece] if rows > 1 else _pieces(piece[0]))
+
+
+def _draw(t: Any, recipe: Callable[..., Any], states: list[Any]) -> None:
+    """Garbage into `t`, piece by piece; the generator's state before each piece into `states`."""
+    generator = _generator(t.device)
+    for piece in _pieces(t):
+        states.append(generator.get_state())
+        piece.copy_(recipe(generator, piece.shape))
+
+
+def _still_garbage(t: Any, recipe: Callable[..., Any], states: list[Any]) -> bool:
     """Whether `t` holds exactly the garbage drawn into it, bit for bit (the kernel wrote nothing
     into it). Where the garbage cannot be drawn again: False, left as the kernel left it."""
     try:
         generator = _generator(t.device)
-        generator.set_state(state)
-        return bool((_bits(t) == _bits(recipe(generator))).all())
+        for piece, state in zip(_pieces(t), states, strict=True):
+            generator.set_state(state)
+            if not bool((_bits(piece) == _bits(recipe(generator, piece.shape))).all()):
+                return False
+        return True
     except Exception:  # noqa: BLE001 - see the docstring
         return False
 
@@ -461,6 +501,8 @@ def _copies_made_real(tensors: list[Any], kept: list[Any], unwritten: list[bool]
                 continue
             places = _copied_from(_bits(t).reshape(-1), _bits(s).reshape(-1), t.is_floating_point() or t.is_complex())
             if places is not None:
+                if not isinstance(places, slice):
+                    places = places.to(kept[k].device)  # the copy may be in host memory
                 real = _bits(kept[k]).reshape(-1)[places]
                 _bits(t).copy_(real.view(_bits(t).shape))
                 break

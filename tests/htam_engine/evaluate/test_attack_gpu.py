@@ -6,7 +6,8 @@ Each asserts what the judge should do. Measured on the H200 (tests/bench/gpu_ses
 work check's three cheats got through there as on the CPU; the switch's state still does by the
 code's design (a strict xfail, the same reason as on the CPU); the one-row and probe kernels are
 caught there by the spoiled and garbage calls (at 09f97c3), the copy kernel by the garbage call's
-copy rule (not yet run on the H200); every other case is caught, but for the prefetching thread, which since the inputs are
+copy rule and the probe handed 1 GiB by the host-memory copy past GARBAGE_MAX_BYTES (both not yet
+run on the H200); every other case is caught, but for the prefetching thread, which since the inputs are
 staged right before each call may leave nothing to catch and gain nothing (its test says how). Sizes: BIG makes a ReLU trial ~0.1 ms of device time (the
 device, not the launch, sets it); GEMM a ~2 ms float32 product.
 """
@@ -76,6 +77,7 @@ def test_prefetching_from_the_ipc_input_buffers_is_caught_or_gains_nothing():
         "the kernel switch's mode and launch count live in the sandbox, where the candidate reads them")),
     ("cheat_tail_kernel", ("no_kernel",)),
     ("cheat_copy_kernel", ("no_kernel",)),
+    ("cheat_probe_oversized", ("no_kernel",)),
     ("cheat_precision_timed", ("lower_precision", "changed_during_timing")),
 ])
 def test_cpu_cheats_of_the_work_check_and_precision_are_caught_on_cuda(candidate, rules):

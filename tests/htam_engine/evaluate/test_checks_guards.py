@@ -193,8 +193,8 @@ def test_a_garbage_run_holds_no_tensors_garbage_beside_another_draw(switch, monk
     def recipe(t):
         draw = real(t)
 
-        def tracked(generator):
-            g = draw(generator)
+        def tracked(generator, shape):
+            g = draw(generator, shape)
             alive[:] = [r for r in alive if r() is not None]
             draws.append(len(alive))
             alive.append(weakref.ref(g))
@@ -209,10 +209,38 @@ def test_a_garbage_run_holds_no_tensors_garbage_beside_another_draw(switch, monk
     assert float(flag) == 1.0 and x.tolist() == [0.0, 1.0, 2.0, 3.0]  # and the same garbage both times: x put back
 
 
-def test_a_kernel_on_garbage_over_the_copy_limit_is_skipped_with_its_tensors_spoiled(switch, monkeypatch):
+def test_a_kernel_on_garbage_over_the_device_copy_limit_runs_on_garbage_in_pieces(switch, monkeypatch):
+    """Past GARBAGE_MAX_BYTES the copy that puts tensors back is kept in host memory, and the
+    garbage is drawn and compared piece by piece: the probe still writes its flag, the input it
+    did not write is put back, and the output holds the double of garbage."""
     from htam_engine.evaluate import kernel_switch
 
     monkeypatch.setattr(kernel_switch, "GARBAGE_MAX_BYTES", 8)
+    monkeypatch.setattr(kernel_switch, "GARBAGE_PIECE_ELEMENTS", 3)
+    flag, x, y = torch.zeros(1), torch.arange(16.0).reshape(4, 4), torch.full((4, 4), 7.0)
+    with switch.switched("garbage"):
+        flag_and_double[(1,)](flag, x, y, 16, BLOCK=16)
+    assert float(flag) == 1.0 and torch.equal(x, torch.arange(16.0).reshape(4, 4))
+    assert not torch.equal(y, 2 * x) and not (y == 7.0).any()
+
+
+def test_pieces_cover_a_tensor_once(monkeypatch):
+    from htam_engine.evaluate import kernel_switch
+
+    monkeypatch.setattr(kernel_switch, "GARBAGE_PIECE_ELEMENTS", 5)
+    for shape in [(4, 4), (1, 3, 7), (10,), (2, 1, 9), ()]:
+        t = torch.zeros(shape)
+        for piece in kernel_switch._pieces(t):
+            assert piece.numel() <= 5 or piece.dim() <= 1  # a row longer than a piece stays whole
+            piece += 1
+        assert (t == 1).all(), shape
+
+
+def test_a_kernel_on_garbage_over_the_host_copy_limit_is_skipped_with_its_tensors_spoiled(switch, monkeypatch):
+    from htam_engine.evaluate import kernel_switch
+
+    monkeypatch.setattr(kernel_switch, "GARBAGE_MAX_BYTES", 8)
+    monkeypatch.setattr(kernel_switch, "GARBAGE_HOST_MAX_BYTES", 8)
     flag, x, y = torch.zeros(1), torch.arange(4.0), torch.zeros(4)
     with switch.switched("garbage"):
         flag_and_double[(1,)](flag, x, y, 4, BLOCK=4)
