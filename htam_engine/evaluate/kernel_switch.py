@@ -508,6 +508,23 @@ def _copies_made_real(tensors: list[Any], kept: list[Any], unwritten: list[bool]
                 break
 
 
+def _equal_in_pieces(a: Any, b: Any) -> bool:
+    """torch.equal of two flat tensors of one length, a piece at a time (no temporary their size)."""
+    step = GARBAGE_PIECE_ELEMENTS
+    return all(bool((a[k:k + step] == b[k:k + step]).all()) for k in range(0, a.numel(), step))
+
+
+def _places_of(value: Any, flat: Any, most: int) -> list[int]:
+    """The first `most` places of `value` in `flat`, looked for a piece at a time."""
+    found: list[int] = []
+    step = GARBAGE_PIECE_ELEMENTS
+    for k in range(0, flat.numel(), step):
+        found += [k + i for i in (flat[k:k + step] == value).nonzero().flatten()[: most - len(found)].tolist()]
+        if len(found) >= most:
+            break
+    return found
+
+
 # The largest destination whose every element is looked up in a source anywhere (a sort of the
 # source and an index per element: ~20 bytes an element beside the tensors).
 GATHER_MAX_ELEMENTS = 1 << 24
@@ -519,11 +536,10 @@ def _copied_from(dst: Any, src: Any, continuous: bool) -> Any | None:
     import torch
 
     n = dst.numel()
-    if n == src.numel() and torch.equal(dst, src):
+    if n == src.numel() and _equal_in_pieces(dst, src):
         return slice(0, n)
-    starts = (src[: src.numel() - n + 1] == dst[0]).nonzero().flatten()
-    for start in starts[:8].tolist():  # drawn garbage: the first value is found once, seldom more
-        if torch.equal(src[start:start + n], dst):
+    for start in _places_of(dst[0], src[: src.numel() - n + 1], most=8):  # drawn garbage: found once, seldom more
+        if _equal_in_pieces(src[start:start + n], dst):
             return slice(start, start + n)
     if not continuous or dst.element_size() < 4 or n > GATHER_MAX_ELEMENTS or src.numel() > 4 * GATHER_MAX_ELEMENTS:
         return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from htam_engine.evaluate import kernel_switch as ks
@@ -11,7 +12,9 @@ def garbage(n: int, seed: int = 0) -> torch.Tensor:
     return torch.randn(n, generator=torch.Generator().manual_seed(seed)) * 3 + 2
 
 
-def test_a_copy_of_all_of_a_source_a_run_of_it_or_a_gather_from_it_is_found():
+@pytest.mark.parametrize("piece", [ks.GARBAGE_PIECE_ELEMENTS, 7])  # looked for a piece at a time
+def test_a_copy_of_all_of_a_source_a_run_of_it_or_a_gather_from_it_is_found(piece, monkeypatch):
+    monkeypatch.setattr(ks, "GARBAGE_PIECE_ELEMENTS", piece)
     src = garbage(1000)
     bits = ks._bits
     assert ks._copied_from(bits(src.clone()), bits(src), True) == slice(0, 1000)
