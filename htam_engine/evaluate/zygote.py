@@ -62,13 +62,16 @@ def _close_all_but(*keep: int) -> None:
 
 
 def _private_compile_caches(root: str) -> None:
-    """A reference sandbox compiles (torch.compile's baseline) into caches of its own, made now
-    and empty: inductor and Triton load a generated module or kernel they find in their cache
-    folder as it is, and the shared folders are writable by every sandbox of the user, so a
-    candidate that compiled the problem's Model itself and slowed the files it generated slowed
-    the torch.compile baseline of every later evaluation. (The judge also stops the candidate's
-    processes while the reference sandbox compiles: see Evaluation.run.) `root` is made by the
-    zygote, which removes it once the sandbox has exited (Zygote.sweep, kill_all)."""
+    """Every sandbox compiles (torch.compile, Triton) into caches of its own, made now and empty:
+    inductor and Triton load a generated module or kernel they find in their cache folder as it
+    is, and a shared folder is writable by every sandbox of the user. A candidate that compiled
+    the problem's Model itself and slowed the files it generated slowed the torch.compile
+    baseline of every later evaluation; one that compiled a product and rewrote the generated
+    wrapper to scale its result made a later honest candidate that calls torch.compile
+    incorrect (cheat_inductor_poison). (The judge also stops the candidate's processes while the
+    reference sandbox compiles: see Evaluation.run.) `root` is made by the zygote, which removes
+    it once the sandbox has exited (Zygote.sweep, kill_all). What this costs: a kernel an
+    earlier evaluation compiled is compiled again."""
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(root, "inductor")
     os.environ["TRITON_CACHE_DIR"] = os.path.join(root, "triton")
 
@@ -120,7 +123,7 @@ class Zygote:
         self.parent = os.getppid()
         self.sandboxes: set[int] = set()
         self.exits: dict[int, int] = {}  # recent sandboxes' exit statuses, as subprocess reports them
-        self.private: dict[int, str] = {}  # a reference sandbox's compile caches (_private_compile_caches)
+        self.private: dict[int, str] = {}  # each sandbox's compile caches (_private_compile_caches)
 
     def _send(self, msg: dict, fds: list[int] | None = None) -> None:
         from htam_engine.evaluate.protocol import frame_reply
@@ -133,7 +136,7 @@ class Zygote:
 
     def fork(self, role: str, device: str, as_mb: int | None, cpu_threads: int | None, file_mb: int | None) -> None:
         judge_end, child_end = socket.socketpair()
-        private = tempfile.mkdtemp(prefix="htam-reference-compile-") if role == "reference" else None
+        private = tempfile.mkdtemp(prefix=f"htam-{role}-compile-")
         pid = os.fork()
         if pid == 0:
             judge_end.close()

@@ -165,6 +165,17 @@ def test_a_sitecustomize_planted_by_a_candidate_does_not_slow_later_baselines(tm
     assert after.ref_runtime_ms < 10 * before.ref_runtime_ms + 1.0, (before.ref_runtime_ms, after.ref_runtime_ms)
 
 
+def test_a_poisoned_inductor_cache_does_not_change_a_later_candidates_result(tmp_path):
+    """A candidate that edits the wrapper inductor generated for a product finds no later sandbox
+    loading it: each compiles into folders of its own."""
+    with isolated_judge(tmp_path) as j:
+        before = j.run("matmul_relu", "honest_compiled_matmul_relu")
+        honest_ok(before)
+        honest_ok(j.run("matmul_relu", "cheat_inductor_poison"))
+        after = j.run("matmul_relu", "honest_compiled_matmul_relu")
+    honest_ok(after)
+
+
 def test_a_poisoned_inductor_cache_does_not_slow_the_compile_baseline(tmp_path):
     with isolated_judge(tmp_path) as j:
         j.run("relu", "cheat_inductor_cache", time_compile_baseline=True)
