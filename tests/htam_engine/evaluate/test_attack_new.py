@@ -197,3 +197,34 @@ def test_a_candidate_cannot_lower_the_scheduling_of_the_reference_sandbox(tmp_pa
         honest_ok(j.run("relu", "honest_relu_triton"))
         pid = j.judge.baseline.sandbox.pid  # the reference sandbox that timed the later candidate's baselines
         assert (os.sched_getscheduler(pid), os.getpriority(os.PRIO_PROCESS, pid)) == (os.SCHED_OTHER, 0)
+
+
+# ---------------------------------------------------------------- what further red-team passes left
+@xfail("an extension function is a custom kernel to the work check whatever it calls: skipped its result is "
+       "NaN, on garbage ATen computes softmax of garbage, so one that is a single at::softmax call did 'the "
+       "work'. Telling ATen's work inside an extension from the extension's own needs the operators it "
+       "dispatches, and a library op plus a custom epilogue in place is honest")
+def test_an_extension_that_is_one_aten_call_is_caught():
+    honest_ok(run_check("softmax", "honest_softmax"))
+    r = run_check("softmax", "cheat_cpp_aten")
+    with missed():
+        assert_caught(r, "no_kernel")
+
+
+@xfail("on the CPU a Triton kernel runs through the interpreter as plain Python: a tl.constexpr argument may "
+       "be any object (here a closure calling torch.softmax) and the body may call it; a GPU compile would "
+       "refuse it. CPU only")
+def test_python_inside_an_interpreted_triton_kernel_is_caught():
+    r = run_check("softmax", "cheat_interp_escape")
+    with missed():
+        assert_caught(r, "no_kernel")
+
+
+@xfail("a cumulative product of values in [0, 1) is below KernelBench's atol (1e-4) after ~12 of 2,000 "
+       "columns: zeros there pass every per-element rule and the whole-output bound (the head's norm), as "
+       "they pass KernelBench's own check. Computing 32 columns is ok")
+def test_a_kernel_skipping_values_below_the_tolerance_is_caught():
+    honest_ok(run_check("cumprod", "honest_cumprod"))
+    r = run_check("cumprod", "cheat_cumprod_truncated")
+    with missed():
+        assert r.status is not OK, (r.status, r.speedup_eager)
