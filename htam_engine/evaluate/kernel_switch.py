@@ -34,7 +34,9 @@ for bit: all of it, a slice, or for four-byte values and up elements from anywhe
 only copied into (a kernel "making the input contiguous" for PyTorch to compute from, or moving
 PyTorch's finished output into the buffer forward returns): it gets the same copy of the real
 values, so PyTorch's work around the copy meets real data and the share still right convicts it
-too (_copies_made_real). The values are finite, as real
+too (_copies_made_real). An extension function's ATen calls are watched on garbage: one that
+returns what an operator computed, unchanged (a single at::softmax call), gets the operator's
+result on the real values instead, for the same reason (_AtenResults). The values are finite, as real
 ones, so that a kernel cannot keep them from being put back by rewriting what it read (one that
 rewrote NaN as 0 in place, the identity on real inputs, would have kept NaN garbage); they are not
 the tensor's own distribution, or a statistic of them (an MSE, a mean) lands within the
@@ -117,16 +119,18 @@ class KernelSwitch:
         self._restore: list[Callable[[], None]] = []
 
     # ------------------------------------------------------------ the gate every kernel passes
-    def _gate(self, run: Callable[[], Any], skipped: Callable[[], Any], handed: Any = ()) -> Any:
+    def _gate(self, run: Callable[[], Any], skipped: Callable[[], Any], handed: Any = (),
+              extension: bool = False) -> Any:
         """`run` the kernel, or `skipped` (its stand-in), as the mode says; `handed`: what it was
-        handed (for GARBAGE)."""
+        handed (for GARBAGE); `extension`: an extension function (its ATen calls are watched on
+        garbage, _AtenResults)."""
         mode = self.mode
         if mode == RUN:
             out = run()
             self.launches += 1  # only launches that returned: a failed try does not count
             return out
         if mode == GARBAGE:
-            return _on_garbage(run, skipped, handed)
+            return _on_garbage(run, skipped, handed, extension)
         if mode in (SKIP, SPOIL):
             return skipped()
         raise KernelsDisabled("custom kernels are switched off for this call")
@@ -135,7 +139,7 @@ class KernelSwitch:
         """The gate for an extension function or operator (see the module docstring for SKIP)."""
         return self._gate(lambda: fn(*args, **kwargs),
                           lambda: _run_and_spoil(fn, args, kwargs, every_argument=self.mode in (SPOIL, GARBAGE)),
-                          (args, kwargs))
+                          (args, kwargs), extension=True)
 
     def _skipped_launch(self, launch: Callable[[], Any], args: tuple, kwargs: dict) -> Any:
         """A Triton launch on the empty grid; when spoiling, its tensor arguments overwritten first."""
@@ -390,7 +394,7 @@ def _distinct_elements(t: Any) -> Any | None:
     return None if torch._debug_has_internal_overlap(plain) else plain
 
 
-def _on_garbage(run: Callable[[], Any], skipped: Callable[[], Any], handed: Any) -> Any:
+def _on_garbage(run: Callable[[], Any], skipped: Callable[[], Any], handed: Any, extension: bool = False) -> Any:
     """`run` the kernel with every tensor in `handed` overwritten by random values like its own,
     then put back every tensor that still holds them (module docstring). Beside the kernel's
     tensors it holds one copy of them, on their device up to GARBAGE_MAX_BYTES together, in host
@@ -427,15 +431,105 @@ def _on_garbage(run: Callable[[], Any], skipped: Callable[[], Any], handed: Any)
                     t.copy_(was)
     if not prepared:
         return skipped()
+    aten = _AtenResults() if extension else None
+    out = None
     try:
-        return run()
+        if aten is None:
+            return run()
+        with aten:
+            out = run()
+        return out
     finally:
         with _unseen():
             unwritten = [_still_garbage(t, recipe, states) for t, (recipe, states) in zip(tensors, drawn)]
             _copies_made_real(tensors, kept, unwritten)
+            if aten is not None and out is not None:
+                aten.made_real(out, tensors, kept)
             for t, was, left in zip(tensors, kept, unwritten):
                 if left:
                     t.copy_(was)
+
+
+# ATen operators that allocate, view or move data: inside an extension function they are the
+# function's own plumbing, not PyTorch doing its work (_AtenResults).
+_PLUMBING = frozenset({"empty", "empty_strided", "empty_like", "new_empty", "new_empty_strided", "zeros", "zeros_like",
+                       "ones_like", "full", "full_like", "fill_", "zero_", "copy_", "clone", "_to_copy", "detach",
+                       "resize_", "contiguous", "alias", "lift_fresh", "set_", "_local_scalar_dense"})
+
+
+class _AtenResults:
+    """The ATen operators an extension function dispatched on a garbage run, with what each
+    returned. An extension function that returns what an operator computed, unchanged (one
+    at::softmax call), did PyTorch's work under a custom kernel's name: made_real gives that
+    output the operator's result on the real values of what the function was handed, so the
+    share of the output still right tells whose work it was, as for a copy. An operator's result
+    the function then changed in place (a library product with its own epilogue) stays as the
+    function left it. What it does not see: an operator writing into an output given to it
+    (at::softmax_out), or one computing from a tensor the function made (no real value to
+    compute from). A dispatch mode active inside the function is what the candidate could ask
+    for, as it could ask for the operator gate's."""
+
+    def __init__(self) -> None:
+        self.records: list[tuple[Any, tuple, dict, Any, Any]] = []  # (op, args, kwargs, result, its bits then)
+        self._mode: Any = None
+
+    def __enter__(self) -> "_AtenResults":
+        import torch
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        records = self.records
+
+        class Recorder(TorchDispatchMode):
+            def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+                kwargs = kwargs or {}
+                out = func(*args, **kwargs)
+                name = func.overloadpacket.__name__
+                if isinstance(out, torch.Tensor) and not func.is_view and name not in _PLUMBING:
+                    records.append((func, args, kwargs, out, _bits(out).clone()))
+                return out
+
+        self._mode = Recorder()
+        self._mode.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._mode.__exit__(*exc)
+
+    def made_real(self, out: Any, tensors: list[Any], kept: list[Any]) -> None:
+        from htam_engine.evaluate.checks.memory import tensor_leaves
+
+        for leaf in tensor_leaves(out):
+            for func, args, kwargs, result, bits in self.records:
+                if result.data_ptr() != leaf.data_ptr() or result.shape != leaf.shape or \
+                        result.stride() != leaf.stride() or not bool((_bits(leaf) == bits).all()):
+                    continue
+                real = _real_arguments((args, kwargs), tensors, kept)
+                if real is not None:
+                    leaf.copy_(func(*real[0], **real[1]))
+                    break
+
+
+def _real_arguments(structure: Any, tensors: list[Any], kept: list[Any]) -> Any | None:
+    """`structure` with every tensor that is one of `tensors` replaced by its real values (from
+    `kept`, on its device); None where a tensor is none of them."""
+    import torch
+
+    def real(x: Any) -> Any:
+        if isinstance(x, torch.Tensor):
+            for t, was in zip(tensors, kept):
+                if (x.data_ptr(), x.shape, x.stride(), x.dtype) == (t.data_ptr(), t.shape, t.stride(), t.dtype):
+                    return was.to(t.device)
+            raise LookupError
+        if isinstance(x, (list, tuple)):
+            return type(x)(real(v) for v in x)
+        if isinstance(x, dict):
+            return {k: real(v) for k, v in x.items()}
+        return x
+
+    try:
+        return real(structure)
+    except LookupError:
+        return None
 
 
 def _pieces(t: Any) -> Iterator[Any]:

@@ -488,8 +488,9 @@ class CheckRun:
             self.obs.find("no_kernel", f"with every custom kernel run on garbage (every tensor it was handed "
                                        f"overwritten, what it did not write put back), {share:.1%} of the output "
                                        "that depends on the inputs was still right: PyTorch computed it, and the "
-                                       "kernels' writes do not depend on what they read (a probe kernel) or copy "
-                                       "it unchanged (a copy kernel)")
+                                       "kernels' writes do not depend on what they read (a probe kernel), copy "
+                                       "it unchanged (a copy kernel) or are what PyTorch's operators computed "
+                                       "(an extension calling ATen)")
             return
         shares = [fraction_right(out, ref_out, self.cfg.tolerances)
                   for out, ref_out, _ in self._run_with_kernels(SPOIL, run_length)]

@@ -200,15 +200,14 @@ def test_a_candidate_cannot_lower_the_scheduling_of_the_reference_sandbox(tmp_pa
 
 
 # ---------------------------------------------------------------- what further red-team passes left
-@xfail("an extension function is a custom kernel to the work check whatever it calls: skipped its result is "
-       "NaN, on garbage ATen computes softmax of garbage, so one that is a single at::softmax call did 'the "
-       "work'. Telling ATen's work inside an extension from the extension's own needs the operators it "
-       "dispatches, and a library op plus a custom epilogue in place is honest")
 def test_an_extension_that_is_one_aten_call_is_caught():
-    honest_ok(run_check("softmax", "honest_softmax"))
+    """Run on garbage, the extension returns what aten._softmax computed, unchanged: that output gets
+    the operator's result on the real input, and PyTorch's softmax is all right. A product through
+    at::matmul that the extension's own loop then changes in place stays the extension's work."""
+    honest_ok(run_check("matmul_relu", "honest_matmul_relu_cpp"))
     r = run_check("softmax", "cheat_cpp_aten")
-    with missed():
-        assert_caught(r, "no_kernel")
+    assert_caught(r, "no_kernel")
+    assert "PyTorch's operators" in finding(r, "no_kernel").message
 
 
 @xfail("on the CPU a Triton kernel runs through the interpreter as plain Python: a tl.constexpr argument may "

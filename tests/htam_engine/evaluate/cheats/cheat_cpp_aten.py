@@ -1,9 +1,11 @@
 """Cheat (PyTorch does the work under a custom-kernel claim): a load_inline C++ "kernel" whose
-body is one ATen call, at::softmax. The kernel switch wraps every function of the extension
-module and treats it as a custom kernel: skipped, its returned tensor is NaN'd (wrong); raising,
-forward fails; on garbage, ATen computes softmax of the garbage (wrong); spoiled, NaN (wrong). So
-every work-check question says "the kernel did the work", though the work is PyTorch's own
-operator (the propose prompt forbids `at::` math calls, but nothing in the judge looks)."""
+body is one ATen call, at::softmax. To the work check an extension function is a custom kernel
+whatever it calls: skipped, its returned tensor is NaN (wrong); raising, forward fails; on
+garbage, ATen computed softmax of the garbage (wrong); spoiled, NaN. Now, run on garbage, the
+ATen operators the function dispatches are watched: it returns what aten._softmax computed,
+unchanged, so that output gets the operator's result on the real input, and all of it is right.
+
+Class: no_kernel rule (PyTorch's operators inside an extension)."""
 
 import torch
 import torch.nn as nn
@@ -12,12 +14,21 @@ from torch.utils.cpp_extension import load_inline
 CPP_SOURCE = r"""
 #include <torch/extension.h>
 
+// One source for honest_matmul_relu_cpp and cheat_cpp_aten: one build between them.
+torch::Tensor matmul_relu(torch::Tensor a, torch::Tensor b) {
+    auto p = at::matmul(a, b).contiguous();
+    float* v = p.data_ptr<float>();
+    const int64_t n = p.numel();
+    for (int64_t i = 0; i < n; ++i) v[i] = v[i] > 0.f ? v[i] : 0.f;
+    return p;
+}
+
 torch::Tensor softmax_forward(torch::Tensor x) {
     return at::softmax(x, 1);
 }
 """
 
-ext = load_inline(name="htam_cheat_aten_softmax", cpp_sources=CPP_SOURCE, functions=["softmax_forward"],
+ext = load_inline(name="htam_checks_aten_calls", cpp_sources=CPP_SOURCE, functions=["matmul_relu", "softmax_forward"],
                   extra_cflags=["-O2"], verbose=False)
 
 

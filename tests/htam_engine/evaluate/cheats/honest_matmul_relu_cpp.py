@@ -1,0 +1,32 @@
+"""Honest: the product through ATen inside a C++ extension (at::matmul), its ReLU by the
+extension's own loop in place on that product (a library op with a custom epilogue, as
+honest_matmul_relu does it from Python)."""
+
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+CPP_SOURCE = r"""
+#include <torch/extension.h>
+
+// One source for honest_matmul_relu_cpp and cheat_cpp_aten: one build between them.
+torch::Tensor matmul_relu(torch::Tensor a, torch::Tensor b) {
+    auto p = at::matmul(a, b).contiguous();
+    float* v = p.data_ptr<float>();
+    const int64_t n = p.numel();
+    for (int64_t i = 0; i < n; ++i) v[i] = v[i] > 0.f ? v[i] : 0.f;
+    return p;
+}
+
+torch::Tensor softmax_forward(torch::Tensor x) {
+    return at::softmax(x, 1);
+}
+"""
+
+ext = load_inline(name="htam_checks_aten_calls", cpp_sources=CPP_SOURCE, functions=["matmul_relu", "softmax_forward"],
+                  extra_cflags=["-O2"], verbose=False)
+
+
+class ModelNew(nn.Module):
+    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return ext.matmul_relu(a, b)
