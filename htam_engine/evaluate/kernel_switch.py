@@ -73,6 +73,8 @@ import types
 from enum import Enum
 from typing import Any, Callable, Iterator
 
+from htam_engine.evaluate.interpreter_guard import check_launch
+
 class KernelMode(str, Enum):
     """What every custom kernel does within a call (the judge names it in wire.Arm)."""
 
@@ -195,7 +197,10 @@ class KernelSwitch:
             if original is None:
                 continue
 
-            def run(self_: Any, *args: Any, __orig: Callable = original, **kwargs: Any) -> Any:
+            def run(self_: Any, *args: Any, __orig: Callable = original, __interpreted: bool = cls is not owners[0],
+                    **kwargs: Any) -> Any:
+                if __interpreted:  # the CPU's kernels: plain Python, held to what a compile allows
+                    check_launch(self_.fn, args, kwargs)
                 if switch.mode == RUN:  # the path of every normal call: as little as possible
                     out = __orig(self_, *args, **kwargs)
                     if not kwargs.get("warmup", False):  # compiling ahead is not launching

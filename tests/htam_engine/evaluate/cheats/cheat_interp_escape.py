@@ -1,10 +1,12 @@
 """Cheat (CPU device only: PyTorch does the work inside a "Triton kernel"): under TRITON_INTERPRET=1
 (the judge's only way to run Triton on a CPU) a @triton.jit body is plain Python; a tl.constexpr
-argument may be any Python object, here a closure over the call's tensors, and the body calls it
-once (program 0): torch.softmax computes the output into y. The kernel switch sees an ordinary
-launch: skipped (empty grid) nothing is written (wrong); raising, forward fails; on garbage the
-tensors the closure holds are the ones overwritten, so softmax of garbage is written (wrong);
-spoiled, NaN (wrong). Every work-check question says the Triton kernel did the work."""
+argument may be any object, here a closure over the call's tensors, and the body calls it
+once (program 0): torch.softmax computes the output into y. The kernel switch saw an ordinary
+launch, and every work-check question said the Triton kernel did the work. Now the interpreter
+guard refuses a constexpr argument that is no plain value or jit function, as a GPU compile
+does: forward raises on every call.
+
+Class: no_kernel rule (Python inside an interpreted kernel)."""
 
 import torch
 import torch.nn as nn

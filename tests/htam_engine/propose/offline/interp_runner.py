@@ -6,6 +6,7 @@ Input (stdin): JSON list of {"id", "problem", "overrides", "code", "rtol", "atol
 Each output is compared with the float32 reference and, for a float32 output, with the reference
 run in float64 (as the evaluation does).
 Output (stdout, last line): JSON {id: {"ok": bool, "message": str}}.
+The judge's kernel switch is installed as in a sandbox (its interpreter guard applies).
 """
 
 from __future__ import annotations
@@ -63,6 +64,12 @@ def check(case: dict) -> dict:
 
 
 def main() -> None:
+    # The judge's kernel switch, as every sandbox installs it: on the CPU it holds each interpreted
+    # kernel to what a GPU compile allows (evaluate/interpreter_guard.py), which every kernel the
+    # generators write must meet.
+    from htam_engine.evaluate.kernel_switch import KernelSwitch
+
+    KernelSwitch().install()
     cases = json.load(sys.stdin)
     results = {case["id"]: check(case) for case in cases}
     sys.stdout.write("\n" + json.dumps(results) + "\n")
