@@ -306,3 +306,16 @@ def test_cuda_sandboxes_get_compiled_triton_kernels():
 
     assert "TRITON_INTERPRET" not in worker_env("cuda:0")
     assert worker_env("cpu")["TRITON_INTERPRET"] == "1"
+
+
+def test_a_kernel_on_garbage_past_the_host_memory_available_is_skipped_with_its_tensors_spoiled(switch, monkeypatch):
+    """Judges side by side may each hold a put-back copy at once: past half the host memory
+    available then, the launch is skipped and spoiled, as past the bound."""
+    from htam_engine.evaluate import kernel_switch
+
+    monkeypatch.setattr(kernel_switch, "GARBAGE_MAX_BYTES", 8)
+    monkeypatch.setattr(kernel_switch, "_host_room", lambda: 8)
+    flag, x, y = torch.zeros(1), torch.arange(4.0), torch.zeros(4)
+    with switch.switched("garbage"):
+        flag_and_double[(1,)](flag, x, y, 4, BLOCK=4)
+    assert torch.isnan(flag).all() and torch.isnan(x).all() and torch.isnan(y).all()
