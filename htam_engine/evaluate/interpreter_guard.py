@@ -30,54 +30,104 @@ class InterpretedEscape(TypeError):
     """A kernel reaches Python a compiled kernel could not (this module's docstring)."""
 
 
-_CHECKED: dict[int, tuple[Callable[..., Any], frozenset[str]]] = {}  # id(fn) -> (fn, its constexpr parameters)
+_READ: dict[int, tuple[Callable[..., Any], "_Source"]] = {}  # id(fn) -> (fn, what its source names)
+
+
+class _Source:
+    """What a kernel's source names: its parameters, the constexpr ones, the module-level names
+    and attribute chains its body reads (their values are looked up at every launch: a global
+    may be rebound between launches)."""
+
+    def __init__(self, fn: Callable[..., Any]):
+        self.name = getattr(fn, "__name__", "kernel")
+        self.constexprs: frozenset[str] = frozenset()
+        self.names: list[str] = []
+        self.chains: list[ast.Attribute] = []
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+        except (OSError, TypeError, SyntaxError):
+            return  # no source to read (the interpreter needs it too)
+        node = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)), None)
+        if node is None:
+            return
+        arguments = node.args.args + node.args.kwonlyargs
+        params = {a.arg for a in arguments}
+        self.constexprs = frozenset(a.arg for a in arguments
+                                    if a.annotation is not None and "constexpr" in ast.unparse(a.annotation))
+        body = [n for statement in node.body for n in ast.walk(statement)]  # not the signature's annotations
+        local = params | {t.id for n in body for t in _targets(n) if isinstance(t, ast.Name)}
+        for n in body:
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in local:
+                self.names.append(n.id)
+            if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load) and _root(n) not in local:
+                self.chains.append(n)
+            if isinstance(n, ast.Call) and not isinstance(n.func, (ast.Name, ast.Attribute)):
+                raise InterpretedEscape(f"kernel {self.name} calls the result of an expression "
+                                        f"({ast.unparse(n.func)}), which a compiled kernel cannot")
 
 
 def check_launch(fn: Callable[..., Any], args: tuple, kwargs: dict) -> None:
     """Raise InterpretedEscape where kernel `fn` (the interpreted function's Python function),
-    launched with `args` and `kwargs`, does what a compiled kernel could not."""
-    seen = _CHECKED.get(id(fn))
-    if seen is None or seen[0] is not fn:
-        seen = _CHECKED[id(fn)] = (fn, _checked_source(fn))
-    constexprs = seen[1]
+    launched with `args` and `kwargs`, does what a compiled kernel could not: its source and the
+    sources of the jit functions it names, read once each; the values of what they name and of
+    every argument, at every launch."""
+    source = _checked_body(fn, set())
     names = list(inspect.signature(fn).parameters)
     bound = {**dict(zip(names, args)), **{k: v for k, v in kwargs.items() if k in names}}
-    for name in constexprs:
-        if name in bound and not _plain(bound[name]):
-            raise InterpretedEscape(f"kernel {fn.__name__}: constexpr argument {name} is a {type(bound[name]).__name__}; "
-                                    "a compiled kernel takes numbers, strings, dtypes and jit functions there")
+    for name, value in bound.items():
+        if name in source.constexprs:
+            if not _plain(value):
+                raise InterpretedEscape(f"kernel {source.name}: constexpr argument {name} is a {type(value).__name__}; "
+                                        "a compiled kernel takes numbers, strings, dtypes and jit functions there")
+        elif not _launch_value(value):
+            raise InterpretedEscape(f"kernel {source.name}: argument {name} is a {type(value).__name__}; a compiled "
+                                    "kernel takes tensors, numbers, booleans and None")
 
 
-def _checked_source(fn: Callable[..., Any]) -> frozenset[str]:
-    """The kernel's constexpr parameters, once its source names nothing but what a kernel may."""
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
-    except (OSError, TypeError, SyntaxError):
-        return frozenset()  # no source to read (the interpreter needs it too)
-    node = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)), None)
-    if node is None:
-        return frozenset()
-    params = {a.arg for a in node.args.args + node.args.kwonlyargs}
-    constexprs = frozenset(a.arg for a in node.args.args + node.args.kwonlyargs
-                           if a.annotation is not None and "constexpr" in ast.unparse(a.annotation))
-    body = [n for statement in node.body for n in ast.walk(statement)]  # not the signature's annotations
-    assigned = {t.id for n in body for t in _targets(n) if isinstance(t, ast.Name)}
-    for n in body:
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in params | assigned:
-            value = fn.__globals__.get(n.id, getattr(builtins, n.id, _MISSING))
-            if not _allowed_global(n.id, value):
-                raise InterpretedEscape(f"kernel {fn.__name__} uses {n.id} (a {type(value).__name__}), which a "
-                                        "compiled kernel cannot: only Triton, jit functions, constexprs and plain values")
-        if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load):
-            value = _resolved(n, fn.__globals__, params | assigned)
-            if value is not _MISSING and not (isinstance(value, types.ModuleType) or _plain(value)):
-                raise InterpretedEscape(f"kernel {fn.__name__} uses {ast.unparse(n)} (a {type(value).__name__}), "
-                                        "which a compiled kernel cannot: only Triton, jit functions, constexprs "
-                                        "and plain values")
-        if isinstance(n, ast.Call) and not isinstance(n.func, (ast.Name, ast.Attribute)):
-            raise InterpretedEscape(f"kernel {fn.__name__} calls the result of an expression "
-                                    f"({ast.unparse(n.func)}), which a compiled kernel cannot")
-    return constexprs
+def _checked_body(fn: Callable[..., Any], seen: set[int]) -> "_Source":
+    """fn's source (read once), with what it names checked now, and so for every jit function it
+    names (a helper it calls runs through the interpreter unlaunched)."""
+    read = _READ.get(id(fn))
+    if read is None or read[0] is not fn:
+        read = _READ[id(fn)] = (fn, _Source(fn))
+    source = read[1]
+    seen.add(id(fn))
+    glob = getattr(fn, "__globals__", {})
+    for name in source.names:
+        value = glob.get(name, getattr(builtins, name, _MISSING))
+        if not _allowed_global(name, value):
+            raise InterpretedEscape(f"kernel {source.name} uses {name} (a {type(value).__name__}), which a compiled "
+                                    "kernel cannot: only Triton, jit functions, constexprs and plain values")
+        helper = getattr(value, "fn", None) if callable(value) and _of_triton(value) else None
+        if helper is not None and inspect.isfunction(helper) and id(helper) not in seen:
+            _checked_body(helper, seen)
+    for chain in source.chains:
+        value = _resolved(chain, glob)
+        if value is not _MISSING and not (isinstance(value, types.ModuleType) or _plain(value)):
+            raise InterpretedEscape(f"kernel {source.name} uses {ast.unparse(chain)} (a {type(value).__name__}), "
+                                    "which a compiled kernel cannot: only Triton, jit functions, constexprs "
+                                    "and plain values")
+    return source
+
+
+def _root(node: ast.Attribute) -> str:
+    base: ast.AST = node
+    while isinstance(base, ast.Attribute):
+        base = base.value
+    return base.id if isinstance(base, ast.Name) else ""
+
+
+def _launch_value(value: Any) -> bool:
+    """An argument a compiled kernel takes: a tensor of torch's own classes, a number, a bool,
+    None, one of Triton's objects (a tensor descriptor), or a tuple of those; exact types, so a
+    subclass's methods (an int whose __bool__ computes) never run."""
+    import torch
+
+    if type(value) in (torch.Tensor, torch.nn.Parameter, int, float, bool, type(None)):
+        return True
+    if type(value) is tuple:
+        return all(_launch_value(v) for v in value)
+    return _of_triton(value)
 
 
 _MISSING = object()
@@ -94,15 +144,15 @@ def _targets(node: ast.AST) -> list[ast.AST]:
     return []
 
 
-def _resolved(node: ast.Attribute, globals_: dict, local: set[str]) -> Any:
-    """What an attribute chain rooted at a module-level name refers to (_MISSING where it is rooted
-    at a local or parameter: a tensor's method, checked by the launch's constexpr rule)."""
+def _resolved(node: ast.Attribute, globals_: dict) -> Any:
+    """What an attribute chain rooted at a module-level name refers to now (_MISSING where its root
+    is no such name)."""
     chain: list[str] = []
     base: ast.AST = node
     while isinstance(base, ast.Attribute):
         chain.append(base.attr)
         base = base.value
-    if not isinstance(base, ast.Name) or base.id in local or base.id not in globals_:
+    if not isinstance(base, ast.Name) or base.id not in globals_:
         return _MISSING
     value = globals_[base.id]
     for attr in reversed(chain):
@@ -127,9 +177,9 @@ def _plain(value: Any) -> bool:
     function, or a tuple or list of those."""
     import torch
 
-    if value is None or isinstance(value, (bool, int, float, str, torch.dtype)):
+    if type(value) in (bool, int, float, str, torch.dtype, type(None)):  # exact: no subclass's methods run
         return True
-    if isinstance(value, (tuple, list)):
+    if type(value) in (tuple, list):
         return all(_plain(v) for v in value)
     return _of_triton(value)
 

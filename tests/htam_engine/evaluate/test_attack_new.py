@@ -210,11 +210,14 @@ def test_an_extension_that_is_one_aten_call_is_caught():
     assert "PyTorch's operators" in finding(r, "no_kernel").message
 
 
-def test_python_inside_an_interpreted_triton_kernel_is_refused():
-    """On the CPU a Triton kernel runs through the interpreter as plain Python; a constexpr argument
-    that is a closure calling torch.softmax is refused as a GPU compile would refuse it
-    (interpreter_guard): forward fails on every call, never ok."""
-    r = run_check("softmax", "cheat_interp_escape")
+@pytest.mark.parametrize("candidate", ["cheat_interp_escape", "cheat_interp_plain_arg", "cheat_interp_helper",
+                                       "cheat_interp_rebind", "cheat_interp_int_subclass"])
+def test_python_inside_an_interpreted_triton_kernel_is_refused(candidate):
+    """On the CPU a Triton kernel runs through the interpreter as plain Python; each of these runs
+    torch.softmax from inside one (a closure as a constexpr or a plain argument, a jit helper's
+    body, a global rebound after the first launch, an int subclass whose __bool__ computes) and is
+    refused as a GPU compile would refuse it (interpreter_guard): forward fails, never ok."""
+    r = run_check("softmax", candidate)
     assert r.status is Status.RUNTIME_ERROR, (r.status, r.diagnostics.message)
     assert "compiled kernel" in r.diagnostics.message
 
