@@ -58,3 +58,16 @@ def test_a_nan_left_where_garbage_was_nan_is_still_garbage():
     recipe, states = ks._garbage_recipe(t), []  # random bits: some patterns are NaN
     ks._draw(t, recipe, states)
     assert ks._still_garbage(t, recipe, states)
+
+
+def test_an_extension_library_naming_a_redispatch_is_refused(tmp_path):
+    """A library that calls operators below the Python dispatch key, or a native kernel directly,
+    is refused at import; one that names none of those loads."""
+    import types
+
+    hidden, plain = tmp_path / "hidden.so", tmp_path / "plain.so"
+    hidden.write_bytes(b"\x7fELF...._ZN2at4_ops8mse_loss10redispatchEN3c1014DispatchKeySet...")
+    plain.write_bytes(b"\x7fELF...._ZN2at8internal15invoke_parallel...")
+    with pytest.raises(ks.HiddenOperators, match="redispatch"):
+        ks._refuse_hidden_operators(types.SimpleNamespace(__file__=str(hidden), __name__="hidden"))
+    ks._refuse_hidden_operators(types.SimpleNamespace(__file__=str(plain), __name__="plain"))

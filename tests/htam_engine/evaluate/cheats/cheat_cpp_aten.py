@@ -14,7 +14,7 @@ from torch.utils.cpp_extension import load_inline
 CPP_SOURCE = r"""
 #include <torch/extension.h>
 
-// One source for honest_matmul_relu_cpp and cheat_cpp_aten: one build between them.
+// One source for honest_matmul_relu_cpp, cheat_cpp_aten and cheat_cpp_aten_clone: one build between them.
 torch::Tensor matmul_relu(torch::Tensor a, torch::Tensor b) {
     auto p = at::matmul(a, b).contiguous();
     float* v = p.data_ptr<float>();
@@ -26,9 +26,13 @@ torch::Tensor matmul_relu(torch::Tensor a, torch::Tensor b) {
 torch::Tensor softmax_forward(torch::Tensor x) {
     return at::softmax(x, 1);
 }
+
+torch::Tensor softmax_clone(torch::Tensor x) {
+    return at::softmax(x, 1).clone();
+}
 """
 
-ext = load_inline(name="htam_checks_aten_calls", cpp_sources=CPP_SOURCE, functions=["matmul_relu", "softmax_forward"],
+ext = load_inline(name="htam_checks_aten_calls", cpp_sources=CPP_SOURCE, functions=["matmul_relu", "softmax_forward", "softmax_clone"],
                   extra_cflags=["-O2"], verbose=False)
 
 

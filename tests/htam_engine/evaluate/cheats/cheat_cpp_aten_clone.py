@@ -1,0 +1,42 @@
+"""Cheat (PyTorch does the work under a custom-kernel claim): cheat_cpp_aten with the operator's
+result cloned before it is returned (`at::softmax(x, 1).clone()`), so the returned tensor is not
+the operator's own memory. The ATen watch matches an operator's result by its bits, wherever it
+lives: run on garbage, the clone gets the operator's result on the real input.
+
+Class: no_kernel rule (PyTorch's operators inside an extension)."""
+
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+CPP_SOURCE = r"""
+#include <torch/extension.h>
+
+// One source for honest_matmul_relu_cpp, cheat_cpp_aten and cheat_cpp_aten_clone: one build between them.
+torch::Tensor matmul_relu(torch::Tensor a, torch::Tensor b) {
+    auto p = at::matmul(a, b).contiguous();
+    float* v = p.data_ptr<float>();
+    const int64_t n = p.numel();
+    for (int64_t i = 0; i < n; ++i) v[i] = v[i] > 0.f ? v[i] : 0.f;
+    return p;
+}
+
+torch::Tensor softmax_forward(torch::Tensor x) {
+    return at::softmax(x, 1);
+}
+
+torch::Tensor softmax_clone(torch::Tensor x) {
+    return at::softmax(x, 1).clone();
+}
+"""
+
+ext = load_inline(name="htam_checks_aten_calls", cpp_sources=CPP_SOURCE, functions=["matmul_relu", "softmax_forward", "softmax_clone"],
+                  extra_cflags=["-O2"], verbose=False)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return ext.softmax_clone(x)
