@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import inspect
 import textwrap
 import types
@@ -40,6 +41,7 @@ class _Source:
 
     def __init__(self, fn: Callable[..., Any]):
         self.name = getattr(fn, "__name__", "kernel")
+        self.params = list(inspect.signature(fn).parameters)  # in order, to bind a launch's arguments
         self.constexprs: frozenset[str] = frozenset()
         self.names: list[str] = []
         self.chains: list[ast.Attribute] = []
@@ -59,7 +61,7 @@ class _Source:
         for n in body:
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in local:
                 self.names.append(n.id)
-            if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load) and _root(n) not in local:
+            if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load) and _chain(n)[0] not in local:
                 self.chains.append(n)
             if isinstance(n, ast.Call) and not isinstance(n.func, (ast.Name, ast.Attribute)):
                 raise InterpretedEscape(f"kernel {self.name} calls the result of an expression "
@@ -72,8 +74,7 @@ def check_launch(fn: Callable[..., Any], args: tuple, kwargs: dict) -> None:
     sources of the jit functions it names, read once each; the values of what they name and of
     every argument, at every launch."""
     source = _checked_body(fn, set())
-    names = list(inspect.signature(fn).parameters)
-    bound = {**dict(zip(names, args)), **{k: v for k, v in kwargs.items() if k in names}}
+    bound = {**dict(zip(source.params, args)), **{k: v for k, v in kwargs.items() if k in source.params}}
     for name, value in bound.items():
         if name in source.constexprs:
             if not _plain(value):
@@ -110,11 +111,14 @@ def _checked_body(fn: Callable[..., Any], seen: set[int]) -> "_Source":
     return source
 
 
-def _root(node: ast.Attribute) -> str:
+def _chain(node: ast.Attribute) -> tuple[str, list[str]]:
+    """`a.b.c` as ("a", ["b", "c"]); the root "" where it is no plain name (a call's result)."""
+    attrs: list[str] = []
     base: ast.AST = node
     while isinstance(base, ast.Attribute):
+        attrs.append(base.attr)
         base = base.value
-    return base.id if isinstance(base, ast.Name) else ""
+    return (base.id if isinstance(base, ast.Name) else ""), attrs[::-1]
 
 
 def _launch_value(value: Any) -> bool:
@@ -147,15 +151,11 @@ def _targets(node: ast.AST) -> list[ast.AST]:
 def _resolved(node: ast.Attribute, globals_: dict) -> Any:
     """What an attribute chain rooted at a module-level name refers to now (_MISSING where its root
     is no such name)."""
-    chain: list[str] = []
-    base: ast.AST = node
-    while isinstance(base, ast.Attribute):
-        chain.append(base.attr)
-        base = base.value
-    if not isinstance(base, ast.Name) or base.id not in globals_:
+    root, attrs = _chain(node)
+    if root not in globals_:
         return _MISSING
-    value = globals_[base.id]
-    for attr in reversed(chain):
+    value = globals_[root]
+    for attr in attrs:
         value = getattr(value, attr, _MISSING)
         if value is _MISSING:
             return _MISSING  # not there now: the interpreter fails on it as a compile would
@@ -169,7 +169,7 @@ def _allowed_global(name: str, value: Any) -> bool:
         return name in _BUILTINS
     if isinstance(value, types.ModuleType):
         return value.__name__.split(".")[0] == "triton"
-    return _plain(value) or _of_triton(value)
+    return _plain(value)
 
 
 def _plain(value: Any) -> bool:
@@ -189,15 +189,20 @@ def _of_triton(value: Any) -> bool:
     or interpreted function, the candidate's included) or one of its functions, by where their
     code lives. (A candidate that forges that, rewriting a code object's file name or Triton's
     modules, gets through: it runs in the process this guard runs in.)"""
-    import triton
-
-    home = triton.__path__[0]
+    home = _triton_home()
     if isinstance(value, type):
         return _defined_in(value, home)
     code = getattr(value, "__code__", None)
     if code is not None:
         return code.co_filename.startswith(home)
     return _defined_in(type(value), home)
+
+
+@functools.cache
+def _triton_home() -> str:
+    import triton
+
+    return triton.__path__[0]
 
 
 def _defined_in(kind: type, home: str) -> bool:
