@@ -470,16 +470,14 @@ def _on_garbage(run: Callable[[], Any], skipped: Callable[[], Any], handed: Any,
     aten = _AtenResults() if extension else None
     out = None
     try:
-        if aten is None:
-            return run()
-        with aten:
+        with aten or contextlib.nullcontext():
             out = run()
         return out
     finally:
         with _unseen():
             unwritten = [_still_garbage(t, recipe, states) for t, (recipe, states) in zip(tensors, drawn)]
             _copies_made_real(tensors, kept, unwritten)
-            if aten is not None and out is not None:
+            if aten is not None:
                 aten.made_real(out, tensors, kept)
             for t, was, left in zip(tensors, kept, unwritten):
                 if left:
@@ -679,8 +677,6 @@ def _copied_from(dst: Any, src: Any, continuous: bool) -> Any | None:
     import torch
 
     n = dst.numel()
-    if n == src.numel() and _equal_in_pieces(dst, src):
-        return slice(0, n)
     for start in _places_of(dst[0], src[: src.numel() - n + 1], most=8):  # drawn garbage: found once, seldom more
         if _equal_in_pieces(src[start:start + n], dst):
             return slice(start, start + n)

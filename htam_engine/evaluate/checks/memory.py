@@ -130,8 +130,11 @@ def overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
     """True when two tensors' storages overlap (views, reshapes and same-buffer returns)."""
     if a.device != b.device:
         return False
-    sa, sb = _span(a), _span(b)
-    return bool(sa and sb and sa[0] < sb[1] and sb[0] < sa[1])
+    return _spans_overlap(_span(a), _span(b))
+
+
+def _spans_overlap(a: tuple[int, int] | None, b: tuple[int, int] | None) -> bool:
+    return bool(a and b and a[0] < b[1] and b[0] < a[1])
 
 
 class HeldOutputs:
@@ -153,7 +156,7 @@ class HeldOutputs:
 
         self._held = [(ref, span) for ref, span in self._held if not ref.expired()]
         fresh = [(t, _span(t)) for t in tensors(out)]
-        hit = any(span and held[0] < span[1] and span[0] < held[1] for _, span in fresh for _, held in self._held)
+        hit = any(_spans_overlap(span, held) for _, span in fresh for _, held in self._held)
         self._held += [(StorageWeakRef(t.untyped_storage()), span) for t, span in fresh if span]
         return hit
 
