@@ -252,8 +252,7 @@ class Judge:
             # scheduling are read as its own (procstate), to be compared at handover.
             self._spare.wait_ready(_SANDBOX_START_S)
         except SandboxError:
-            self._spare.kill()
-            self._spare = None
+            self._drop_spare()
 
     def candidate_sandbox(self, limits: SandboxLimits) -> SandboxProcess:
         """A fresh sandbox (the spare started ahead, when its limits are these), and the next
@@ -295,22 +294,26 @@ class Judge:
         said = []
         if changed := self.zygote.tampered():
             said.append(f"the zygote: {changed}")
-            if self._spare is not None:
-                self._spare.kill()
-                self._spare = None
-            if self.baseline is not None:
-                self.baseline.close()
-                self.baseline = None
+            self._drop_spare()
+            self._drop_baseline()
             self.zygote.kill()
         if self._spare is not None and (changed := self._spare.tampered()):
             said.append(f"the spare sandbox: {changed}")
-            self._spare.kill()
-            self._spare = None
+            self._drop_spare()
         if self.baseline is not None and (changed := self.baseline.sandbox.tampered()):
             said.append(f"the reference sandbox: {changed}")
+            self._drop_baseline()
+        return "; ".join(said)
+
+    def _drop_spare(self) -> None:
+        if self._spare is not None:
+            self._spare.kill()
+            self._spare = None
+
+    def _drop_baseline(self) -> None:
+        if self.baseline is not None:
             self.baseline.close()
             self.baseline = None
-        return "; ".join(said)
 
     def loaded(self, problem: Any, config: EvalConfig) -> tuple[LoadedProblem, ReferenceModel | None]:
         """The loaded problem (and its reference model, once built), kept for the next request."""
@@ -382,10 +385,8 @@ class Judge:
         return result, healthy
 
     def close(self) -> None:
-        if self._spare is not None:
-            self._spare.kill()
-        if self.baseline is not None:
-            self.baseline.close()
+        self._drop_spare()
+        self._drop_baseline()
         self.zygote.close()
 
 

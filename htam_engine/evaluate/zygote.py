@@ -77,7 +77,7 @@ def _private_compile_caches(root: str) -> None:
 
 
 def _child(sock: socket.socket, zygote_sock: socket.socket, role: str, device: str, as_mb: int | None,
-           cpu_threads: int | None, file_mb: int | None, private: str | None = None) -> None:
+           cpu_threads: int | None, file_mb: int | None, private: str) -> None:
     """The forked child: cut loose from the zygote, take its limits, serve as a sandbox. Never returns."""
     code = 1
     try:
@@ -89,8 +89,7 @@ def _child(sock: socket.socket, zygote_sock: socket.socket, role: str, device: s
                 os.environ.pop(name, None)
         if cpu_threads:
             os.environ["OMP_NUM_THREADS"] = str(int(cpu_threads))
-        if private:
-            _private_compile_caches(private)
+        _private_compile_caches(private)
         zygote_sock.close()
         os.setsid()
         parent = os.getppid()
@@ -143,8 +142,7 @@ class Zygote:
             _child(child_end, self.sock, role, device, as_mb, cpu_threads, file_mb, private)
         child_end.close()
         self.sandboxes.add(pid)
-        if private:
-            self.private[pid] = private
+        self.private[pid] = private
         try:
             self._send({"t": "forked", "pid": pid}, [judge_end.fileno()])
         finally:
