@@ -41,7 +41,6 @@ from typing import Callable, Sequence
 import torch
 
 from htam_engine.evaluate.proctree import TICK_MS
-
 from htam_engine.evaluate.result import ClockCheck, Spread
 
 MARGIN_SPREADS = 3.0
