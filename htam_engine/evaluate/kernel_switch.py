@@ -491,6 +491,24 @@ _PLUMBING = frozenset({"empty", "empty_strided", "empty_like", "new_empty", "new
                        "resize_", "contiguous", "alias", "lift_fresh", "set_", "_local_scalar_dense"})
 
 
+# Operator namespaces of PyTorch itself; any other operator an extension function dispatches is the
+# extension's own (TORCH_LIBRARY).
+_PYTORCH_NAMESPACES = frozenset({"aten", "prims", "prim", "quantized", "_quantized"})
+
+
+def _below_python(args: tuple, kwargs: dict) -> Any:
+    """The backend dispatch keys of the tensors in an operator's arguments (None without tensors):
+    redispatched to them, the operator's backend kernel runs as it would after the Python key."""
+    import torch
+    from htam_engine.evaluate.checks.memory import tensor_leaves
+
+    keys = None
+    for t in tensor_leaves((args, kwargs)):
+        keys = torch._C._dispatch_keys(t) if keys is None else keys | torch._C._dispatch_keys(t)
+    # below BackendSelect, too: its kernels are fallthroughs, which a redispatch may not land on
+    return None if keys is None else keys & torch._C._dispatch_keyset_full_after(torch._C.DispatchKey.BackendSelect)
+
+
 class _AtenResults:
     """The ATen operators an extension function dispatched on a garbage run, with what each
     returned. An extension function that returns what an operator computed, unchanged (one
@@ -498,9 +516,13 @@ class _AtenResults:
     output the operator's result on the real values of what the function was handed, so the
     share of the output still right tells whose work it was, as for a copy. An operator's result
     the function then changed in place (a library product with its own epilogue) stays as the
-    function left it. What it does not see: an operator writing into an output given to it
-    (at::softmax_out), or one computing from a tensor the function made (no real value to
-    compute from). A dispatch mode active inside the function is what the candidate could ask
+    function left it. An operator the extension registered itself (TORCH_LIBRARY) is watched
+    inside too: a mode's handler runs what it handles with the mode set aside, so its backend
+    kernel's ATen calls went unseen; the handler runs that kernel with the mode back on
+    (_below_python). What it does not see: an operator writing into an output given to it
+    (at::softmax_out), one computing from a tensor the function made (no real value to
+    compute from), or one called under a guard excluding the Python key or from a thread the
+    function started (neither a mode nor the profiler's RecordFunction, thread-local, sees it). A dispatch mode active inside the function is what the candidate could ask
     for, as it could ask for the operator gate's."""
 
     def __init__(self) -> None:
@@ -516,6 +538,10 @@ class _AtenResults:
         class Recorder(TorchDispatchMode):
             def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
                 kwargs = kwargs or {}
+                below = _below_python(args, kwargs) if func.namespace not in _PYTORCH_NAMESPACES else None
+                if below is not None:  # an extension's own operator: its backend kernel, watched
+                    with self:
+                        return func.redispatch(below, *args, **kwargs)
                 out = func(*args, **kwargs)
                 name = func.overloadpacket.__name__
                 if isinstance(out, torch.Tensor) and func.namespace == "aten" and not func.is_view \

@@ -202,10 +202,14 @@ def test_a_candidate_cannot_lower_the_scheduling_of_the_reference_sandbox(tmp_pa
 # ---------------------------------------------------------------- what further red-team passes left
 def test_an_extension_that_is_one_aten_call_is_caught():
     """Run on garbage, the extension returns what aten._softmax computed, unchanged: that output gets
-    the operator's result on the real input, and PyTorch's softmax is all right. A product through
-    at::matmul that the extension's own loop then changes in place stays the extension's work."""
+    the operator's result on the real input, and PyTorch's softmax is all right. So too where the
+    call sits in the CPU kernel of an operator the extension registered. A product through
+    at::matmul that the extension's own loop then changes in place stays the extension's work,
+    as a function and as a registered operator."""
     honest_ok(run_check("matmul_relu", "honest_matmul_relu_cpp"))
-    for cheat in ("cheat_cpp_aten", "cheat_cpp_aten_clone"):  # its result returned, or a clone of it
+    honest_ok(run_check("matmul_relu", "honest_matmul_relu_op"))
+    # its result returned, a clone of it, or returned by a registered operator's kernel
+    for cheat in ("cheat_cpp_aten", "cheat_cpp_aten_clone", "cheat_cpp_aten_op"):
         r = run_check("softmax", cheat)
         assert_caught(r, "no_kernel")
         assert "PyTorch's operators" in finding(r, "no_kernel").message

@@ -1,0 +1,52 @@
+"""Cheat (PyTorch does the work under a custom-kernel claim): cheat_cpp_aten as a registered
+operator. The C++ function is one ATen call, at::softmax, registered with TORCH_LIBRARY and
+called as torch.ops.htam_checks_aten_op.softmax. Run on garbage, the operator passes the work
+check's dispatch mode first; the mode's handler calls it with the mode set aside, so the ATen
+call inside its kernel went unseen, and the output, softmax of the garbage, looked like the
+operator's own work. Now the handler runs an extension's operator with the watch still on.
+
+Class: no_kernel rule (PyTorch's operators inside an extension)."""
+
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+CPP_SOURCE = r"""
+#include <torch/extension.h>
+
+// One source for cheat_cpp_aten_op and honest_matmul_relu_op: one build between them.
+torch::Tensor softmax_forward(torch::Tensor x) {
+    return at::softmax(x, 1);
+}
+
+torch::Tensor matmul_relu(torch::Tensor a, torch::Tensor b) {
+    auto p = at::matmul(a, b).contiguous();
+    float* v = p.data_ptr<float>();
+    const int64_t n = p.numel();
+    for (int64_t i = 0; i < n; ++i) v[i] = v[i] > 0.f ? v[i] : 0.f;
+    return p;
+}
+
+TORCH_LIBRARY(htam_checks_aten_op, m) {
+    m.def("softmax(Tensor x) -> Tensor");
+    m.def("matmul_relu(Tensor a, Tensor b) -> Tensor");
+}
+
+// A kernel per backend runs below the Python dispatch key (a CompositeImplicitAutograd one, as
+// m.def(schema, fn) registers, runs above it, where the ATen call it makes is dispatched anew).
+TORCH_LIBRARY_IMPL(htam_checks_aten_op, CPU, m) {
+    m.impl("softmax", &softmax_forward);
+    m.impl("matmul_relu", &matmul_relu);
+}
+"""
+
+ext = load_inline(name="htam_checks_aten_op", cpp_sources=CPP_SOURCE, functions=["softmax_forward", "matmul_relu"],
+                  extra_cflags=["-O2"], verbose=False)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.ops.htam_checks_aten_op.softmax(x)

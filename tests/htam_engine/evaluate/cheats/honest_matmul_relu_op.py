@@ -1,0 +1,48 @@
+"""Honest: honest_matmul_relu_cpp as a registered operator with a CPU kernel
+(torch.ops.htam_checks_aten_op.matmul_relu): a product through at::matmul that the kernel's own
+loop then changes in place. The work check runs an extension's operator's backend kernel with its
+ATen watch on (cheat_cpp_aten_op); the product it sees is not what the operator returns."""
+
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+CPP_SOURCE = r"""
+#include <torch/extension.h>
+
+// One source for cheat_cpp_aten_op and honest_matmul_relu_op: one build between them.
+torch::Tensor softmax_forward(torch::Tensor x) {
+    return at::softmax(x, 1);
+}
+
+torch::Tensor matmul_relu(torch::Tensor a, torch::Tensor b) {
+    auto p = at::matmul(a, b).contiguous();
+    float* v = p.data_ptr<float>();
+    const int64_t n = p.numel();
+    for (int64_t i = 0; i < n; ++i) v[i] = v[i] > 0.f ? v[i] : 0.f;
+    return p;
+}
+
+TORCH_LIBRARY(htam_checks_aten_op, m) {
+    m.def("softmax(Tensor x) -> Tensor");
+    m.def("matmul_relu(Tensor a, Tensor b) -> Tensor");
+}
+
+// A kernel per backend runs below the Python dispatch key (a CompositeImplicitAutograd one, as
+// m.def(schema, fn) registers, runs above it, where the ATen call it makes is dispatched anew).
+TORCH_LIBRARY_IMPL(htam_checks_aten_op, CPU, m) {
+    m.impl("softmax", &softmax_forward);
+    m.impl("matmul_relu", &matmul_relu);
+}
+"""
+
+ext = load_inline(name="htam_checks_aten_op", cpp_sources=CPP_SOURCE, functions=["softmax_forward", "matmul_relu"],
+                  extra_cflags=["-O2"], verbose=False)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return torch.ops.htam_checks_aten_op.matmul_relu(a, b)
