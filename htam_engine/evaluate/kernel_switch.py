@@ -35,8 +35,9 @@ only copied into (a kernel "making the input contiguous" for PyTorch to compute 
 PyTorch's finished output into the buffer forward returns): it gets the same copy of the real
 values, so PyTorch's work around the copy meets real data and the share still right convicts it
 too (_copies_made_real). An extension function's ATen calls are watched on garbage: one that
-returns what an operator computed, unchanged (a single at::softmax call), gets the operator's
-result on the real values instead, for the same reason (_AtenResults). The values are finite, as real
+returns what an operator computed (a single at::softmax call; a copy, a view or a reshape of its
+result, to within a tolerance) gets what the operator computes from the real values instead, for
+the same reason (aten_watch). The values are finite, as real
 ones, so that a kernel cannot keep them from being put back by rewriting what it read (one that
 rewrote NaN as 0 in place, the identity on real inputs, would have kept NaN garbage); they are not
 the tensor's own distribution, or a statistic of them (an MSE, a mean) lands within the
@@ -73,7 +74,9 @@ import types
 from enum import Enum
 from typing import Any, Callable, Iterator
 
+from htam_engine.evaluate.aten_watch import AtenWatch
 from htam_engine.evaluate.interpreter_guard import check_launch
+from htam_engine.evaluate.tensor_bits import bits_of, integer_kinds
 
 class KernelMode(str, Enum):
     """What every custom kernel does within a call (the judge names it in wire.Arm)."""
@@ -110,7 +113,7 @@ GARBAGE_SCALE = 3.0
 # What an extension library names when it calls PyTorch's operators out of the dispatcher's sight
 # (the dispatcher's thread-local keys set by hand, a redispatch below the Python key, a native or
 # CPU kernel called directly): the operators then pass the work check's watch unseen
-# (_AtenResults). Mangled names, read from the built library, so no spelling of the source hides
+# (aten_watch). Mangled names, read from the built library, so no spelling of the source hides
 # them. Not among them: ExcludeDispatchKeyGuard, which every TORCH_LIBRARY registration's code
 # names too, so a guard excluding the Python key around an operator still gets through.
 _HIDDEN_OPERATOR_SYMBOLS = (b"tls_set_dispatch_key", b"_force_tls_local_dispatch_key_set", b"redispatch",
@@ -154,7 +157,7 @@ class KernelSwitch:
               extension: bool = False) -> Any:
         """`run` the kernel, or `skipped` (its stand-in), as the mode says; `handed`: what it was
         handed (for GARBAGE); `extension`: an extension function (its ATen calls are watched on
-        garbage, _AtenResults)."""
+        garbage, aten_watch)."""
         mode = self.mode
         if mode == RUN:
             out = run()
@@ -374,28 +377,10 @@ def _random_bits(t: Any) -> Callable[[Any, tuple[int, ...]], Any]:
     writes are told from them by their bits, _still_garbage)."""
     import torch
 
-    kind = _integer_kinds()[t.element_size()]
+    kind = integer_kinds()[t.element_size()]
     info = torch.iinfo(kind)
     return lambda generator, shape: torch.randint(info.min, info.max, shape, generator=generator, device=t.device,
                                                   dtype=kind).view(t.dtype)
-
-
-def _bits(t: Any) -> Any:
-    """`t`'s memory as integers, element for element (a complex128 as two int64 each): equal bits
-    are the same value, NaN included, and a dtype without == of its own compares too."""
-    import torch
-
-    kinds = _integer_kinds()
-    if t.element_size() not in kinds:
-        return torch.view_as_real(t).view(torch.int64)
-    return t.view(kinds[t.element_size()])
-
-
-@functools.cache
-def _integer_kinds() -> dict[int, Any]:
-    import torch
-
-    return {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
 @functools.cache
@@ -467,7 +452,7 @@ def _on_garbage(run: Callable[[], Any], skipped: Callable[[], Any], handed: Any,
                     t.copy_(was)
     if not prepared:
         return skipped()
-    aten = _AtenResults() if extension else None
+    aten = AtenWatch() if extension else None
     out = None
     try:
         with aten or contextlib.nullcontext():
@@ -482,116 +467,6 @@ def _on_garbage(run: Callable[[], Any], skipped: Callable[[], Any], handed: Any,
             for t, was, left in zip(tensors, kept, unwritten):
                 if left:
                     t.copy_(was)
-
-
-# ATen operators that allocate, view or move data: inside an extension function they are the
-# function's own plumbing, not PyTorch doing its work (_AtenResults).
-_PLUMBING = frozenset({"empty", "empty_strided", "empty_like", "new_empty", "new_empty_strided", "zeros", "zeros_like",
-                       "ones_like", "full", "full_like", "fill_", "zero_", "copy_", "clone", "_to_copy", "detach",
-                       "resize_", "contiguous", "alias", "lift_fresh", "set_", "_local_scalar_dense"})
-
-
-# Operator namespaces of PyTorch itself; any other operator an extension function dispatches is the
-# extension's own (TORCH_LIBRARY).
-_PYTORCH_NAMESPACES = frozenset({"aten", "prims", "prim", "quantized", "_quantized"})
-
-
-def _below_python(args: tuple, kwargs: dict) -> Any:
-    """The backend dispatch keys of the tensors in an operator's arguments (None without tensors):
-    redispatched to them, the operator's backend kernel runs as it would after the Python key."""
-    import torch
-    from htam_engine.evaluate.checks.memory import tensor_leaves
-
-    keys = None
-    for t in tensor_leaves((args, kwargs)):
-        keys = torch._C._dispatch_keys(t) if keys is None else keys | torch._C._dispatch_keys(t)
-    # below BackendSelect, too: its kernels are fallthroughs, which a redispatch may not land on
-    return None if keys is None else keys & torch._C._dispatch_keyset_full_after(torch._C.DispatchKey.BackendSelect)
-
-
-class _AtenResults:
-    """The ATen operators an extension function dispatched on a garbage run, with what each
-    returned. An extension function that returns what an operator computed, unchanged (one
-    at::softmax call, or a clone of its result: matched by bits), did PyTorch's work under a custom kernel's name: made_real gives that
-    output the operator's result on the real values of what the function was handed, so the
-    share of the output still right tells whose work it was, as for a copy. An operator's result
-    the function then changed in place (a library product with its own epilogue) stays as the
-    function left it. An operator the extension registered itself (TORCH_LIBRARY) is watched
-    inside too: a mode's handler runs what it handles with the mode set aside, so its backend
-    kernel's ATen calls went unseen; the handler runs that kernel with the mode back on
-    (_below_python). What it does not see: an operator writing into an output given to it
-    (at::softmax_out), one computing from a tensor the function made (no real value to
-    compute from), or one called under a guard excluding the Python key or from a thread the
-    function started (neither a mode nor the profiler's RecordFunction, thread-local, sees it). A dispatch mode active inside the function is what the candidate could ask
-    for, as it could ask for the operator gate's."""
-
-    def __init__(self) -> None:
-        self.records: list[tuple[Any, tuple, dict, Any, Any]] = []  # (op, args, kwargs, result, its bits then)
-        self._mode: Any = None
-
-    def __enter__(self) -> "_AtenResults":
-        import torch
-        from torch.utils._python_dispatch import TorchDispatchMode
-
-        records = self.records
-
-        class Recorder(TorchDispatchMode):
-            def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
-                kwargs = kwargs or {}
-                below = _below_python(args, kwargs) if func.namespace not in _PYTORCH_NAMESPACES else None
-                if below is not None:  # an extension's own operator: its backend kernel, watched
-                    with self:
-                        return func.redispatch(below, *args, **kwargs)
-                out = func(*args, **kwargs)
-                name = func.overloadpacket.__name__
-                if isinstance(out, torch.Tensor) and func.namespace == "aten" and not func.is_view \
-                        and name not in _PLUMBING:  # an operator of an extension's own library is its kernel
-                    records.append((func, args, kwargs, out, _bits(out).clone()))
-                return out
-
-        self._mode = Recorder()
-        self._mode.__enter__()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self._mode.__exit__(*exc)
-
-    def made_real(self, out: Any, tensors: list[Any], kept: list[Any]) -> None:
-        from htam_engine.evaluate.checks.memory import tensor_leaves
-
-        for leaf in tensor_leaves(out):
-            for func, args, kwargs, result, bits in self.records:
-                # by its bits wherever it lives: a clone of the operator's result is its result too
-                if result.shape != leaf.shape or result.dtype != leaf.dtype or \
-                        not bool((_bits(leaf) == bits).all()):
-                    continue
-                real = _real_arguments((args, kwargs), tensors, kept)
-                if real is not None:
-                    leaf.copy_(func(*real[0], **real[1]))
-                    break
-
-
-def _real_arguments(structure: Any, tensors: list[Any], kept: list[Any]) -> Any | None:
-    """`structure` with every tensor that is one of `tensors` replaced by its real values (from
-    `kept`, on its device); None where a tensor is none of them."""
-    import torch
-
-    def real(x: Any) -> Any:
-        if isinstance(x, torch.Tensor):
-            for t, was in zip(tensors, kept):
-                if (x.data_ptr(), x.shape, x.stride(), x.dtype) == (t.data_ptr(), t.shape, t.stride(), t.dtype):
-                    return was.to(t.device)
-            raise LookupError
-        if isinstance(x, (list, tuple)):
-            return type(x)(real(v) for v in x)
-        if isinstance(x, dict):
-            return {k: real(v) for k, v in x.items()}
-        return x
-
-    try:
-        return real(structure)
-    except LookupError:
-        return None
 
 
 def _host_room() -> int:
@@ -635,7 +510,7 @@ def _still_garbage(t: Any, recipe: Callable[..., Any], states: list[Any]) -> boo
         generator = _generator(t.device)
         for piece, state in zip(_pieces(t), states, strict=True):
             generator.set_state(state)
-            if not bool((_bits(piece) == _bits(recipe(generator, piece.shape))).all()):
+            if not bool((bits_of(piece) == bits_of(recipe(generator, piece.shape))).all()):
                 return False
         return True
     except Exception:  # noqa: BLE001 - see the docstring
@@ -666,12 +541,12 @@ def _copies_made_real(tensors: list[Any], kept: list[Any], unwritten: list[bool]
             s = tensors[k]
             if s.dtype != t.dtype or s.numel() < t.numel() or overlaps(s, t):
                 continue
-            places = _copied_from(_bits(t).reshape(-1), _bits(s).reshape(-1), t.is_floating_point() or t.is_complex())
+            places = _copied_from(bits_of(t).reshape(-1), bits_of(s).reshape(-1), t.is_floating_point() or t.is_complex())
             if places is not None:
                 if not isinstance(places, slice):
                     places = places.to(kept[k].device)  # the copy may be in host memory
-                real = _bits(kept[k]).reshape(-1)[places]
-                _bits(t).copy_(real.view(_bits(t).shape))
+                real = bits_of(kept[k]).reshape(-1)[places]
+                bits_of(t).copy_(real.view(bits_of(t).shape))
                 break
 
 

@@ -208,9 +208,13 @@ def test_an_extension_that_is_one_aten_call_is_caught():
     as a function and as a registered operator."""
     honest_ok(run_check("matmul_relu", "honest_matmul_relu_cpp"))
     honest_ok(run_check("matmul_relu", "honest_matmul_relu_op"))
-    # its result returned, a clone of it, or returned by a registered operator's kernel
-    for cheat in ("cheat_cpp_aten", "cheat_cpp_aten_clone", "cheat_cpp_aten_op"):
-        r = run_check("softmax", cheat)
+    # its result returned, a clone of it, returned by a registered operator's kernel; and from red-team
+    # pass 4: reshaped, its last bits flipped, computed by an operator without tensor arguments
+    for problem, cheat in [("softmax", "cheat_cpp_aten"), ("softmax", "cheat_cpp_aten_clone"),
+                           ("softmax", "cheat_cpp_aten_op"), ("softmax", "cheat_cpp_aten_reshaped"),
+                           ("softmax", "cheat_cpp_aten_last_bit"), ("softmax", "cheat_cpp_aten_op_pointer"),
+                           ("mse", "cheat_cpp_aten_chain")]:  # mse_loss, then a mean of its result, then a view
+        r = run_check(problem, cheat)
         assert_caught(r, "no_kernel")
         assert "PyTorch's operators" in finding(r, "no_kernel").message
 

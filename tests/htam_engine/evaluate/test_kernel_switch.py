@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from htam_engine.evaluate import kernel_switch as ks
+from htam_engine.evaluate.tensor_bits import bits_of
 
 
 def garbage(n: int, seed: int = 0) -> torch.Tensor:
@@ -16,7 +17,7 @@ def garbage(n: int, seed: int = 0) -> torch.Tensor:
 def test_a_copy_of_all_of_a_source_a_run_of_it_or_a_gather_from_it_is_found(piece, monkeypatch):
     monkeypatch.setattr(ks, "GARBAGE_PIECE_ELEMENTS", piece)
     src = garbage(1000)
-    bits = ks._bits
+    bits = bits_of
     assert ks._copied_from(bits(src.clone()), bits(src), True) == slice(0, 1000)
     assert ks._copied_from(bits(src[10:510].clone()), bits(src), True) == slice(10, 510)
     places = torch.randperm(1000, generator=torch.Generator().manual_seed(1))[:300]
@@ -25,7 +26,7 @@ def test_a_copy_of_all_of_a_source_a_run_of_it_or_a_gather_from_it_is_found(piec
 
 def test_values_computed_from_a_source_are_no_copy():
     src = garbage(1000)
-    bits = ks._bits
+    bits = bits_of
     assert ks._copied_from(bits(torch.relu(src)), bits(src), True) is None  # its negatives became 0
     assert ks._copied_from(bits(src * 1.0001), bits(src), True) is None
     ints = torch.randint(0, 5, (1000,), generator=torch.Generator().manual_seed(2))

@@ -13,8 +13,9 @@ from torch.utils.cpp_extension import load_inline
 
 CPP_SOURCE = r"""
 #include <torch/extension.h>
+#include <ATen/core/dispatch/Dispatcher.h>
 
-// One source for cheat_cpp_aten_op and honest_matmul_relu_op: one build between them.
+// One source for cheat_cpp_aten_op, cheat_cpp_aten_op_pointer and honest_matmul_relu_op: one build between them.
 torch::Tensor softmax_forward(torch::Tensor x) {
     return at::softmax(x, 1);
 }
@@ -27,7 +28,23 @@ torch::Tensor matmul_relu(torch::Tensor a, torch::Tensor b) {
     return p;
 }
 
+// An operator without tensor arguments: the input reached by its address.
+at::Tensor softmax_at(int64_t address, int64_t rows, int64_t cols) {
+    auto x = torch::from_blob(reinterpret_cast<void*>(address), {rows, cols}, torch::kFloat);
+    return at::softmax(x, 1);
+}
+
+at::Tensor softmax_by_pointer(const at::Tensor& x) {
+    auto xc = x.contiguous();
+    static auto op = c10::Dispatcher::singleton().findSchemaOrThrow("htam_checks_aten_op::softmax_at", "")
+                         .typed<at::Tensor(int64_t, int64_t, int64_t)>();
+    return op.call(reinterpret_cast<int64_t>(xc.data_ptr<float>()), xc.size(0), xc.size(1));
+}
+
 TORCH_LIBRARY(htam_checks_aten_op, m) {
+    m.def("softmax_at(int address, int rows, int cols) -> Tensor");
+    m.impl("softmax_at", c10::DispatchKey::CompositeExplicitAutograd, &softmax_at);
+    m.def("softmax_by_pointer(Tensor x) -> Tensor", &softmax_by_pointer);
     m.def("softmax(Tensor x) -> Tensor");
     m.def("matmul_relu(Tensor a, Tensor b) -> Tensor");
 }

@@ -1,0 +1,271 @@
+"""The work check's watch on the ATen operators an extension function dispatches on its garbage run.
+
+An extension function is a custom kernel to the work check whatever it calls, so one that is
+PyTorch's operators under a custom kernel's name (`return at::softmax(x, 1)`) computes from the
+garbage it is handed like an honest kernel. On the garbage run (kernel_switch._on_garbage) a
+dispatch mode records every ATen operator the function dispatches and what it returned. An
+output of the function that holds what an operator returned (by value, to within
+ATEN_MATCH_TOLERANCE: a clone, a reshape, a view, a last bit flipped; or the operator's own memory
+viewed another way) gets what that operator computes from the real values instead: the function's
+ATen calls are replayed on the real values of what it was handed (made_real), through every
+operator before it whose result it read and every view into those. The judge then looks at how
+much of the output is still right: an output PyTorch computed is all right, while an operator's
+result the function changed by work of its own (a library product with its own epilogue) no
+longer holds what the operator returned, or holds it only where that work changed nothing, and
+stays as the function left it.
+
+An operator the extension registered itself (TORCH_LIBRARY) is watched inside too: a mode's
+handler runs what it handles with the mode set aside, so a backend kernel's ATen calls went
+unseen; the handler runs an extension's operator's kernel with the mode back on (below_python).
+
+What it does not see: an operator called under a guard excluding the Python dispatch key or from
+a thread the function started (neither a dispatch mode nor the profiler's RecordFunction,
+thread-local, sees it); an output that is an operator's result permuted (a transpose copied out);
+a result computed from memory the function made itself (a from_blob of a raw pointer: no real
+value to replay it on). A dispatch mode active inside the function is what the candidate could ask
+for, as it could ask for the operator gate's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from htam_engine.evaluate.tensor_bits import bits_of
+
+# An output holds what an operator returned when every element is within this of it, relative to
+# the element and to the largest of the operator's values: wider than any judge's tolerance, so
+# an output that would pass the judge as the operator's result is taken for it. An honest
+# function's own work makes a difference beyond it somewhere, and where it does not, the
+# operator's result on the real values is right only if the operator did the work.
+ATEN_MATCH_TOLERANCE = 1e-2
+
+# ATen operators that allocate, view or move data: inside an extension function they are the
+# function's own plumbing, not PyTorch doing its work.
+PLUMBING = frozenset({"empty", "empty_strided", "empty_like", "new_empty", "new_empty_strided", "zeros", "zeros_like",
+                      "ones_like", "full", "full_like", "fill_", "zero_", "copy_", "clone", "_to_copy", "detach",
+                      "resize_", "contiguous", "alias", "lift_fresh", "set_", "_local_scalar_dense"})
+
+# Operator namespaces of PyTorch itself; any other operator an extension function dispatches is the
+# extension's own (TORCH_LIBRARY).
+PYTORCH_NAMESPACES = frozenset({"aten", "prims", "prim", "quantized", "_quantized"})
+
+# Compared a piece at a time (no temporary the size of a large output).
+_PIECE_ELEMENTS = 1 << 24
+
+
+def below_python(args: tuple, kwargs: dict) -> Any:
+    """The backend dispatch keys of the tensors in an operator's arguments (the CPU's for an
+    operator without tensors, whose kernel, registered for every backend, has a CPU entry):
+    redispatched to them, the operator's backend kernel runs as it would after the Python key."""
+    import torch
+    from htam_engine.evaluate.checks.memory import tensor_leaves
+
+    keys = None
+    for t in tensor_leaves((args, kwargs)):
+        keys = torch._C._dispatch_keys(t) if keys is None else keys | torch._C._dispatch_keys(t)
+    if keys is None:
+        return torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
+    # below BackendSelect, too: its kernels are fallthroughs, which a redispatch may not land on
+    return keys & torch._C._dispatch_keyset_full_after(torch._C.DispatchKey.BackendSelect)
+
+
+@dataclass(slots=True)
+class _Record:
+    """One ATen call of the function: its arguments, one tensor it returned, that tensor's values then."""
+
+    func: Any
+    args: tuple
+    kwargs: dict
+    index: int | None  # which tensor of a tuple the operator returned; None: the result itself
+    result: Any
+    values: Any
+
+
+@dataclass
+class AtenWatch:
+    """Records an extension function's ATen calls while entered; made_real afterwards (module docstring)."""
+
+    records: list[_Record] = field(default_factory=list)
+    _mode: Any = None
+
+    def __enter__(self) -> "AtenWatch":
+        import torch
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        records = self.records
+
+        class Recorder(TorchDispatchMode):
+            def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+                kwargs = kwargs or {}
+                if func.namespace not in PYTORCH_NAMESPACES:  # an extension's own operator: its kernel, watched
+                    with self:
+                        return func.redispatch(below_python(args, kwargs), *args, **kwargs)
+                out = func(*args, **kwargs)
+                if func.namespace != "aten" or func.is_view or func.overloadpacket.__name__ in PLUMBING:
+                    return out
+                results = [(None, out)] if isinstance(out, torch.Tensor) else \
+                    list(enumerate(out)) if isinstance(out, (tuple, list)) else []
+                for index, t in results:
+                    if isinstance(t, torch.Tensor) and t.numel():
+                        records.append(_Record(func, args, kwargs, index, t, t.detach().clone()))
+                return out
+
+        self._mode = Recorder()
+        self._mode.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._mode.__exit__(*exc)
+
+    def made_real(self, out: Any, tensors: list[Any], kept: list[Any]) -> None:
+        """Every tensor of `out` that holds what a recorded operator returned gets what the operator
+        computes from the real values (`kept`: the real values of the handed `tensors`)."""
+        from htam_engine.evaluate.checks.memory import tensor_leaves
+
+        real = _RealValues(tensors, kept, self.records)
+        for leaf in tensor_leaves(out):
+            for i in reversed(range(len(self.records))):  # the latest operator first
+                rec = self.records[i]
+                now = _holds(leaf, rec)
+                if now is None:
+                    continue
+                values = real.of(leaf, i + 1) if now else real.of_record(i)
+                if values is not None:
+                    leaf.copy_(values.reshape(leaf.shape))
+                    break
+
+
+def _holds(leaf: Any, rec: _Record) -> bool | None:
+    """Whether `leaf` holds what `rec`'s operator returned: True where it views the operator's own
+    memory, False where it holds those values elsewhere (a copy, a reshape), None where it does not."""
+    if leaf.dtype != rec.result.dtype:
+        return None
+    span = _within(leaf, rec.result)
+    if span is not None:
+        import torch
+
+        return True if _close(leaf, torch.as_strided(rec.values, leaf.size(), leaf.stride(), span)) else None
+    if leaf.numel() == rec.values.numel() and _close(leaf.reshape(-1), rec.values.reshape(-1)):
+        return False
+    return None
+
+
+def _within(x: Any, base: Any) -> int | None:
+    """Where `x` starts in `base`'s memory (as a storage offset for a tensor laid out as `base`) when
+    every element of `x` lies in `base`'s span of the same storage; else None."""
+    if not x.numel() or not base.numel():
+        return None
+    if x.untyped_storage().data_ptr() != base.untyped_storage().data_ptr() or x.device != base.device:
+        return None
+    lo, base_lo = x.storage_offset(), base.storage_offset()
+    hi = lo + sum((n - 1) * s for n, s in zip(x.shape, x.stride()))
+    base_hi = base_lo + sum((n - 1) * s for n, s in zip(base.shape, base.stride()))
+    if lo < base_lo or hi > base_hi or min(x.stride(), default=0) < 0:
+        return None
+    return lo - base_lo
+
+
+def _close(a: Any, b: Any) -> bool:
+    """Every element of `a` within ATEN_MATCH_TOLERANCE of `b`'s (module docstring); integers and
+    booleans by bits."""
+    import torch
+
+    b = b.to(a.device)
+    if not (a.is_floating_point() or a.is_complex()):
+        return bool((bits_of(a) == bits_of(b)).all()) if a.dtype != torch.bool else torch.equal(a, b)
+    flat = a.dim() == 1 and b.dim() == 1
+    scale = float(b.abs().max()) if b.numel() else 0.0
+    if not (scale == scale) or scale == float("inf"):  # NaN or inf among the operator's values
+        scale = 0.0
+    step = _PIECE_ELEMENTS if flat else max(1, a.numel())
+    for k in range(0, a.numel(), step):
+        pa, pb = (a[k:k + step], b[k:k + step]) if flat else (a, b)
+        if not bool(torch.isclose(pa, pb, rtol=ATEN_MATCH_TOLERANCE, atol=ATEN_MATCH_TOLERANCE * scale,
+                                  equal_nan=True).all()):
+            return False
+    return True
+
+
+class _RealValues:
+    """What a tensor the function saw holds on the real values: a view into a handed tensor reads
+    its kept copy; into an operator's result, that operator replayed on its arguments' real values."""
+
+    def __init__(self, tensors: list[Any], kept: list[Any], records: list[_Record]):
+        self.handed = list(zip(tensors, kept))
+        self.records = records
+        self.replayed: dict[int, Any] = {}
+
+    def of(self, x: Any, before: int) -> Any | None:
+        """`x` on the real values, from the latest source before record `before` that holds it."""
+        import torch
+
+        for i in reversed(range(before)):
+            span = _within(x, self.records[i].result)
+            if span is not None:
+                source = self.of_record(i)
+                return None if source is None else torch.as_strided(source, x.size(), x.stride(), span)
+        for t, was in self.handed:
+            span = _within(x, t)
+            if span is not None:
+                return torch.as_strided(_laid_out_as(was.to(t.device), t), x.size(), x.stride(), span)
+        return None
+
+    def of_record(self, i: int) -> Any | None:
+        """Record i's result on the real values, laid out as the recorded one (None: an argument has none)."""
+        if i in self.replayed:
+            return self.replayed[i]
+        self.replayed[i] = None  # an argument that comes back to this record has none
+        rec = self.records[i]
+        schema = rec.func._schema.arguments
+        written = {a.name for a in schema if a.alias_info is not None and a.alias_info.is_write}
+        outs = {a.name for a in schema if a.is_out}  # at::softmax_out's buffer: the function's own, any will do
+        names = [a.name for a in schema]
+
+        def real(name: str, v: Any) -> Any:
+            return _like(v) if name in outs else self._real(v, i, name in written)
+
+        try:
+            args = tuple(real(names[k] if k < len(names) else "", v) for k, v in enumerate(rec.args))
+            kwargs = {k: real(k, v) for k, v in rec.kwargs.items()}
+            out = rec.func(*args, **kwargs)
+        except LookupError:
+            return None
+        value = out if rec.index is None else out[rec.index]
+        self.replayed[i] = _laid_out_as(value, rec.result)
+        return self.replayed[i]
+
+    def _real(self, value: Any, before: int, written: bool) -> Any:
+        """An argument of record `before` on the real values (tensors in lists too). A tensor the
+        operator writes is a copy, so the replay never changes a kept copy or an earlier replay."""
+        import torch
+
+        if isinstance(value, torch.Tensor):
+            real = self.of(value, before)
+            if real is None:
+                raise LookupError
+            return real.clone() if written else real
+        if isinstance(value, (list, tuple)):
+            return type(value)(self._real(v, before, written) for v in value)
+        return value
+
+
+def _like(value: Any) -> Any:
+    """A fresh tensor (or list of them) shaped as `value`."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return torch.empty_like(value)
+    return type(value)(_like(v) for v in value) if isinstance(value, (list, tuple)) else value
+
+
+def _laid_out_as(value: Any, like: Any) -> Any:
+    """`value` with `like`'s strides and storage offset 0, so an offset into `like`'s memory names
+    the same element in it."""
+    import torch
+
+    if value.stride() == like.stride() and value.storage_offset() == 0:
+        return value
+    out = torch.empty_strided(like.size(), like.stride(), dtype=like.dtype, device=like.device)
+    out.copy_(value)
+    return out
