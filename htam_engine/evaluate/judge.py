@@ -206,6 +206,10 @@ class Judge:
         except HarnessStartError as exc:
             self.zygote_error = str(exc)
         warm_device(device)  # while the zygote imports
+        # The clock rule's floor (clock.copy_bandwidth), measured before any candidate runs: measured
+        # during the first evaluation, a candidate's helper stopping this process between copies
+        # (same user) had cut it 5-11x for every later candidate of this judge.
+        self.bandwidth = copy_bandwidth(device)
         self.memory_history = MemoryHistory(device)  # one per judge: its snapshots are numbered in turn
         self.working_stage = Stage.START  # the stage a wait for the device interrupts (resume_stage)
         self.lock = DeviceLock(device, os.environ.get("HTAM_WORKER_LOCK") or f"time-{device.replace(':', '')}",
@@ -221,7 +225,6 @@ class Judge:
         self.baseline: BaselineSandbox | None = None
         self.build_failures: collections.OrderedDict[str, BuildFailure] = collections.OrderedDict()  # by key
         self.build_records = BuildRecords()  # what the builds it asked for left in the shared cache
-        self._bandwidth: float | None = None
         self._fork_spare(SandboxLimits.of(EvalConfig(), device))  # the usual limits, until a request says
 
     # ------------------------------------------------------------------ helpers
@@ -233,11 +236,6 @@ class Judge:
     def resume_stage(self) -> None:
         """The stage a wait for the device interrupted goes on (its time counts again)."""
         self.stage(self.working_stage)
-
-    def bandwidth(self) -> float:
-        if self._bandwidth is None:
-            self._bandwidth = copy_bandwidth(self.device)
-        return self._bandwidth
 
     def _fork_spare(self, limits: SandboxLimits) -> None:
         if self.zygote_error:

@@ -424,7 +424,7 @@ class TimedRounds:
         r = self.result
         cand = samples["main"]
         baselines = samples.get("eager", []) + samples.get("compiled", [])
-        floor_ms = out_bytes / self.judge.bandwidth() * 1e3
+        floor_ms = out_bytes / self.judge.bandwidth * 1e3
         figures, message = clock_check(self.device, clocked(cand), clocked(baselines), floor_ms)
         r.clock = figures
         if message:

@@ -83,6 +83,19 @@ def test_a_candidate_leaves_no_process_behind_to_slow_its_baselines(clean):
         assert r.ref_runtime_ms < 2.5 * honest.ref_runtime_ms, (r.ref_runtime_ms, honest.ref_runtime_ms)
 
 
+def test_the_clock_rules_copy_bandwidth_is_measured_before_any_candidate_runs(tmp_path):
+    """Red-team pass 5: measured in the first evaluation, the copy bandwidth below which a trial is a
+    forged time was cut 5-11x by a helper that candidate forked, stopping the judge (same user)
+    between its copies, for every later candidate of that judge (an honest kernel writing a large
+    output fast would then read as forged). The judge measures it at its start, before any
+    candidate's code exists, and keeps that figure."""
+    with isolated_judge(tmp_path) as j:
+        measured = j.judge.bandwidth
+        assert measured > 1e8  # bytes a second: any host copies faster than 100 MB/s
+        honest_ok(j.run("relu", "honest_relu_triton"))
+        assert j.judge.bandwidth == measured
+
+
 def test_stopping_the_spare_sandbox_leaves_the_next_candidate_alone(clean, monkeypatch):
     import htam_engine.evaluate.channel as channel
 
