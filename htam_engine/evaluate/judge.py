@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import math
 import os
 import re
 import time
@@ -209,7 +210,10 @@ class Judge:
         # The clock rule's floor (clock.copy_bandwidth), measured before any candidate runs: measured
         # during the first evaluation, a candidate's helper stopping this process between copies
         # (same user) had cut it 5-11x for every later candidate of this judge.
-        self.bandwidth = copy_bandwidth(device)
+        try:
+            self.bandwidth = copy_bandwidth(device)
+        except Exception:  # noqa: BLE001 - a device this process cannot use: no floor (its evaluations fail anyway)
+            self.bandwidth = math.inf
         self.memory_history = MemoryHistory(device)  # one per judge: its snapshots are numbered in turn
         self.working_stage = Stage.START  # the stage a wait for the device interrupts (resume_stage)
         self.lock = DeviceLock(device, os.environ.get("HTAM_WORKER_LOCK") or f"time-{device.replace(':', '')}",

@@ -144,7 +144,9 @@ def test_a_kernel_run_on_garbage_computes_garbage_and_what_it_did_not_write_is_p
     import types
 
     module = types.ModuleType("ext")
-    module.gather = lambda src, index: src[index] + 1  # an extension function reading both
+    # an extension function reading both, computing out of ATen's sight as C++ would (through ATen,
+    # the work check's watch replays its operators on the real values: aten_watch)
+    module.gather = lambda src, index: torch.from_numpy(src.numpy()[index.numpy()] + 1)
     switch.instrument(module)
     src = torch.tensor([10.0, 20.0, 30.0, 40.0])
     with switch.switched("garbage"):
