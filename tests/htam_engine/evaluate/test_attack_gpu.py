@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pytest
 
-from cheats.caught import assert_caught
+from cheats.caught import TIMING_RULES, assert_caught
 from cheats.harness import run_check
 from cheats.isolated import isolated_judge
 from htam_engine.evaluate.result import Status
@@ -81,7 +81,7 @@ def test_prefetching_from_the_ipc_input_buffers_is_caught_or_gains_nothing():
     ("cheat_precision_timed", ("lower_precision", "changed_during_timing")),
 ])
 def test_cpu_cheats_of_the_work_check_and_precision_are_caught_on_cuda(candidate, rules):
-    assert_caught(run_check("relu", candidate, device="cuda"), *rules)
+    assert_caught(run_check("relu", candidate, device="cuda"), *rules, *TIMING_RULES)
 
 
 def test_a_poisoned_inductor_cache_does_not_slow_the_compile_baseline_on_cuda(tmp_path):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from cheats.caught import TIMING_RULES
 from cheats.harness import finding, rules, run_check
 from htam_engine.evaluate.result import Status
 
@@ -62,4 +63,4 @@ def test_a_cache_keyed_on_the_reused_input_address_is_caught_on_cuda():
 def test_cpu_caught_cheats_are_caught_on_cuda_too(candidate, rule):
     r = run_check("relu", candidate, device="cuda")
     assert r.status in (Status.REJECTED, Status.INCORRECT), r.diagnostics.message
-    assert rule in rules(r) or r.diagnostics.mismatch is not None, r.integrity
+    assert rule in rules(r) or set(TIMING_RULES) & rules(r) or r.diagnostics.mismatch is not None, r.integrity

@@ -8,6 +8,11 @@ from htam_engine.evaluate.result import Status
 
 CAUGHT_STATUSES = (Status.REJECTED, Status.INCORRECT)
 
+# The timing stage's rules, which the judge applies before the work check: on a GPU shared by a
+# parallel test run, the judge's clock or the tail after the end event can turn a work-check cheat
+# down first (seen on the H200 for cheat_decoy_kernel and cheat_copy_kernel under xdist).
+TIMING_RULES = ("clock", "side_stream")
+
 
 def assert_caught(r: Any, *expected_rules: str) -> None:
     """Turned down (no verdict, no speedup), naming what it saw: a reject or incorrect finding,
