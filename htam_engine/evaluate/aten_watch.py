@@ -28,6 +28,9 @@ for, as it could ask for the operator gate's.
 
 from __future__ import annotations
 
+import functools
+import os
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,8 +53,44 @@ PLUMBING = frozenset({"empty", "empty_strided", "empty_like", "new_empty", "new_
 # extension's own (TORCH_LIBRARY).
 PYTORCH_NAMESPACES = frozenset({"aten", "prims", "prim", "quantized", "_quantized"})
 
+# The namespaces of the operators recorded: those that compute (prims: softmax written in
+# torch.ops.prims had passed unrecorded).
+RECORDED_NAMESPACES = frozenset({"aten", "prims"})
+
 # Compared a piece at a time (no temporary the size of a large output).
 _PIECE_ELEMENTS = 1 << 24
+
+
+@functools.cache
+def _harness_paths() -> tuple[str, ...]:
+    """Where the Python that may run inside an extension call lives: PyTorch (and the packages it
+    imports for itself), Triton, the harness, the standard library; a module's own file for a
+    single-file module."""
+    import sysconfig
+
+    import htam_engine
+
+    paths = [sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"], "<frozen "]
+    for name in ("torch", "triton", "sympy", "mpmath", "numpy", "typing_extensions", "filelock", "jinja2",
+                 "networkx", "fsspec"):
+        module = sys.modules.get(name)
+        where = getattr(module, "__file__", None)
+        if where:
+            paths.append(os.path.dirname(where) + os.sep if os.path.basename(where) == "__init__.py" else where)
+    paths.append(os.path.dirname(htam_engine.__file__) + os.sep)
+    return tuple(paths)
+
+
+def _harness_code(frame: Any, harness: tuple[str, ...]) -> bool:
+    """Whether a frame runs code of PyTorch, Triton, the harness or the standard library, by its
+    file; code generated at run time ("<string>": a dataclass's __init__, a namedtuple's __new__,
+    a module torch writes and imports lazily) by the first caller with a file of its own. So code a
+    candidate exec's and has PyTorch's own Python call passes as PyTorch's."""
+    name = frame.f_code.co_filename
+    while name.startswith("<") and not name.startswith("<frozen ") and frame.f_back is not None:
+        frame = frame.f_back
+        name = frame.f_code.co_filename
+    return name.startswith(harness)
 
 
 def below_python(args: tuple, kwargs: dict) -> Any:
@@ -87,13 +126,16 @@ class AtenWatch:
     """Records an extension function's ATen calls while entered; made_real afterwards (module docstring)."""
 
     records: list[_Record] = field(default_factory=list)
+    python_ran: str = ""  # the first function of the candidate's Python the call ran, if any
     _mode: Any = None
+    _profile: Any = None
 
     def __enter__(self) -> "AtenWatch":
         import torch
         from torch.utils._python_dispatch import TorchDispatchMode
 
         records = self.records
+        self._watch_python()
 
         class Recorder(TorchDispatchMode):
             def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
@@ -102,7 +144,7 @@ class AtenWatch:
                     with self:
                         return func.redispatch(below_python(args, kwargs), *args, **kwargs)
                 out = func(*args, **kwargs)
-                if func.namespace != "aten" or func.is_view or func.overloadpacket.__name__ in PLUMBING:
+                if func.namespace not in RECORDED_NAMESPACES or func.is_view or func.overloadpacket.__name__ in PLUMBING:
                     return out
                 results = [(None, out)] if isinstance(out, torch.Tensor) else \
                     list(enumerate(out)) if isinstance(out, (tuple, list)) else []
@@ -116,7 +158,29 @@ class AtenWatch:
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self._mode.__exit__(*exc)
+        try:
+            self._mode.__exit__(*exc)
+        finally:
+            sys.setprofile(self._profile)
+
+    def _watch_python(self) -> None:
+        """Note the first Python function run inside the call that is none of PyTorch's, Triton's,
+        the harness's or the standard library's: the candidate's own Python, run inside what the
+        judge takes for a kernel (an operator declared in C++ with a Python implementation, a C++
+        function calling back into Python), where it can set the dispatch mode aside
+        (_disable_current_modes) and have PyTorch compute unseen."""
+        harness = _harness_paths()
+        watch = self
+        previous = sys.getprofile()
+
+        def profile(frame: Any, event: str, arg: Any) -> None:
+            if event == "call" and not watch.python_ran and not _harness_code(frame, harness):
+                watch.python_ran = f"{frame.f_code.co_name} in {frame.f_code.co_filename}"
+            if previous is not None:
+                previous(frame, event, arg)
+
+        self._profile = previous
+        sys.setprofile(profile)
 
     def made_real(self, out: Any, tensors: list[Any], kept: list[Any]) -> None:
         """Every tensor of `out` that holds what a recorded operator returned gets what the operator

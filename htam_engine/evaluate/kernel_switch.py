@@ -150,6 +150,8 @@ class KernelSwitch:
         self.mode = RUN
         self.launches = 0
         self.extension_ops: set[str] = set()
+        # What a garbage run saw that convicts by itself: drained into the call's reply (sandbox.py)
+        self.no_kernel: list[str] = []
         self._restore: list[Callable[[], None]] = []
 
     # ------------------------------------------------------------ the gate every kernel passes
@@ -164,7 +166,7 @@ class KernelSwitch:
             self.launches += 1  # only launches that returned: a failed try does not count
             return out
         if mode == GARBAGE:
-            return _on_garbage(run, skipped, handed, extension)
+            return _on_garbage(run, skipped, handed, extension, self.no_kernel)
         if mode in (SKIP, SPOIL):
             return skipped()
         raise KernelsDisabled("custom kernels are switched off for this call")
@@ -414,7 +416,8 @@ def _distinct_elements(t: Any) -> Any | None:
     return None if torch._debug_has_internal_overlap(plain) else plain
 
 
-def _on_garbage(run: Callable[[], Any], skipped: Callable[[], Any], handed: Any, extension: bool = False) -> Any:
+def _on_garbage(run: Callable[[], Any], skipped: Callable[[], Any], handed: Any, extension: bool = False,
+                no_kernel: list[str] | None = None) -> Any:
     """`run` the kernel with every tensor in `handed` overwritten by random values like its own,
     then put back every tensor that still holds them (module docstring). Beside the kernel's
     tensors it holds one copy of them, on their device up to GARBAGE_MAX_BYTES together, in host
@@ -464,6 +467,9 @@ def _on_garbage(run: Callable[[], Any], skipped: Callable[[], Any], handed: Any,
             _copies_made_real(tensors, kept, unwritten)
             if aten is not None:
                 aten.made_real(out, tensors, kept)
+                if aten.python_ran and no_kernel is not None:
+                    no_kernel.append(f"an extension function or operator ran the candidate's Python inside it "
+                                     f"({aten.python_ran}): a kernel's work is done in the kernel")
             for t, was, left in zip(tensors, kept, unwritten):
                 if left:
                     t.copy_(was)

@@ -350,6 +350,8 @@ class Sandbox:
         reused = self._returned.reused(times.out)
         notes = [wire.Note(f.rule, f.message) for f in _verify(self.guards)] if last else []
         marks.append(("verify", time.perf_counter_ns()))
+        notes += [wire.Note("no_kernel", message) for message in self.kernels.no_kernel]
+        self.kernels.no_kernel.clear()
         if reused:
             notes.append(wire.Note("output_reuse", "forward returned memory it returned as its output for an "
                                                    "earlier call, which it still holds (output buffers reused "

@@ -477,6 +477,8 @@ class CheckRun:
         # Run on garbage: what was still right (of the numbers that depend on the inputs) came from
         # PyTorch, beside kernels whose writes do not depend on what they read (a probe's flag).
         usable = self._run_with_kernels(GARBAGE, run_length)
+        if "no_kernel" in {f.rule for f in self.obs.findings}:
+            return
         others = [ref_out for _, ref_out, _ in usable]
         if len(others) < 2:  # another set's reference, to tell the numbers that depend on the inputs
             others.append(self.reference.outputs(draw(self.loaded.main.get_inputs, fresh_seed()), fresh_seed(),
@@ -519,6 +521,9 @@ class CheckRun:
                                         [c.seed for c in sets], Stage.CHECK, kernels=mode)
         usable = []
         for result, c in zip(results, sets):
+            for note in result.reply.notes:  # what the switch saw itself (a kernel running the candidate's Python)
+                if note.rule == "no_kernel" and mode == GARBAGE:
+                    self.obs.find("no_kernel", f"{note.message} (on {c.label})")
             out = candidate_output(result, c.ref_out, tensor_leaves(c.values), c.label, Observations()) \
                 if result.reply.ok else None
             if out is None:

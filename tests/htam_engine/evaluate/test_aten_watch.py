@@ -63,3 +63,26 @@ def test_work_of_the_functions_own_stays_and_the_kept_copy_is_untouched():
         y = x.relu_()  # an in-place operator replayed on a copy of the real values, never on them
     watch.made_real(y, [x], [real])
     assert torch.equal(real, kept)
+
+
+def test_an_operator_written_in_prims_is_recorded_and_replayed():
+    x, real = sets(4, 8)
+    prims = torch.ops.prims
+    with AtenWatch() as watch:
+        out = prims.exp(prims.mul(x, 0.5))
+    watch.made_real(out, [x], [real])
+    assert torch.allclose(out, torch.exp(real * 0.5))
+
+
+def test_python_of_the_candidates_run_inside_the_call_is_noted_and_the_harness_own_is_not():
+    x, _ = sets(4, 8)
+    with AtenWatch() as watch:
+        torch.softmax(x, 1)  # PyTorch's own Python and the watch's generated code only
+    assert watch.python_ran == ""
+
+    def candidate_function(t: torch.Tensor) -> torch.Tensor:
+        return t * 2
+
+    with AtenWatch() as watch:
+        candidate_function(x)
+    assert "candidate_function" in watch.python_ran

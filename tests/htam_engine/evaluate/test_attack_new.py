@@ -219,6 +219,17 @@ def test_an_extension_that_is_one_aten_call_is_caught():
         assert "PyTorch's operators" in finding(r, "no_kernel").message
 
 
+@pytest.mark.parametrize("candidate", ["cheat_cpp_op_python_impl", "cheat_cpp_python_callback"])
+def test_python_run_inside_an_extension_is_caught(candidate):
+    """Red-team pass 6: a C++-declared operator whose CPU kernel is a Python function, and a C++
+    function calling back into Python, each computing softmax with PyTorch with the dispatch modes
+    set aside, so the ATen watch saw nothing: the garbage run notes the candidate's Python run
+    inside what the judge takes for a kernel."""
+    r = run_check("softmax", candidate)
+    assert_caught(r, "no_kernel")
+    assert "ran the candidate's Python inside it" in finding(r, "no_kernel").message
+
+
 @pytest.mark.parametrize("candidate", ["cheat_interp_escape", "cheat_interp_plain_arg", "cheat_interp_helper",
                                        "cheat_interp_rebind", "cheat_interp_int_subclass"])
 def test_python_inside_an_interpreted_triton_kernel_is_refused(candidate):

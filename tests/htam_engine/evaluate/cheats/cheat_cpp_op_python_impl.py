@@ -1,0 +1,45 @@
+"""Cheat (PyTorch does the work under a custom-kernel claim): C++ only declares an operator
+(TORCH_LIBRARY, no kernel), and its CPU kernel is registered from Python: softmax by PyTorch with
+the dispatch modes set aside (_disable_current_modes), so the work check's ATen watch saw nothing,
+and its output on garbage was softmax of the garbage, like a kernel's. Now a garbage run notes
+any Python of the candidate's run inside what the judge takes for a kernel.
+
+Class: no_kernel rule (PyTorch inside an extension); from red-team pass 6."""
+
+import torch
+import torch.nn as nn
+from torch.utils._python_dispatch import _disable_current_modes
+from torch.utils.cpp_extension import load_inline
+
+CPP_SOURCE = r"""
+#include <torch/extension.h>
+
+// One source for cheat_cpp_op_python_impl and cheat_cpp_python_callback: one build between them.
+torch::Tensor call_back(torch::Tensor x, py::object f) {
+    return f(x).cast<torch::Tensor>();
+}
+
+TORCH_LIBRARY(htam_checks_python_inside, m) {
+    m.def("softmax(Tensor x) -> Tensor");
+}
+"""
+
+ext = load_inline(name="htam_checks_python_inside", cpp_sources=CPP_SOURCE, functions=["call_back"],
+                  extra_cflags=["-O2"], verbose=False)
+
+
+def softmax_unseen(x: torch.Tensor) -> torch.Tensor:
+    with _disable_current_modes():
+        return torch.softmax(x, dim=1)
+
+
+_library = torch.library.Library("htam_checks_python_inside", "IMPL")
+_library.impl("softmax", softmax_unseen, "CPU")
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.ops.htam_checks_python_inside.softmax(x)

@@ -1,0 +1,42 @@
+"""Cheat (PyTorch does the work under a custom-kernel claim): a C++ extension function that only
+calls back the Python function it is handed, which computes softmax with PyTorch, the dispatch
+modes set aside (_disable_current_modes): the ATen watch saw nothing, and the output on garbage
+was softmax of the garbage, like a kernel's. Now a garbage run notes any Python of the
+candidate's run inside what the judge takes for a kernel.
+
+Class: no_kernel rule (PyTorch inside an extension); from red-team pass 6."""
+
+
+import torch
+import torch.nn as nn
+from torch.utils._python_dispatch import _disable_current_modes
+from torch.utils.cpp_extension import load_inline
+
+CPP_SOURCE = r"""
+#include <torch/extension.h>
+
+// One source for cheat_cpp_op_python_impl and cheat_cpp_python_callback: one build between them.
+torch::Tensor call_back(torch::Tensor x, py::object f) {
+    return f(x).cast<torch::Tensor>();
+}
+
+TORCH_LIBRARY(htam_checks_python_inside, m) {
+    m.def("softmax(Tensor x) -> Tensor");
+}
+"""
+
+ext = load_inline(name="htam_checks_python_inside", cpp_sources=CPP_SOURCE, functions=["call_back"],
+                  extra_cflags=["-O2"], verbose=False)
+
+
+def softmax_unseen(x: torch.Tensor) -> torch.Tensor:
+    with _disable_current_modes():
+        return torch.softmax(x, dim=1)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return ext.call_back(x, softmax_unseen)
