@@ -521,8 +521,8 @@ class CheckRun:
                                         [c.seed for c in sets], Stage.CHECK, kernels=mode)
         usable = []
         for result, c in zip(results, sets):
-            for note in result.reply.notes:  # what the switch saw itself (a kernel running the candidate's Python)
-                if note.rule == "no_kernel" and mode == GARBAGE:
+            for note in result.reply.notes:  # what the switch saw on garbage (a kernel running the candidate's Python)
+                if note.rule == "no_kernel":
                     self.obs.find("no_kernel", f"{note.message} (on {c.label})")
             out = candidate_output(result, c.ref_out, tensor_leaves(c.values), c.label, Observations()) \
                 if result.reply.ok else None
