@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from cheats.harness import candidate_path, problem_path
+from cheats.harness import candidate_source, problem_path
 from htam_engine.evaluate.config import EvalConfig
 from htam_engine.evaluate.result import Status
 
@@ -32,7 +32,7 @@ def problems():
 
 
 def run(evaluator, problems, problem: str, candidate: str):
-    return evaluator.evaluate(problems[problem], candidate_path(candidate).read_text(), fast_config())
+    return evaluator.evaluate(problems[problem], candidate_source(candidate), fast_config())
 
 
 def test_honest_candidate_is_ok_after_a_rejected_one_in_the_same_evaluator(evaluator, problems):
@@ -83,7 +83,7 @@ def test_a_candidate_that_turns_stale_during_timing_is_rejected_on_a_timed_trial
     import dataclasses
 
     config = dataclasses.replace(fast_config(), trials=30)
-    r = evaluator.evaluate(problems["relu"], candidate_path("cheat_late_cache").read_text(), config)
+    r = evaluator.evaluate(problems["relu"], candidate_source("cheat_late_cache"), config)
     assert r.status is Status.REJECTED and not r.correct and r.speedup_eager is None
     late = [f for f in r.integrity if "timed trial" in f.message]
     assert late and late[0].rule == "caching", r.integrity

@@ -6,26 +6,7 @@ any Python of the candidate's run inside what the judge takes for a kernel.
 
 Class: no_kernel rule (PyTorch inside an extension); from red-team pass 6."""
 
-import torch
-import torch.nn as nn
-from torch.utils._python_dispatch import _disable_current_modes
-from torch.utils.cpp_extension import load_inline
-
-CPP_SOURCE = r"""
-#include <torch/extension.h>
-
-// One source for cheat_cpp_op_python_impl and cheat_cpp_python_callback: one build between them.
-torch::Tensor call_back(torch::Tensor x, py::object f) {
-    return f(x).cast<torch::Tensor>();
-}
-
-TORCH_LIBRARY(htam_checks_python_inside, m) {
-    m.def("softmax(Tensor x) -> Tensor");
-}
-"""
-
-ext = load_inline(name="htam_checks_python_inside", cpp_sources=CPP_SOURCE, functions=["call_back"],
-                  extra_cflags=["-O2"], verbose=False)
+# include: ext_python_inside
 
 
 def softmax_unseen(x: torch.Tensor) -> torch.Tensor:

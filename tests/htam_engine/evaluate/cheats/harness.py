@@ -29,6 +29,18 @@ def candidate_path(name: str) -> Path:
     return HERE / f"{name}.py"
 
 
+# A candidate's line that stands for the whole of another file here: cheats that share one C++
+# extension include it (ext_*.py), so its source is written once and built once between them.
+INCLUDE = "# include: "
+
+
+def candidate_source(name: str) -> str:
+    """cheats/<name>.py as a judge gets it: each `# include: <part>` line replaced by cheats/<part>.py."""
+    lines = candidate_path(name).read_text().splitlines(keepends=True)
+    return "".join(candidate_path(line[len(INCLUDE):].strip()).read_text() if line.startswith(INCLUDE) else line
+                   for line in lines)
+
+
 @functools.lru_cache(maxsize=None)
 def _problem(name: str, overrides: tuple = ()) -> Any:
     from htam_engine.problems import load_problem
@@ -80,7 +92,7 @@ def run_code(problem: str, code: str, overrides: dict | None = None, device: str
 def run_check(problem: str, candidate: str, overrides: dict | None = None, device: str = "cpu",
               unseen: dict | None = None, **config: Any) -> Any:
     """run_code on the candidate file cheats/<candidate>.py."""
-    return run_code(problem, candidate_path(candidate).read_text(), overrides, device, unseen, **config)
+    return run_code(problem, candidate_source(candidate), overrides, device, unseen, **config)
 
 
 def rules(result: Any) -> set[str]:

@@ -16,7 +16,7 @@ from typing import Any, Iterator
 
 import psutil
 
-from cheats.harness import _problem, candidate_path, check_config
+from cheats.harness import _problem, candidate_source, check_config
 
 # What the isolated judge's sandboxes must find under the folder rather than in the shared cache.
 _CACHE_VARS = ("HTAM_CACHE_DIR", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "TORCH_EXTENSIONS_DIR")
@@ -59,7 +59,7 @@ class IsolatedJudge:
         from htam_engine.evaluate.cache import candidate_key
         from htam_engine.evaluate.evaluator import _torch_version
 
-        code = candidate_path(candidate).read_text()
+        code = candidate_source(candidate)
         cfg = check_config(self.device, **config)
         backend = resolve_backend(code, None, self.device)
         key = candidate_key(code, backend, self.device.split(":")[0], _torch_version())
