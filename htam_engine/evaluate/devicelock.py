@@ -171,6 +171,11 @@ class DeviceLock:
         self.poll_s = poll_s
         self.held_alone = False  # inside alone(): every phase already has the device to itself
         self.last_units = 0  # how many units the last holding_state took (the judge resets it)
+        # Since the judge last reset them (per evaluation): seconds spent waiting for a lock or
+        # units, and holding the device alone. On a GPU the pool's throughput is bounded by the
+        # second summed over every evaluation; the first says what the queue cost this one.
+        self.waited_s = 0.0
+        self.alone_s = 0.0
         self._local = threading.local()  # the units this thread holds (threads stand in for workers in tests)
 
     def units_for(self, need_bytes: int | None) -> int:
@@ -198,8 +203,11 @@ class DeviceLock:
             raise RuntimeError("units are taken only by a worker that holds none (admission could deadlock)")
         names = [f"{self.name}-slot{i}" for i in range(self.slots)]
         held: dict[str, list[int]] = {}
+        waiting_since = 0.0
         try:
+            started = time.perf_counter()
             with file_lock(f"{self.name}-admit"):
+                self.waited_s += time.perf_counter() - started
                 while True:
                     for n in names:
                         if n not in held and len(held) < count:
@@ -208,7 +216,11 @@ class DeviceLock:
                                 held[n] = fds
                     if len(held) >= count:
                         break
+                    if not waiting_since:
+                        waiting_since = time.perf_counter()
                     time.sleep(self.poll_s)
+            if waiting_since:
+                self.waited_s += time.perf_counter() - waiting_since
             self._local.units = self.last_units = count
             yield
         finally:
@@ -288,7 +300,10 @@ class DeviceLock:
             return held, waited
         if not waited:
             self.announce("wait_lock")
-        return take_file_lock(name, shared), True
+        started = time.perf_counter()
+        held = take_file_lock(name, shared)
+        self.waited_s += time.perf_counter() - started
+        return held, True
 
     def _take_shared(self) -> list[int]:
         """The device lock shared, once past the gate (a timer holding it goes first)."""
@@ -317,7 +332,11 @@ class DeviceLock:
                 held.append(fds)
             if waited:
                 self.resume()
-            yield
+            since = time.perf_counter()
+            try:
+                yield
+            finally:
+                self.alone_s += time.perf_counter() - since
         finally:
             for fds in reversed(held):
                 release_file_lock(fds)

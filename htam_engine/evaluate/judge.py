@@ -420,6 +420,8 @@ class Evaluation(TimedRounds):
         started = time.perf_counter()
         r = self.result
         reset_gpu_peak(self.device)
+        lock = self.judge.lock
+        lock.waited_s = lock.alone_s = 0.0
         history = self.judge.memory_history
         history.start()
         try:
@@ -452,6 +454,7 @@ class Evaluation(TimedRounds):
         self._watch_siblings()
         self._conclude()
         r.stages.gpu_peak_allocated_gib, r.stages.gpu_peak_reserved_gib = gpu_peak(self.device)
+        r.stages.lock_wait_s, r.stages.device_alone_s = lock.waited_s, lock.alone_s
         history.dump()
         r.stages.total_s = time.perf_counter() - started
         return r, self.healthy

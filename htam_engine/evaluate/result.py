@@ -87,6 +87,11 @@ class StageTimes:
     compile_cached: bool = False
     baseline_s: float = 0.0  # preparing the reference sandbox (build, torch.compile, warm-up)
     reference_reused: bool = False  # the reference sandbox of an earlier evaluation timed the baselines
+    # Of the stages above: waiting for the device (its memory's units, its locks) behind other
+    # evaluations, and holding it alone (timed runs): the queue's cost, and this evaluation's share
+    # of the serialized part of a pool's work.
+    lock_wait_s: float = 0.0
+    device_alone_s: float = 0.0
     # The judge process's own peak GPU memory over the evaluation (torch's allocator: allocated, and
     # reserved by its cache), GiB; None on the CPU. Sandboxes are not included.
     gpu_peak_allocated_gib: float | None = None

@@ -491,3 +491,23 @@ def test_a_timer_holding_the_device_shared_is_refused_rather_than_waiting_for_it
     with lock.checking(), pytest.raises(RuntimeError, match="does not hold it shared"):
         with lock.timed_run():
             pass
+
+
+def test_the_lock_counts_what_each_worker_waited_and_held_alone(gpu_lock):
+    """An evaluation's waits behind others and its time holding the device alone are what the
+    result reports (stages.lock_wait_s, device_alone_s): a pool's queue and its serialized part."""
+    holder, waiter = gpu_lock(2), gpu_lock(2)
+    inside = threading.Event()
+
+    def hold() -> None:
+        with holder.timing():
+            inside.set()
+            time.sleep(0.4)
+
+    t = _run(hold)
+    _wait(inside, "the holder")
+    with waiter.checking():
+        pass
+    t.join(10)
+    assert holder.alone_s >= 0.35 and holder.waited_s < 0.1
+    assert 0.2 <= waiter.waited_s and waiter.alone_s == 0.0

@@ -30,6 +30,8 @@ def test_honest_fused_cpp_candidate_is_ok_and_timed_against_eager(full_problem, 
     assert r.runtime_ms and r.ref_runtime_ms and len(r.timings) >= 5
     assert r.speedup_eager == pytest.approx(r.ref_runtime_ms / r.runtime_ms)
     assert r.stages.compile_s > 0 and r.stages.check_s > 0 and r.stages.time_s > 0
+    # the timed rounds hold the device alone on the CPU: the result says for how long
+    assert 0 < r.stages.device_alone_s <= r.stages.total_s
 
 
 def test_identical_source_is_served_from_the_compile_cache(small_problem):
