@@ -119,6 +119,7 @@ class Channel:
         self._retired: list[SharedStorage] = []  # outgrown, the sandbox never said it dropped them
         self.calls = 0
         self.first_run_ms: float | None = None  # the wall time of the first run of calls (Go to reply)
+        self.last_call_ms = 0.0  # the judge's wall time of a call in the latest run (Go to reply / calls)
         self.stage = Stage.CHECK  # the stage of the last call
         # The sandbox's threads are counted around each call on the CPU only, where the judge holds a
         # candidate to the baseline's thread setting; on a GPU the driver's threads come and go.
@@ -283,7 +284,7 @@ class Channel:
         if cpu0 is not None and cpu1 is not None:
             busy = busy_threads([(ns - cpu0.get(tid, 0)) / 1e6 for tid, ns in cpu1.items()], wall_ms)
         threads_after = self.sandbox.thread_count() if watch else None
-        share = wall_ms / len(called)
+        share = self.last_call_ms = wall_ms / len(called)
         return [CallResult(c, share, st.views, out_views, threads_before, threads_after, busy)
                 for c, st, out_views in zip(called, staged, outs)]
 

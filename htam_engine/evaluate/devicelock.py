@@ -354,6 +354,26 @@ class DeviceLock:
             yield
 
     @contextlib.contextmanager
+    def runs_alone(self, short: bool) -> Iterator[None]:
+        """Around a stretch of timed runs and the judge's work between them: where the stretch is
+        `short` (rounds.STRETCH_ALONE_S), the device alone throughout, taken once. Each take
+        waits for every checker's call in flight (a Triton candidate's first call compiles its
+        kernels: seconds), and behind the gate every other judge waits too: taken per run, a pool
+        of 16 judges on the H200 spent 12 % of its wall with the device held alone and a median
+        27 s per evaluation waiting. A long stretch still takes it per run (`timed_run`), the
+        judge's work between runs shared."""
+        if not short or not self.slots or self.held_alone:
+            yield
+            return
+        with self.timing():
+            self.held_alone = True
+            try:
+                yield
+            finally:
+                self.held_alone = False
+                settle(self.device)  # the judge's own queued work ends before others have the device
+
+    @contextlib.contextmanager
     def timed_run(self) -> Iterator[None]:
         """One timed run (a candidate's calls and its baselines' on the same sets): the device
         alone on a GPU; on the CPU `timed_stage` already holds it."""

@@ -375,15 +375,24 @@ class Judge:
                  memory_mb: float) -> tuple[EvalResult, bool]:
         """One candidate, start to finish: (the result, whether this judge is fit for the next)."""
         ev = Evaluation(self, problem, code, config, backend, key, memory_mb)
-        self.lock.last_units = 0  # what this evaluation takes (none if it fails before its checks)
+        lock = self.lock
+        lock.last_units = 0  # what this evaluation takes (none if it fails before its checks)
+        lock.waited_s = lock.alone_s = 0.0
         result, healthy = ev.run()
-        if healthy and worth_running_alone(result) and self.lock.shared_with_others() and not self.lock.held_alone:
+        if healthy and worth_running_alone(result) and lock.shared_with_others() and not lock.held_alone:
             # Beside other evaluations the device ran out; alone it may fit (a batch at KernelBench's
             # official sizes on an H200: four judges of ~80 GiB each). Only what fails alone counts.
+            first = result
             release_memory(self.device)
-            with self.lock.alone():
+            with lock.alone():
                 ev = Evaluation(self, problem, code, config, backend, key, memory_mb)
                 result, healthy = ev.run()
+            # Said, not silent: alone, it held every other evaluation up for its whole length.
+            result.integrity.append(Finding("ran_alone", f"beside other evaluations it ended {first.status.value} "
+                                                         f"({first.diagnostics.message}): evaluated again with the "
+                                                         "device alone", "warn"))
+        # every wait and hold of both runs, the alone one's included (counted once it let go)
+        result.stages.lock_wait_s, result.stages.device_alone_s = lock.waited_s, lock.alone_s
         return result, healthy
 
     def close(self) -> None:
@@ -420,8 +429,6 @@ class Evaluation(TimedRounds):
         started = time.perf_counter()
         r = self.result
         reset_gpu_peak(self.device)
-        lock = self.judge.lock
-        lock.waited_s = lock.alone_s = 0.0
         history = self.judge.memory_history
         history.start()
         try:
@@ -454,7 +461,6 @@ class Evaluation(TimedRounds):
         self._watch_siblings()
         self._conclude()
         r.stages.gpu_peak_allocated_gib, r.stages.gpu_peak_reserved_gib = gpu_peak(self.device)
-        r.stages.lock_wait_s, r.stages.device_alone_s = lock.waited_s, lock.alone_s
         history.dump()
         r.stages.total_s = time.perf_counter() - started
         return r, self.healthy

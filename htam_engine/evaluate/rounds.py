@@ -74,6 +74,21 @@ TRIALS_PER_RUN = 5
 RUN_MAX_BYTES = 256 << 20
 
 
+# A stretch of timed runs expected to hold the device for at most this long takes it alone once,
+# with the judge's work between its runs (devicelock.runs_alone); a longer one takes it per run.
+STRETCH_ALONE_S = 2.0
+# The judge's own time per run in that estimate (staging, the reference's outputs, comparing,
+# stopping and continuing the candidate's tree): ~40-50 ms a run on the H200 for small sets.
+RUN_OVERHEAD_S = 0.05
+
+
+def stretch_s(calls: int, per_run: int, call_ms: list[float]) -> float:
+    """How long `calls` rounds in runs of `per_run` hold the device, each round one call of every
+    model whose latest call took `call_ms` (the judge's wall clock): the estimate runs_alone takes."""
+    runs = -(-calls // max(1, per_run))
+    return calls * sum(call_ms) / 1e3 + runs * len(call_ms) * RUN_OVERHEAD_S
+
+
 def trials_per_run(set_bytes: int, out_bytes: int, trials: int) -> int:
     """How many calls one run makes for sets and outputs of these sizes (at most `trials`)."""
     return max(1, min(TRIALS_PER_RUN, trials, RUN_MAX_BYTES // max(1, set_bytes + out_bytes)))
@@ -216,18 +231,21 @@ class TimedRounds:
         # A reference that changes its inputs re-draws each set before it is staged (_staged): one at a time.
         self.per_run = 1 if checks.reference_mutates else \
             trials_per_run(input_bytes(first.values), out_bytes, trials)
-        for run in runs_of(0, warmup, self.per_run) + runs_of(warmup, trials, self.per_run):
-            with judge.lock.checking():  # the judge's own device work: beside other judges' checks
-                sets = [first if i == 0 else self._round_set(i, checks.reference_mutates) for i in run]
-            first = None
-            self._time_run(checks, models, sets, picked, samples)
-            if sets[0].timed:
-                progress.extend(samples["main"][-1].calls_ms)
-            del sets  # before the next run's sets are drawn: a large set's run holds one set, not two
-            if progress and time.monotonic() - last_sent > 0.25:
-                judge.send({"t": "trials", "ms": list(progress)})
-                progress.clear()
-                last_sent = time.monotonic()
+        base_ms = self.baseline_channel.last_call_ms if self.baseline_channel is not None else 0.0
+        expected = stretch_s(warmup + trials, self.per_run, [self.channel.last_call_ms] + [base_ms] * len(models))
+        with judge.lock.runs_alone(expected <= STRETCH_ALONE_S):
+            for run in runs_of(0, warmup, self.per_run) + runs_of(warmup, trials, self.per_run):
+                with judge.lock.checking():  # the judge's own device work: beside other judges' checks
+                    sets = [first if i == 0 else self._round_set(i, checks.reference_mutates) for i in run]
+                first = None
+                self._time_run(checks, models, sets, picked, samples)
+                if sets[0].timed:
+                    progress.extend(samples["main"][-1].calls_ms)
+                del sets  # before the next run's sets are drawn: a large set's run holds one set, not two
+                if progress and time.monotonic() - last_sent > 0.25:
+                    judge.send({"t": "trials", "ms": list(progress)})
+                    progress.clear()
+                    last_sent = time.monotonic()
         if progress:
             judge.send({"t": "trials", "ms": list(progress)})
         if self.channel.counts_threads:
@@ -375,18 +393,21 @@ class TimedRounds:
         samples: Samples = {m: [] for m in self._baseline_models(bs)}
         mutates = self._checks is not None and self._checks.reference_mutates
         lock = self.judge.lock
-        for run in runs_of(0, max(ALONE_MIN_ROUNDS, int(self.cfg.trials) // 4), self.per_run):
-            with lock.checking():
-                sets = [self._round_set(i, False, f"baseline round {i + 1} alone") for i in run]
-            for model_id in samples:
-                with lock.timed_run():
-                    staged = [self._staged(self.baseline_channel, Staging.AFTER_WARM_UP, rs, mutates, k)
-                              for k, rs in enumerate(sets)]
-                    ran = self._baseline_calls(model_id, sets, staged, Stage.BASELINE)
+        rounds = max(ALONE_MIN_ROUNDS, int(self.cfg.trials) // 4)
+        expected = stretch_s(rounds, self.per_run, [self.baseline_channel.last_call_ms] * len(samples))
+        with lock.runs_alone(expected <= STRETCH_ALONE_S):
+            for run in runs_of(0, rounds, self.per_run):
                 with lock.checking():
-                    trial = self._baseline_trial(model_id, sets, ran)
-                if trial is not None:
-                    samples[model_id].append(trial)
+                    sets = [self._round_set(i, False, f"baseline round {i + 1} alone") for i in run]
+                for model_id in samples:
+                    with lock.timed_run():
+                        staged = [self._staged(self.baseline_channel, Staging.AFTER_WARM_UP, rs, mutates, k)
+                                  for k, rs in enumerate(sets)]
+                        ran = self._baseline_calls(model_id, sets, staged, Stage.BASELINE)
+                    with lock.checking():
+                        trial = self._baseline_trial(model_id, sets, ran)
+                    if trial is not None:
+                        samples[model_id].append(trial)
         return samples
 
     def _verify_timed(self, checks: CheckRun, res: Any, values: list[Any], ref_out: Any, label: str) -> Any:

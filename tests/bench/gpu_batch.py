@@ -176,7 +176,8 @@ def stage_row(r: Any, wall: float) -> dict[str, Any]:
             "check_s": round(st.check_s, 2), "first_call_s": round(st.first_call_s, 2),
             "baseline_s": round(st.baseline_s, 2), "time_s": round(st.time_s, 2), "total_s": round(st.total_s, 2),
             "lock_wait_s": round(st.lock_wait_s, 2), "device_alone_s": round(st.device_alone_s, 2),
-            "cached": st.compile_cached, "speedup_eager": r.speedup_eager}
+            "cached": st.compile_cached, "speedup_eager": r.speedup_eager,
+            "findings": {f.rule: f.message[:300] for f in r.integrity}}
 
 
 async def evaluate_all(cands: list[tuple[Any, str, str]], workers: int,

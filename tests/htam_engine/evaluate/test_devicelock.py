@@ -511,3 +511,30 @@ def test_the_lock_counts_what_each_worker_waited_and_held_alone(gpu_lock):
     t.join(10)
     assert holder.alone_s >= 0.35 and holder.waited_s < 0.1
     assert 0.2 <= waiter.waited_s and waiter.alone_s == 0.0
+
+
+def test_a_short_stretch_of_runs_takes_the_device_alone_once(gpu_lock):
+    """Inside runs_alone(short=True) the runs and the judge's work between them hold nothing more:
+    a checker arriving meanwhile waits for the whole stretch, not for one run. A long stretch takes
+    nothing itself (each run takes the device then)."""
+    lock, other = gpu_lock(2), gpu_lock(2)
+    inside, checked = threading.Event(), threading.Event()
+
+    def checker() -> None:
+        _wait(inside, "the stretch")
+        with other.checking():
+            checked.set()
+
+    t = _run(checker)
+    with lock.runs_alone(short=True):
+        inside.set()
+        for _ in range(3):
+            with lock.timed_run():
+                pass
+            with lock.checking():  # between runs: would let the checker in, were the stretch not alone
+                time.sleep(0.1)
+        assert not checked.is_set()
+    t.join(10)
+    assert checked.is_set() and lock.alone_s >= 0.3
+    with lock.runs_alone(short=False):
+        assert not lock.held_alone

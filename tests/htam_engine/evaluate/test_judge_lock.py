@@ -269,12 +269,8 @@ def _mode(name: str) -> str:
     return "alone"
 
 
-def test_a_gpu_judge_has_the_device_alone_for_each_timed_run_and_shares_it_between_runs(judge, small_problem,
-                                                                                         monkeypatch):
-    """The exclusive hold is one timed run (the candidate's calls, then its baselines' on the same
-    sets); the judge draws each run's sets and computes their reference outputs holding the device
-    shared, so another judge's checks go on between this one's runs. The checks and the work check
-    hold it shared."""
+def _lock_modes(judge, small_problem, monkeypatch) -> list[tuple[str, str, str]]:
+    """(kind, what, how another holder sees the device lock) at every call and reference output."""
     from htam_engine.evaluate.channel import Channel
     from htam_engine.evaluate.reference import ReferenceModel
 
@@ -292,6 +288,19 @@ def test_a_gpu_judge_has_the_device_alone_for_each_timed_run_and_shares_it_betwe
     monkeypatch.setattr(Channel, "call_run", call_run)
     monkeypatch.setattr(ReferenceModel, "outputs", outputs)
     _stages(judge, small_problem, monkeypatch, 2)
+    return seen
+
+
+def test_a_gpu_judge_has_the_device_alone_for_each_timed_run_and_shares_it_between_runs(judge, small_problem,
+                                                                                         monkeypatch):
+    """Where the timed runs would hold the device long (rounds.STRETCH_ALONE_S), the exclusive hold
+    is one timed run (the candidate's calls, then its baselines' on the same sets); the judge draws
+    each run's sets and computes their reference outputs holding the device shared, so another
+    judge's checks go on between this one's runs. The checks and the work check hold it shared."""
+    from htam_engine.evaluate import rounds as rounds_module
+
+    monkeypatch.setattr(rounds_module, "STRETCH_ALONE_S", 0.0)  # every stretch counts as long
+    seen = _lock_modes(judge, small_problem, monkeypatch)
     timed = [(what, mode) for kind, what, mode in seen if kind == "run" and " time" in what]
     assert {w.split()[0] for w, _ in timed} >= {"main", "eager"} and \
         all(mode == "alone" for _, mode in timed), timed
@@ -304,6 +313,22 @@ def test_a_gpu_judge_has_the_device_alone_for_each_timed_run_and_shares_it_betwe
     first_timed = next(i for i, (what, _) in enumerate(runs) if " time" in what)
     alone = [(what, mode) for what, mode in runs[first_timed:] if " baseline" in what]  # not the warm-ups
     assert alone and all(mode == "alone" for _, mode in alone), alone
+
+
+def test_a_short_stretch_of_timed_runs_keeps_the_device_alone_between_its_runs(judge, small_problem, monkeypatch):
+    """Where the timed runs are short (a small problem's), the device is taken alone once for them
+    all: the reference outputs between runs are computed holding it too, not given back to other
+    judges' checks between runs (each take waits for every checker's call in flight). The checks
+    and the work check still hold it shared."""
+    seen = _lock_modes(judge, small_problem, monkeypatch)
+    runs = [(what, mode) for kind, what, mode in seen if kind == "run"]
+    first_timed = next(i for i, (what, _) in enumerate(runs) if " time" in what)
+    timed = [(what, mode) for what, mode in runs[first_timed:] if " time" in what or " baseline" in what]
+    assert timed and all(mode == "alone" for _, mode in timed), timed
+    rounds = [(label, mode) for kind, label, mode in seen if kind == "reference" and "timed trial" in label]
+    assert rounds and all(mode == "alone" for _, mode in rounds), rounds
+    checks = [(what, mode) for kind, what, mode in seen if kind == "run" and " check" in what]
+    assert checks and all(mode == "shared" for _, mode in checks), checks
 
 
 def test_each_baselines_outputs_are_checked_before_the_next_baseline_writes_over_them(judge, small_problem,
@@ -342,3 +367,31 @@ def test_each_baselines_outputs_are_checked_before_the_next_baseline_writes_over
         else:
             assert model == last_run, events
             unchecked = False
+
+
+def test_an_evaluation_run_again_alone_says_so_and_counts_both_runs(judge, small_problem, monkeypatch):
+    """A harness failure beside other evaluations (here the reference sandbox failing once, a
+    stand-in) runs the evaluation again with the device alone: the verdict is the second run's,
+    a warning names the first run's failure (it held every other evaluation up), and the result's
+    device figures count both runs."""
+    from htam_engine.evaluate import judge as judge_mod
+    from htam_engine.evaluate.cache import candidate_key
+    from htam_engine.evaluate.rounds import HarnessFault
+
+    real, failed = judge_mod.Evaluation._prepare_baselines, []
+
+    def once(self, loaded, init):
+        if not failed:
+            failed.append(True)
+            raise HarnessFault("the reference sandbox failed: stand-in for a death beside others")
+        return real(self, loaded, init)
+
+    monkeypatch.setattr(judge_mod.Evaluation, "_prepare_baselines", once)
+    monkeypatch.setattr(devicelock, "check_slots", lambda device, total_memory=None: 2)
+    monkeypatch.setattr(judge, "lock", DeviceLock("cpu", f"time-test-{uuid.uuid4().hex[:8]}"))
+    result, healthy = judge.evaluate(small_problem, TRITON_CHAIN, fast_config(trials=3), "triton",
+                                     candidate_key(TRITON_CHAIN, "triton", "cpu", "test"), 8000.0)
+    assert result.status is Status.OK and healthy, result.diagnostics.message
+    said = [f for f in result.integrity if f.rule == "ran_alone"]
+    assert said and said[0].severity == "warn" and "stand-in for a death" in said[0].message
+    assert result.stages.device_alone_s >= result.stages.time_s > 0
