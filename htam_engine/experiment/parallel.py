@@ -16,7 +16,7 @@ import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Callable
 
-from htam_engine.propose.base import KnowsMoves, MoveQuery, Proposal, ProposalRequest
+from htam_engine.propose.base import KnowsMoves, MoveQuery, Moves, Proposal, ProposalRequest
 
 _PROPOSER: Any = None  # the proposer of this worker process
 
@@ -30,7 +30,7 @@ def _propose(request: ProposalRequest) -> Proposal:
     return asyncio.run(_PROPOSER.propose(request))
 
 
-def _movable(query: MoveQuery) -> frozenset[str]:
+def _movable(query: MoveQuery) -> Moves:
     return asyncio.run(_PROPOSER.movable(query))
 
 
@@ -49,7 +49,7 @@ class ProcessProposer:
     async def propose(self, request: ProposalRequest, on_token: Any = None) -> Proposal:
         return await asyncio.get_running_loop().run_in_executor(self._pool, _propose, request)
 
-    async def _movable_in_pool(self, query: MoveQuery) -> frozenset[str]:
+    async def _movable_in_pool(self, query: MoveQuery) -> Moves:
         return await asyncio.get_running_loop().run_in_executor(self._pool, _movable, query)
 
     async def reflect(self, request: ProposalRequest, code: str, result: Any) -> Any:

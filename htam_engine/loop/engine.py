@@ -46,7 +46,7 @@ from htam_engine.memory.learn import NOTABLE, credited, proposal_status
 from htam_engine.memory.select import lineage
 from htam_engine.memory.types import HistoryEntry, Retrieval, Selection, State
 from htam_engine.problems.model import Problem
-from htam_engine.propose.base import KnowsMoves, MoveQuery, Proposal, ProposalRequest, Usage
+from htam_engine.propose.base import KnowsMoves, MoveQuery, Moves, Proposal, ProposalRequest, Usage
 from htam_engine.session import (
     candidate_code, history_of, memory_at, new_session, record_step, save_session, step_speedup, step_status,
 )
@@ -473,7 +473,7 @@ class Engine:
         ranked above a reduction's column block)."""
         return None if isinstance(self.proposer, KnowsMoves) else RETRIEVE_K
 
-    async def _movable(self, step: int, state: State, proposed: tuple[str, ...]) -> frozenset[str] | None:
+    async def _movable(self, step: int, state: State, proposed: tuple[str, ...]) -> Moves | None:
         """The directions the proposer says would change the code (KnowsMoves), asked with the
         strategies a step in each would retrieve; None when it cannot tell (a model)."""
         if not isinstance(self.proposer, KnowsMoves) or self.config.ablation == "feedback-only":

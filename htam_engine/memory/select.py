@@ -23,7 +23,14 @@ For every global direction g:
 * record*(g | s) = the best of retrieve.record · n / (n + κ) among g's strategies meant for the
   state (what their n tries earned, most in this family and backend; 0 untried; strategy_records):
   the fine level informs the coarse pick once its evidence is consistent (κ keeps one lucky try
-  in this session from pulling the next pick back to the same direction).
+  in this session from pulling the next pick back to the same direction). Where the proposer
+  names the strategy a direction's step would apply (propose.base.Moves: the offline proposer
+  knows its first new candidate), record* is that strategy's record instead (applied_records): the
+  step writes that move, and the best record among the direction's strategies let an untried one
+  with nothing to change in this plan (0) hide what the applied move had earned (a convolution's
+  NCHW layout, slower on every chain it was tried on, kept memory_access first on convolution
+  chains because the broadcast-tile strategy beside it, which writes the same code there, was
+  untried). Replay of the H200 table: warm steps to 95 % 2.43 -> 2.30, cold unchanged.
 * ucb(g) = sqrt(ln(1 + N) / (1 + n_g)), n_g = experience into g for this family in the bank plus
   the uses of g in the history, N = Σ n_g (a bonus for directions tried less).
 * r_g = the tries of g on the current best since it last improved: the state and the lineage are
@@ -65,11 +72,15 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from htam_engine.memory.graph import HTG, START, MemoryDataError, levels
 from htam_engine.memory.retrieve import Match, applies, record
 from htam_engine.memory.state import similarity
 from htam_engine.memory.types import DirectionScore, HistoryEntry, Selection, State, TransitionTerm
+
+if TYPE_CHECKING:  # the proposer's side of the seam imports memory's types, not the other way
+    from htam_engine.propose.base import Moves
 
 ABLATIONS = ("no-prefix", "no-position", "flat", "random", "no-update")
 LEVEL_WEIGHTS = (1.0, 0.5, 0.25, 0.1)  # exact bucket, status|family, family, any
@@ -133,6 +144,24 @@ def strategy_records(htg: HTG, state: State, kappa: float = 0.0) -> dict[str, fl
                 if best is None or r > best:
                     best = r
         out[g] = best
+    return out
+
+
+def applied_records(htg: HTG, state: State, records: dict[str, float | None], movable: Moves | None,
+                    config: SelectConfig) -> dict[str, float | None]:
+    """record*(g) as the step would earn it: where the proposer names the strategy a direction's step
+    would apply (propose.base.Moves), that strategy's record (weighed n / (n + κ)) replaces the best
+    record among the direction's strategies; the others keep the best."""
+    named = movable.applies if movable is not None else None
+    if not named:
+        return records
+    m = Match.of(state)
+    out = dict(records)
+    for g, sid in named.items():
+        if g in out and htg.has_strategy(sid):
+            a = htg.strategy_attrs(sid)
+            n = a["tries"]
+            out[g] = record(a, m) * n / (n + config.strategy_confidence) if n else 0.0
     return out
 
 
@@ -238,14 +267,14 @@ def _flat_scores(htg: HTG, state: State, directions: list[str], tried: dict[str,
 
 def select_direction(htg: HTG, state: State, history: list[HistoryEntry], *, rng: random.Random,
                      config: SelectConfig | None = None, forced: str | None = None,
-                     movable: frozenset[str] | None = None) -> Selection:
+                     movable: Moves | None = None) -> Selection:
     """`movable`: the directions the proposer says would change the code from here (None: it cannot
     tell); the others are set aside like barred ones, in every arm."""
     config = config or SelectConfig()
     if forced is not None and forced not in htg.directions():
         raise MemoryDataError(f"unknown direction {forced!r}")
     records = strategy_records(htg, state, config.strategy_confidence)
-    scores = score_directions(htg, state, history, config, records)
+    scores = score_directions(htg, state, history, config, applied_records(htg, state, records, movable, config))
     if not scores:
         raise MemoryDataError("the memory has no directions")
     applicable = applicable_directions(htg, state, records)

@@ -96,10 +96,24 @@ class MoveQuery:
     retrievals: Mapping[str, Retrieval]  # per direction: the strategies a step in it would retrieve
 
 
+@dataclass(frozen=True, slots=True)
+class Moves:
+    """What a proposer that knows its design space says before a step: the directions with a move
+    left, and per direction the strategy whose move its step would apply first (`applies`, where it
+    knows). Selection scores a direction by that strategy's record: the step writes its move, not
+    the move of another strategy of the direction that has nothing to change in this plan."""
+
+    directions: frozenset[str]
+    applies: Mapping[str, str] = field(default_factory=dict)
+
+    def __contains__(self, direction: object) -> bool:
+        return direction in self.directions
+
+
 @runtime_checkable
 class KnowsMoves(Protocol):
     """A proposer that can tell ahead which directions have a move left (the offline one: its design
     space is finite). Selection then never spends a step on a direction whose answer is known to be
     NO_MOVE or EXHAUSTED; a model proposer cannot know, and does not implement this."""
 
-    async def movable(self, query: MoveQuery) -> frozenset[str]: ...
+    async def movable(self, query: MoveQuery) -> Moves: ...

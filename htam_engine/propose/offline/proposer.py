@@ -27,7 +27,7 @@ from htam_engine.evaluate.result import EvalResult
 from htam_engine.families import Backend, ProposalOutcome
 from htam_engine.memory.types import Retrieval
 from htam_engine.problems.model import Problem, ProblemError
-from htam_engine.propose.base import Lesson, MoveQuery, Proposal, ProposalRequest, TokenSink
+from htam_engine.propose.base import Lesson, MoveQuery, Moves, Proposal, ProposalRequest, TokenSink
 from htam_engine.propose.offline.decompose import Unsupported
 from htam_engine.propose.offline.design import LAYOUTS, plan_space
 from htam_engine.propose.offline.lower import ALL_LAYOUTS, Plan, lower
@@ -193,25 +193,31 @@ class OfflineProposer:
         return Proposal(code=code, prompt=prompt, raw_output=code, model=NAME, template=pick.move,
                         outcome=ProposalOutcome.CANDIDATE, strategy=pick.strategy)
 
-    async def movable(self, query: MoveQuery) -> frozenset[str]:
-        """The directions whose retrieved strategies reach code the session has not evaluated: the
-        others would answer NO_MOVE or EXHAUSTED (the same test propose makes)."""
+    async def movable(self, query: MoveQuery) -> Moves:
+        """The directions whose retrieved strategies reach code the session has not evaluated (the
+        others would answer NO_MOVE or EXHAUSTED: the same test propose makes), each with the
+        strategy whose move its step would write first."""
         backend = Backend(query.backend)
         try:
             plans, space = problem_design(query.problem, backend)
         except Exception:  # noqa: BLE001 - a problem the proposer cannot plan: every step says why
-            return frozenset(query.retrievals)
+            return Moves(frozenset(query.retrievals))
         codes = [*query.proposed, *([query.best_code] if query.best_code else [])]
         seen, bodies = _settings_seen(codes, space), {_without_header(c) for c in codes}
         base = _position(query.best_code, space)
-
-        def moves(retrieval: Retrieval) -> bool:
+        directions: set[str] = set()
+        applies: dict[str, str] = {}
+        for g, retrieval in query.retrievals.items():
             picks = _reached(retrieval.strategies, space, base, seen)[0]
             try:
-                return next(_new_codes(query.problem, plans, backend, picks, bodies), None) is not None
+                first = next(_new_codes(query.problem, plans, backend, picks, bodies), None)
             except _MoveFailed:
-                return True  # its step reports the fault
-        return frozenset(g for g, retrieval in query.retrievals.items() if moves(retrieval))
+                directions.add(g)  # its step reports the fault
+                continue
+            if first is not None:
+                directions.add(g)
+                applies[g] = first[0].strategy
+        return Moves(frozenset(directions), applies)
 
     def _no_code(self, outcome: ProposalOutcome, failure: str, move: str | None = None) -> Proposal:
         return Proposal(code=None, failure=failure, model=NAME, template=move, outcome=outcome)

@@ -7,7 +7,7 @@ from htam_engine.loop import events as ev
 from htam_engine.loop.engine import Engine
 from htam_engine.families import ProposalOutcome
 from htam_engine.memory import START
-from htam_engine.propose.base import Proposal
+from htam_engine.propose.base import Moves, Proposal
 from htam_engine.session import history_of
 from htam_engine.session.model import SessionConfig
 from tests.support.toy_search import ToyEvaluator, ToyProposer, toy_problem
@@ -79,8 +79,8 @@ async def test_a_step_whose_proposer_had_no_move_reaches_the_selector_as_one():
 class KnowsNoMoveFor(NoMoveFor):
     """NoMoveFor that also says ahead which directions have a move (propose.base.KnowsMoves)."""
 
-    async def movable(self, query) -> frozenset[str]:
-        return frozenset(query.retrievals) - self.none
+    async def movable(self, query) -> Moves:
+        return Moves(frozenset(query.retrievals) - self.none)
 
 
 async def test_a_proposer_that_knows_its_moves_spends_no_step_learning_a_direction_has_none():
@@ -94,7 +94,7 @@ async def test_a_proposer_that_knows_its_moves_spends_no_step_learning_a_directi
 
 
 class MovableFails(KnowsNoMoveFor):
-    async def movable(self, query) -> frozenset[str]:
+    async def movable(self, query) -> Moves:
         raise RuntimeError("design space unreadable")
 
 

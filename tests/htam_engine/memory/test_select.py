@@ -15,6 +15,7 @@ from htam_engine.memory.retrieve import record
 from htam_engine.memory.select import (LEVEL_WEIGHTS, applicable_directions, barred, lineage, retries,
                                       strategy_records)
 from htam_engine.memory.state import similarity
+from htam_engine.propose.base import Moves
 
 S = make_state("ok", "elementwise", "cuda", "memory", 1.3)
 ONLY_TRANSITIONS = dict(prior_weight=0.0, exploration=0.0)
@@ -249,14 +250,14 @@ def test_directions_the_proposer_says_cannot_move_are_set_aside_by_every_arm():
     h = HTG.seed()
     made_best = [HistoryEntry(S, "operator_fusion")]
     first = select_direction(h, S, made_best, rng=random.Random(0)).direction
-    movable = frozenset(applicable_directions(h, S)) - {first}
+    movable = Moves(frozenset(applicable_directions(h, S)) - {first})
     assert select_direction(h, S, made_best, rng=random.Random(0), movable=movable).direction != first
     for ablation in ("flat", "random", "no-prefix"):
         picks = {select_direction(h, S, made_best, rng=random.Random(i), config=SelectConfig(ablation=ablation),
                                   movable=movable).direction for i in range(40)}
         assert first not in picks, ablation
     # nothing can move (the proposer will say why in the step): the step still picks among what applies
-    assert select_direction(h, S, made_best, rng=random.Random(0), movable=frozenset()).direction == first
+    assert select_direction(h, S, made_best, rng=random.Random(0), movable=Moves(frozenset())).direction == first
 
 
 def test_only_directions_that_apply_are_picked_though_all_are_scored():
@@ -287,3 +288,42 @@ def test_what_a_directions_strategies_earned_in_the_family_lifts_its_score():
     b.update(tries=1, successes=1, gain_sum=1.0)
     b["ctx"]["elementwise|cuda"] = [1, 1, 1.0]
     assert strategy_records(once, S, 4.0)["instruction_throughput"] == pytest.approx(record(b, S) / 5)
+
+
+def test_a_direction_scores_the_record_of_the_strategy_its_step_would_apply():
+    """propose.base.Moves names per direction the strategy whose move the step writes; record*(g)
+    is that strategy's record, not the best among the direction's strategies (an untried sibling
+    that changes nothing in this plan, worth 0, hid the applied move's losses)."""
+
+    h = HTG.seed()
+    g = "memory_access"
+    meant = [sid for sid in h.strategy_ids(g) if applies_to(h, sid, S)]
+    bad, untried = meant[0], meant[1]
+    for _ in range(3):  # the applied move lost 30 % three times in this family and backend
+        a = h.strategy_attrs(bad)
+        a["tries"] += 1
+        a["gain_sum"] += -0.36
+        c = a["ctx"].setdefault(f"{S.family.value}|{S.backend.value}", [0, 0, 0.0])
+        c[0] += 1
+        c[2] += -0.36
+    made_best = [HistoryEntry(S, "operator_fusion")]
+    config = SelectConfig()
+    plain = Moves(frozenset(applicable_directions(h, S)))
+    before = score(select_direction(h, S, made_best, rng=random.Random(0), movable=plain), g)
+    named = Moves(plain.directions, {g: bad})
+    after = score(select_direction(h, S, made_best, rng=random.Random(0), movable=named), g)
+    n = h.strategy_attrs(bad)["tries"]
+    want = record(h.strategy_attrs(bad), S) * n / (n + config.strategy_confidence)
+    assert want < 0 and strategy_records(h, S, config.strategy_confidence)[g] >= 0  # the sibling hid it
+    assert before.prior - after.prior == pytest.approx(config.strategy_weight * (
+        strategy_records(h, S, config.strategy_confidence)[g] - want))
+    # naming the untried sibling (the step would write its move) scores what it has earned: 0
+    sibling = Moves(plain.directions, {g: untried})
+    assert score(select_direction(h, S, made_best, rng=random.Random(0), movable=sibling), g).prior == \
+        pytest.approx(before.prior - config.strategy_weight * strategy_records(h, S, config.strategy_confidence)[g])
+
+
+def applies_to(h, sid, state):
+    from htam_engine.memory.retrieve import applies
+
+    return applies(h.strategy_attrs(sid), state)

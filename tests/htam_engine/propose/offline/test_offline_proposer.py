@@ -177,13 +177,13 @@ async def test_it_names_ahead_the_directions_with_a_move_left(relu_problem):
     moves = {"vectorization": ["vector_width"], "reduction_strategy": ["split_combine", "gemm_tiles"],
              "parallel_mapping": ["block_size"]}
     query = _query(relu_problem, moves, best_code=best, proposed=(best, vec))
-    assert await proposer.movable(query) == {"parallel_mapping"}
+    assert (await proposer.movable(query)).directions == {"parallel_mapping"}
     for direction in moves:  # the same answers propose gives in a step of each direction
         prop = await proposer.propose(_request(relu_problem, moves=moves[direction], direction=direction,
                                                best_code=best, step=3, proposed=(best, vec)))
         assert (prop.kind is ProposalOutcome.CANDIDATE) == (direction == "parallel_mapping"), direction
     fresh = await proposer.movable(_query(relu_problem, moves, best_code=best, proposed=(best,)))
-    assert fresh == {"vectorization", "parallel_mapping"}  # vector_width has its move until it is evaluated
+    assert fresh.directions == {"vectorization", "parallel_mapping"}  # vector_width has its move until it is evaluated
 
 
 async def test_its_answer_ahead_is_what_every_seed_direction_answers_in_a_step(relu_problem):
@@ -207,5 +207,12 @@ async def test_its_answer_ahead_is_what_every_seed_direction_answers_in_a_step(r
                                   selection=Selection(g, [], "argmax"), retrieval=retrieval, best_code=best,
                                   step=3, proposed=tuple(proposed))
         outcomes[g] = (await proposer.propose(request)).kind
-    assert movable == {g for g, kind in outcomes.items() if kind is ProposalOutcome.CANDIDATE}
-    assert movable and set(outcomes) - movable  # both answers occur
+    assert movable.directions == {g for g, kind in outcomes.items() if kind is ProposalOutcome.CANDIDATE}
+    assert movable.directions and set(outcomes) - movable.directions  # both answers occur
+    # and it names the strategy each movable direction's step applies (selection scores its record)
+    assert set(movable.applies) == movable.directions
+    for g, sid in movable.applies.items():
+        request = ProposalRequest(problem=relu_problem, backend=Backend.TRITON, state=state,
+                                  selection=Selection(g, [], "argmax"), retrieval=retrievals[g], best_code=best,
+                                  step=3, proposed=tuple(proposed))
+        assert (await proposer.propose(request)).strategy == sid, g
