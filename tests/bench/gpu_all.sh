@@ -19,6 +19,7 @@
 #   bash tests/bench/gpu_all.sh verify       htam verify over the exports of kbtable's batch (VERIFY_BATCH, or kbtable run
 #                                            before it in this call), else of gpu_verify.py's own 33-problem batch
 #   bash tests/bench/gpu_all.sh throughput   the worker pool against one at a time (gpu_batch.py --parts throughput)
+#   bash tests/bench/gpu_all.sh tritonfirst  where a Triton candidate's first call in a fresh sandbox spends its time
 #   bash tests/bench/gpu_all.sh kbtable      the KernelBench level 1+2 table alone (its --deadline, default 480 s, + 2 min; needs
 #                                            HTAM_KERNELBENCH; kb_table.md/.json under $OUT)
 #   bash tests/bench/gpu_all.sh kbcuda       the same table on the CUDA backend (KBCUDA_ARGS; kb_table.md/.json under $OUT/cuda)
@@ -54,6 +55,7 @@ for part in $parts; do
              vbatch=${VERIFY_BATCH:-$OUT/kb_table}; [ -n "${VERIFY_BATCH:-}" ] || [ -f "$vbatch/results.json" ] || vbatch=
              timeout ${VERIFY_S:-400} python3 tests/bench/gpu_verify.py --parts alone ${vbatch:+--batch "$vbatch"} --work "$OUT/verify" \
                ${VERIFY_ARGS:---deadline 330} > "$OUT/gpu_verify.txt" 2>&1; tail -40 "$OUT/gpu_verify.txt" ;;
+    tritonfirst) timeout ${TRITONFIRST_S:-120} python3 tests/bench/gpu_triton_first_call.py > "$OUT/gpu_triton_first_call.txt" 2>&1; cat "$OUT/gpu_triton_first_call.txt" ;;
     throughput) timeout ${THROUGHPUT_S:-400} python3 tests/bench/gpu_batch.py --parts throughput \
                ${THROUGHPUT_ARGS:---workers 16 --parallel 16 --sequential 3} > "$OUT/gpu_throughput.txt" 2>&1; tail -20 "$OUT/gpu_throughput.txt" ;;
     probe)   timeout ${PROBE_S:-200} python3 tests/bench/gpu_probe_timing.py ${PROBE_ARGS:?PROBE_ARGS: SOLUTION PROBLEM} \
