@@ -80,22 +80,3 @@ def test_a_step_is_credited_to_the_strategy_whose_move_made_it():
              for t in ("vector_width", None, "fast_math")]
     assert credited(views, "fast_math") == ["d/fast_math"]
     assert credited(views, None) == ["d/vector_width", "d/None", "d/fast_math"]  # a model read them all
-
-
-def test_at_the_start_the_family_priors_pick_not_a_fusion_bonus():
-    """Every direction's first candidate at the session start is the fused plan plus its move, so the
-    plain plan first spends a step: operator_fusion has no start bonus. A single-op problem starts
-    with its family's own direction; a chain still starts with fusion (its family prior)."""
-    import random
-
-    from htam_engine.memory import make_state, select_direction
-    from htam_engine.memory.select import state_prior
-
-    h = HTG.seed()
-    start = {f: make_state("start", f, "triton", "memory", None)
-             for f in ("elementwise", "reduction", "normalization", "fused_chain")}
-    for f, s in start.items():
-        faster = make_state("ok", f, "triton", "memory", 1.3)
-        assert state_prior(h, "operator_fusion", s) <= state_prior(h, "operator_fusion", faster), f
-        first = select_direction(h, s, [], rng=random.Random(0)).direction
-        assert (first == "operator_fusion") == (f == "fused_chain"), (f, first)
