@@ -37,7 +37,7 @@ class _Plan:
     getter: Callable[[Any], Any]
     enc: list[tuple[int, _Conv]]  # fields needing conversion on encode
     dec: list[tuple[int, _Conv]]  # ... and on decode, with primitive type checks (named data)
-    dec_fast: list[tuple[int, _Conv]]  # conversions only, for positional data (None passes through)
+    dec_fast: list[tuple[int, _Conv]]  # the same for positional data, where None passes through before
     required: frozenset[str]
 
 
@@ -54,11 +54,12 @@ def _unwrap_optional(tp: Any) -> tuple[Any, bool]:
     return tp, False
 
 
-def _converters(tp: Any, checks: bool = True) -> tuple[_Conv | None, _Conv | None]:
-    """(encoder, decoder) for a field of type tp; None where the value passes through.
+def _converters(tp: Any, none_test: bool = True) -> tuple[_Conv | None, _Conv | None]:
+    """(encoder, decoder) for a field of type tp; None where the value passes through (Any).
 
-    checks=False leaves out the primitive type checks (and the None test of optionals, which
-    the positional decoder does itself) on the hot path."""
+    Every primitive is type-checked, in named and positional data alike: a session file whose
+    model name was a boolean loaded, and `sessions show` crashed on it (the fuzz found it).
+    none_test=False leaves out the None test of optionals, which the positional decoder does itself."""
     tp, optional = _unwrap_optional(tp)
     enc = dec = None
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
@@ -69,7 +70,7 @@ def _converters(tp: Any, checks: bool = True) -> tuple[_Conv | None, _Conv | Non
         dec = tp
     elif typing.get_origin(tp) is list:
         (item,) = typing.get_args(tp) or (Any,)
-        ie, idc = _converters(item, checks)
+        ie, idc = _converters(item)
         if ie is not None or idc is not None:
             enc = (lambda v, _f=ie: [_f(x) for x in v]) if ie else None
             dec = (lambda v, _f=idc: [_f(x) for x in _check_list(v)]) if idc else _check_list
@@ -77,14 +78,14 @@ def _converters(tp: Any, checks: bool = True) -> tuple[_Conv | None, _Conv | Non
             dec = _check_list
     elif typing.get_origin(tp) is dict or tp is dict:
         dec = _check_dict
-    elif tp in _PRIMS and checks:
+    elif tp in _PRIMS:
         ok = _PRIMS[tp]
 
         def dec(v: Any, _ok=ok, _tp=tp) -> Any:
             if not isinstance(v, _ok) or (_tp is int and isinstance(v, bool)):
                 raise CodecError(f"expected {_tp.__name__}, got {type(v).__name__}")
             return v
-    if optional and dec is not None and checks:
+    if optional and dec is not None and none_test:
         inner = dec
         dec = lambda v, _f=inner: None if v is None else _f(v)  # noqa: E731
     return enc, dec
@@ -116,7 +117,7 @@ def plan(cls: type) -> _Plan:
             enc.append((i, e))
         if d is not None:
             dec.append((i, d))
-            fd = _converters(hints[f.name], checks=False)[1]
+            fd = _converters(hints[f.name], none_test=False)[1]
             if fd is not None:
                 fast.append((i, fd))
     required = frozenset(f.name for f in fs if f.default is dataclasses.MISSING

@@ -89,6 +89,9 @@ WRONG_TYPES = {
     "short record": lambda b: b["session"][4][0].__setitem__(2, ["x"]),
     "memory not a map": lambda b: b["session"].__setitem__(3, [1, 2]),
     "steps renumbered": lambda b: b["session"][4][1].__setitem__(0, 7),
+    # primitives of positional data are checked too: `sessions show` crashed on a boolean model name
+    "model name a boolean": lambda b: b["session"][2].__setitem__(3, True),
+    "step budget a string": lambda b: b["session"][2].__setitem__(6, "six"),
     "chosen out of range": lambda b: b["session"][4][0].__setitem__(5, 9),
     "no schema": lambda b: b.pop("schema"),
     "session missing": lambda b: b.pop("session"),
