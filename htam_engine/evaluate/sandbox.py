@@ -167,6 +167,8 @@ class Sandbox:
     def build(self, req: wire.Build) -> wire.Outcome:
         assert self.compile_cache is not None
         self.use_device()
+        if req.backend == "triton":
+            warm_triton(self.device)
         marker = built_marker(req.key)
         cached = marker.exists()
         self.compile_cache.key = req.key
@@ -443,6 +445,19 @@ def warm(device: str) -> None:
     with contextlib.suppress(Exception):
         x = torch.randn(64, 64, device=device)
         (torch.mm(x, x).sum() + torch.where(torch.isfinite(x), x.relu(), x).abs().amax()).item()
+
+
+def warm_triton(device: str) -> None:
+    """On CUDA: Triton's driver utilities, which it builds with the C compiler into this sandbox's
+    private (empty) cache at their first use (zygote._private_compile_caches). At the build, which
+    holds no lock of the device: else a Triton candidate's first call builds them, holding the
+    device shared, and every judge waiting to time waits for it."""
+    if not is_cuda(device):
+        return
+    with contextlib.suppress(Exception):
+        import triton
+
+        triton.runtime.driver.active.utils  # noqa: B018 - built and loaded on first access
 
 
 def serve(fd: int, role: str, device: str) -> int:
