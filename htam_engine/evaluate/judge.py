@@ -543,6 +543,14 @@ class Evaluation(TimedRounds):
             with judge.lock.timed_stage():
                 samples, out_bytes = self._time(checks, baseline)
             self._check_clocks(samples, out_bytes)
+            if self._convicted_by_the_clock_alone():
+                # A conviction by the judge's clock stands on two timings: on a loaded CPU an honest
+                # candidate's wake-ups sometimes cost it 20+ ms a trial more than its reference's
+                # (1 evaluation in 20 with two beside each other on 2 cores). A forged time fails both.
+                self.obs.findings = [f for f in self.obs.findings if f.rule != "clock"]
+                with judge.lock.timed_stage():
+                    samples, out_bytes = self._time(checks, baseline)
+                self._check_clocks(samples, out_bytes)
             if not self.obs.rejected:  # a forged time settled the verdict: no work check to pay for
                 with judge.lock.checking():
                     judge.stage(Stage.CHECK)
@@ -638,6 +646,10 @@ class Evaluation(TimedRounds):
             r.stages.check_s = time.perf_counter() - t0
             r.stages.first_call_s = (self.channel.first_run_ms or 0.0) / 1e3
         return checks
+
+    def _convicted_by_the_clock_alone(self) -> bool:
+        rejects = {f.rule for f in self.obs.findings if f.severity == "reject"}
+        return rejects == {"clock"} and self.obs.mismatch is None
 
     def _compare_parameters(self, candidate: list[wire.ParamPrint], ref: list[wire.ParamPrint]) -> None:
         """Every parameter and buffer of ModelNew should equal one of Model's (layout aside)."""

@@ -395,3 +395,24 @@ def test_an_evaluation_run_again_alone_says_so_and_counts_both_runs(judge, small
     said = [f for f in result.integrity if f.rule == "ran_alone"]
     assert said and said[0].severity == "warn" and "stand-in for a death" in said[0].message
     assert result.stages.device_alone_s >= result.stages.time_s > 0
+
+
+@pytest.mark.parametrize("fires", ["once", "always"])
+def test_a_conviction_by_the_judges_clock_stands_on_two_timings(judge, small_problem, monkeypatch, fires):
+    """The clock rule firing once (a stand-in for an honest candidate's wake-ups on a loaded CPU)
+    times the candidate again: the verdict is the second timing's. Firing on both convicts."""
+    from htam_engine.evaluate import rounds as rounds_module
+
+    real, calls = rounds_module.clock_check, []
+
+    def clock_check(*args, **kwargs):
+        figures, message = real(*args, **kwargs)
+        calls.append(True)
+        if fires == "always" or len(calls) == 1:
+            message = "the judge's clock saw 27 ms per trial beyond the reported time (stand-in)"
+        return figures, message
+
+    monkeypatch.setattr(rounds_module, "clock_check", clock_check)
+    status = Status.OK if fires == "once" else Status.REJECTED
+    _stages(judge, small_problem, monkeypatch, 0, status=status)
+    assert len(calls) == 2
