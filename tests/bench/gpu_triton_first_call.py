@@ -64,7 +64,10 @@ def main() -> int:
     for _ in range(3):
         with tempfile.TemporaryDirectory() as cache:
             env = {**os.environ, "TRITON_CACHE_DIR": cache}
-            out = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, timeout=300)
+            child = os.path.join(cache, "first_call.py")  # @triton.jit reads its function's source file
+            with open(child, "w") as fh:
+                fh.write(CHILD)
+            out = subprocess.run([sys.executable, child], env=env, capture_output=True, text=True, timeout=300)
             if out.returncode:
                 print(out.stderr[-3000:])
                 return 1
