@@ -207,15 +207,88 @@ async def evaluate_all(cands: list[tuple[Any, str, str]], workers: int,
     # a one-time cost per worker that both modes leave out, so the figures are the steady state.
     await pool.warm(cfg)
     t0 = time.perf_counter()
-    try:
-        if workers == 1:
-            for c in cands:
-                await one(*c)
-        else:
-            await asyncio.gather(*(one(*c) for c in cands))
-    finally:
-        await pool.close()
+    with GpuProcesses() as seen:
+        try:
+            if workers == 1:
+                for c in cands:
+                    await one(*c)
+            else:
+                await asyncio.gather(*(one(*c) for c in cands))
+        finally:
+            await pool.close()
+    GPU_MEMORY[workers] = seen.figures()
     return time.perf_counter() - t0, rows
+
+
+class GpuProcesses:
+    """Every process's peak GPU memory (nvidia-smi, every 0.5 s) and the device's peak in all, while
+    a mode runs: which of the judges' processes fill the device when evaluations of small problems
+    run out of it beside each other (the pool's ran_alone warnings). Nothing where nvidia-smi is
+    missing (the CPU)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.ok = shutil.which("nvidia-smi") is not None
+        self.peaks: dict[int, int] = {}  # pid -> MiB
+        self.kinds: dict[int, str] = {}  # pid -> what its command line says it is
+        self.total_peak_mib = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _kind(self, pid: int) -> str:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                words = fh.read().split(b"\0")
+        except OSError:
+            return "gone"
+        text = b" ".join(words).decode(errors="replace")
+        for marker in ("evaluate.worker", "evaluate.zygote", "gpu_batch.py"):
+            if marker in text:
+                return marker
+        return text[-40:]
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                out = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
+                                     capture_output=True, text=True, timeout=5).stdout
+            except (OSError, subprocess.TimeoutExpired):
+                return
+            total = 0
+            for line in out.splitlines():
+                pid, _, mib = line.partition(",")
+                if pid.strip().isdigit() and mib.strip().isdigit():
+                    pid_i, mib_i = int(pid), int(mib)
+                    total += mib_i
+                    if pid_i not in self.kinds:
+                        self.kinds[pid_i] = self._kind(pid_i)
+                    self.peaks[pid_i] = max(self.peaks.get(pid_i, 0), mib_i)
+            self.total_peak_mib = max(self.total_peak_mib, total)
+            time.sleep(0.5)
+
+    def __enter__(self) -> "GpuProcesses":
+        if self.ok:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        if self.ok:
+            self._thread.join()
+
+    def figures(self) -> dict[str, Any]:
+        """The device's peak (sum over processes of one sample), and per kind of process its count
+        and the median and largest of their peaks, GiB."""
+        by_kind: dict[str, list[int]] = {}
+        for pid, mib in self.peaks.items():
+            by_kind.setdefault(self.kinds.get(pid, "?"), []).append(mib)
+        return {"sampled": self.ok, "device_peak_gib": round(self.total_peak_mib / 1024, 1),
+                "by_kind": {k: {"processes": len(v), "median_peak_gib": round(statistics.median(v) / 1024, 2),
+                                "max_peak_gib": round(max(v) / 1024, 2)} for k, v in by_kind.items()}}
+
+
+GPU_MEMORY: dict[int, dict[str, Any]] = {}  # workers -> GpuProcesses.figures() of that mode's last run
 
 
 def mode_figures(rows: list[dict[str, Any]], wall_s: float) -> dict[str, Any]:
@@ -259,10 +332,11 @@ def run_throughput(args: argparse.Namespace) -> dict[str, Any]:
     out["warmup_s"] = [round(asyncio.run(evaluate_all(warm, 1))[0], 1)]
     wall_p, rows_p = asyncio.run(evaluate_all(cands, args.workers))
     out["parallel"] = mode_figures(rows_p, wall_p)
+    out["parallel"]["gpu_memory"] = GPU_MEMORY.get(args.workers)
     out["statuses"] = {s: sum(1 for r in rows_p if r.get("status") == s) for s in {r.get("status") for r in rows_p}}
     progress(out, f"  pool: {len(rows_p)} in {wall_p:.1f} s, {out['parallel']['per_minute']} a minute; "
                   f"statuses {out['statuses']}; the device alone {out['parallel']['device_alone_sum_s']} s in all; "
-                  f"medians {out['parallel']['medians']}")
+                  f"medians {out['parallel']['medians']}; GPU memory {out['parallel']['gpu_memory']}")
     fresh_cache("sequential")
     out["warmup_s"].append(round(asyncio.run(evaluate_all(warm, 1))[0], 1))
 
