@@ -207,7 +207,9 @@ async def evaluate_all(cands: list[tuple[Any, str, str]], workers: int,
     # a one-time cost per worker that both modes leave out, so the figures are the steady state.
     await pool.warm(cfg)
     t0 = time.perf_counter()
-    with GpuProcesses() as seen:
+    from gpu_memory import PerProcess
+
+    with PerProcess() as seen:
         try:
             if workers == 1:
                 for c in cands:
@@ -216,79 +218,28 @@ async def evaluate_all(cands: list[tuple[Any, str, str]], workers: int,
                 await asyncio.gather(*(one(*c) for c in cands))
         finally:
             await pool.close()
-    GPU_MEMORY[workers] = seen.figures()
+    GPU_MEMORY[workers] = gpu_memory_figures(seen)
     return time.perf_counter() - t0, rows
 
 
-class GpuProcesses:
-    """Every process's peak GPU memory (nvidia-smi, every 0.5 s) and the device's peak in all, while
-    a mode runs: which of the judges' processes fill the device when evaluations of small problems
-    run out of it beside each other (the pool's ran_alone warnings). Nothing where nvidia-smi is
-    missing (the CPU)."""
+def gpu_memory_figures(seen: Any) -> dict[str, Any]:
+    """From gpu_memory.PerProcess over a mode: the device's peak (the largest sum over processes of
+    one sample) and, per kind of process (the judges, the zygote and its sandboxes, this bench),
+    their count and the median and largest of their peaks, GiB: which of them fill the device when
+    evaluations of small problems run out of it beside each other (the pool's ran_alone warnings)."""
+    def kind(command: str) -> str:
+        return next((m for m in ("evaluate.worker", "evaluate.zygote", "gpu_batch.py") if m in command), command[-40:])
 
-    def __init__(self) -> None:
-        import threading
-
-        self.ok = shutil.which("nvidia-smi") is not None
-        self.peaks: dict[int, int] = {}  # pid -> MiB
-        self.kinds: dict[int, str] = {}  # pid -> what its command line says it is
-        self.total_peak_mib = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _kind(self, pid: int) -> str:
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as fh:
-                words = fh.read().split(b"\0")
-        except OSError:
-            return "gone"
-        text = b" ".join(words).decode(errors="replace")
-        for marker in ("evaluate.worker", "evaluate.zygote", "gpu_batch.py"):
-            if marker in text:
-                return marker
-        return text[-40:]
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                out = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
-                                     capture_output=True, text=True, timeout=5).stdout
-            except (OSError, subprocess.TimeoutExpired):
-                return
-            total = 0
-            for line in out.splitlines():
-                pid, _, mib = line.partition(",")
-                if pid.strip().isdigit() and mib.strip().isdigit():
-                    pid_i, mib_i = int(pid), int(mib)
-                    total += mib_i
-                    if pid_i not in self.kinds:
-                        self.kinds[pid_i] = self._kind(pid_i)
-                    self.peaks[pid_i] = max(self.peaks.get(pid_i, 0), mib_i)
-            self.total_peak_mib = max(self.total_peak_mib, total)
-            time.sleep(0.5)
-
-    def __enter__(self) -> "GpuProcesses":
-        if self.ok:
-            self._thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self._stop.set()
-        if self.ok:
-            self._thread.join()
-
-    def figures(self) -> dict[str, Any]:
-        """The device's peak (sum over processes of one sample), and per kind of process its count
-        and the median and largest of their peaks, GiB."""
-        by_kind: dict[str, list[int]] = {}
-        for pid, mib in self.peaks.items():
-            by_kind.setdefault(self.kinds.get(pid, "?"), []).append(mib)
-        return {"sampled": self.ok, "device_peak_gib": round(self.total_peak_mib / 1024, 1),
-                "by_kind": {k: {"processes": len(v), "median_peak_gib": round(statistics.median(v) / 1024, 2),
-                                "max_peak_gib": round(max(v) / 1024, 2)} for k, v in by_kind.items()}}
+    by_kind: dict[str, list[int]] = {}
+    for pid, peak in seen.peaks.items():
+        by_kind.setdefault(kind(seen.commands.get(pid, "?")), []).append(peak)
+    gib = float(1 << 30)
+    return {"sampled": seen.ok, "device_peak_gib": round(seen.total_peak / gib, 1),
+            "by_kind": {k: {"processes": len(v), "median_peak_gib": round(statistics.median(v) / gib, 2),
+                            "max_peak_gib": round(max(v) / gib, 2)} for k, v in by_kind.items()}}
 
 
-GPU_MEMORY: dict[int, dict[str, Any]] = {}  # workers -> GpuProcesses.figures() of that mode's last run
+GPU_MEMORY: dict[int, dict[str, Any]] = {}  # workers -> gpu_memory_figures of that mode's last run
 
 
 def mode_figures(rows: list[dict[str, Any]], wall_s: float) -> dict[str, Any]:

@@ -99,6 +99,8 @@ class PerProcess:
 
     def __init__(self):
         self.peaks: dict[int, int] = {}
+        self.total_peak = 0  # the largest sum over the processes of one sample (bytes)
+        self.commands: dict[int, str] = {}  # each process's command line, read when first seen
         self.ok = shutil.which("nvidia-smi") is not None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -110,10 +112,19 @@ class PerProcess:
                                      capture_output=True, text=True, timeout=5).stdout
             except (OSError, subprocess.TimeoutExpired):
                 return
+            total = 0
             for line in out.splitlines():
                 pid, _, mib = line.partition(",")
                 if pid.strip().isdigit() and mib.strip().isdigit():
+                    total += int(mib) * 2**20
+                    if int(pid) not in self.commands:
+                        try:
+                            with open(f"/proc/{int(pid)}/cmdline", "rb") as fh:
+                                self.commands[int(pid)] = fh.read().replace(b"\0", b" ").decode(errors="replace")
+                        except OSError:
+                            self.commands[int(pid)] = "gone"
                     self.peaks[int(pid)] = max(self.peaks.get(int(pid), 0), int(mib) * 2**20)
+            self.total_peak = max(self.total_peak, total)
             time.sleep(0.2)
 
     def __enter__(self) -> "PerProcess":
