@@ -159,6 +159,8 @@ class Evaluator:
             if kind == "stage" and stage is not None:
                 progress(stage, timings)
             elif kind == "trials" and isinstance(msg.get("ms"), list):
+                if msg.get("from_start") is True:  # the judge timed the candidate again
+                    timings.clear()
                 timings.extend(float(x) for x in msg["ms"] if isinstance(x, (int, float)))
                 progress(Stage.TIME, timings)
 

@@ -223,6 +223,9 @@ class TimedRounds:
         last_sent = time.monotonic()
         warmup, trials = max(0, int(cfg.warmup)), max(1, int(cfg.trials))
         picked = set(secrets.SystemRandom().sample(range(warmup, warmup + trials), min(PRECISION_TRIALS, trials)))
+        # The engine's live trial times start over: an earlier timing of this request (a clock
+        # conviction timed again, an evaluation run again alone) is not this one's.
+        judge.send({"t": "trials", "ms": [], "from_start": True})
         # the candidate's CPU time over the timed trials, on the CPU (clock.hidden_cpu_check)
         self.cpu_snapshots: list[CpuSnapshot] = []
         with judge.lock.checking():
