@@ -23,21 +23,52 @@ _LIMITS = {name: getattr(resource, name) for name in ("RLIMIT_AS", "RLIMIT_DATA"
 
 
 @dataclass(frozen=True, slots=True)
+class ThreadState:
+    """One thread's scheduling: each thread has its own, set from outside by its thread id."""
+
+    policy: int
+    nice: int
+    cpus: frozenset[int]
+
+    @classmethod
+    def read(cls, tid: int) -> "ThreadState":
+        return cls(os.sched_getscheduler(tid), os.getpriority(os.PRIO_PROCESS, tid), frozenset(os.sched_getaffinity(tid)))
+
+
+@dataclass(frozen=True, slots=True)
 class ProcessState:
     limits: tuple[tuple[str, int, int], ...]  # (name, soft, hard)
     policy: int
     nice: int
     cpus: frozenset[int]
+    # Every other thread's, by thread id: the main thread's alone left a reference sandbox's other
+    # threads (where work runs on them) to be reniced or pinned unseen. Threads come and go (the
+    # driver's, a thread pool's), so only those present at both reads are compared.
+    threads: tuple[tuple[int, ThreadState], ...] = ()
 
     @classmethod
     def read(cls, pid: int) -> "ProcessState | None":
         """The process's state, or None where it cannot be read (gone, or not Linux)."""
         try:
             limits = tuple((name, *resource.prlimit(pid, r)) for name, r in _LIMITS.items())
-            return cls(limits, os.sched_getscheduler(pid), os.getpriority(os.PRIO_PROCESS, pid),
-                       frozenset(os.sched_getaffinity(pid)))
+            main = ThreadState.read(pid)
         except (OSError, AttributeError, ValueError):
             return None
+        return cls(limits, main.policy, main.nice, main.cpus, _other_threads(pid))
+
+
+def _other_threads(pid: int) -> tuple[tuple[int, ThreadState], ...]:
+    try:
+        tids = sorted(int(t) for t in os.listdir(f"/proc/{pid}/task") if t.isdigit() and int(t) != pid)
+    except OSError:
+        return ()
+    out = []
+    for tid in tids:
+        try:
+            out.append((tid, ThreadState.read(tid)))
+        except (OSError, ValueError):  # it ended meanwhile
+            continue
+    return tuple(out)
 
 
 def changes(before: ProcessState | None, pid: int) -> str:
@@ -50,6 +81,15 @@ def changes(before: ProcessState | None, pid: int) -> str:
         was, is_ = getattr(before, name), getattr(now, name)
         if was != is_:
             said.append(f"{name} {_shown(was)} -> {_shown(is_)}")
+    then = dict(before.threads)
+    for tid, state in now.threads:
+        was_t = then.get(tid)
+        if was_t is None:
+            continue
+        for name in ("policy", "nice", "cpus"):
+            was, is_ = getattr(was_t, name), getattr(state, name)
+            if was != is_:
+                said.append(f"thread {tid}'s {name} {_shown(was)} -> {_shown(is_)}")
     return ", ".join(said)
 
 

@@ -6,6 +6,7 @@ import os
 import resource
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -18,6 +19,21 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pr
 def sibling():
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     yield proc.pid
+    proc.kill()
+    proc.wait()
+
+
+@pytest.fixture
+def threaded():
+    """A process with a second thread (a reference sandbox's work can run on one); its thread id."""
+    proc = subprocess.Popen([sys.executable, "-c", "import threading, time; "
+                             "threading.Thread(target=time.sleep, args=(60,), daemon=True).start(); time.sleep(60)"])
+    for _ in range(100):
+        tids = [int(t) for t in os.listdir(f"/proc/{proc.pid}/task") if int(t) != proc.pid]
+        if tids:
+            break
+        time.sleep(0.05)
+    yield proc.pid, tids[0]
     proc.kill()
     proc.wait()
 
@@ -40,3 +56,16 @@ def test_a_gone_process_reads_as_nothing_to_say(sibling):
     os.kill(sibling, 9)
     os.waitpid(sibling, 0)
     assert ProcessState.read(sibling) is None and changes(before, sibling) == ""
+
+
+def test_another_thread_reniced_or_pinned_is_named(threaded):
+    pid, tid = threaded
+    before = ProcessState.read(pid)
+    assert changes(before, pid) == ""
+    cpus = os.sched_getaffinity(tid)
+    os.setpriority(os.PRIO_PROCESS, tid, 9)
+    os.sched_setaffinity(tid, {min(cpus)})
+    said = changes(before, pid)
+    assert f"thread {tid}'s nice 0 -> 9" in said, said
+    assert (f"thread {tid}'s cpus" in said) == (len(cpus) > 1), said
+    assert "nice 0" not in said.replace(f"thread {tid}'s nice", "")  # the main thread is untouched
