@@ -1,0 +1,56 @@
+"""process.kill_tree: nothing of a killed tree outlives it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from htam_engine.evaluate.process import kill_tree
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="subreapers are Linux's")
+
+# A subreaper (as a sandbox is) whose helper leaves the process group and then keeps forking a
+# child and exiting: at any moment the live helper is a new process, re-parented to the root.
+# Each helper touches the heartbeat file (argv[1]): while it changes, a helper is alive.
+HOPPER = r"""
+import os, signal, sys, time
+from htam_engine.evaluate import limits
+limits.adopt_orphans()
+signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the exited helpers are reaped at once
+beat = sys.argv[1]
+if os.fork() == 0:
+    os.setsid()
+    while True:
+        if os.fork():
+            os._exit(0)
+        with open(beat, "w") as fh:
+            fh.write(str(time.monotonic()))
+        time.sleep(0.002)
+time.sleep(60)
+"""
+
+
+def _beating(path) -> bool:
+    before = path.read_text() if path.exists() else ""
+    time.sleep(0.5)
+    return path.exists() and path.read_text() != before
+
+
+def test_a_helper_that_keeps_forking_out_of_the_group_dies_with_the_tree(tmp_path):
+    beat = tmp_path / "beat"
+    root = subprocess.Popen([sys.executable, "-c", HOPPER, str(beat)], start_new_session=True,
+                            env={**os.environ, "PYTHONPATH": os.getcwd()})
+    try:
+        deadline = time.monotonic() + 30
+        while not beat.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _beating(beat)  # the helper hops
+        kill_tree(root.pid, group=True)
+        root.wait(5)
+        assert not _beating(beat), "a helper outlived the tree"
+    finally:
+        beat.write_text("stop")  # an escaped helper is left alone by then: this test's box only
