@@ -15,7 +15,8 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="su
 
 # A subreaper (as a sandbox is) whose helper leaves the process group and then keeps forking a
 # child and exiting: at any moment the live helper is a new process, re-parented to the root.
-# Each helper touches the heartbeat file (argv[1]): while it changes, a helper is alive.
+# Each helper touches the heartbeat file (argv[1]): while it changes, a helper is alive. One that
+# escaped (the test failing) stops once the file "<argv[1]>.stop" exists.
 HOPPER = r"""
 import os, signal, sys, time
 from htam_engine.evaluate import limits
@@ -24,12 +25,13 @@ signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the exited helpers are reaped a
 beat = sys.argv[1]
 if os.fork() == 0:
     os.setsid()
-    while True:
+    while not os.path.exists(beat + ".stop"):
         if os.fork():
             os._exit(0)
         with open(beat, "w") as fh:
             fh.write(str(time.monotonic()))
         time.sleep(0.002)
+    os._exit(0)
 time.sleep(60)
 """
 
@@ -53,4 +55,4 @@ def test_a_helper_that_keeps_forking_out_of_the_group_dies_with_the_tree(tmp_pat
         root.wait(5)
         assert not _beating(beat), "a helper outlived the tree"
     finally:
-        beat.write_text("stop")  # an escaped helper is left alone by then: this test's box only
+        (tmp_path / "beat.stop").touch()  # an escaped helper ends itself
