@@ -75,7 +75,8 @@ CAUGHT = [
     ("relu", "cheat_forge_frame", REJECTED, "protocol", "malformed message"),
     # ... or the serializer of the sandbox's replies rewritten (hidden from the guards): the times
     #    it reports disagree with the judge's clock
-    ("relu", "cheat_patch_serializer", REJECTED, "clock", "beyond the reported time"),
+    # either clock rule may convict it ("beyond the reported time", or a time under the copy floor)
+    ("relu", "cheat_patch_serializer", REJECTED, "clock", "reported"),
     # 10. shape-specialized code
     ("relu", "cheat_shape", INCORRECT, "shape_specialized", "not shown"),
 ]
