@@ -77,20 +77,18 @@ def changes(before: ProcessState | None, pid: int) -> str:
     if before is None or now is None or now == before:
         return ""
     said = [f"{a[0]} {a[1:]} -> {b[1:]}" for a, b in zip(before.limits, now.limits) if a != b]
-    for name in ("policy", "nice", "cpus"):
-        was, is_ = getattr(before, name), getattr(now, name)
-        if was != is_:
-            said.append(f"{name} {_shown(was)} -> {_shown(is_)}")
+    said += _scheduling(before, now, "")
     then = dict(before.threads)
     for tid, state in now.threads:
-        was_t = then.get(tid)
-        if was_t is None:
-            continue
-        for name in ("policy", "nice", "cpus"):
-            was, is_ = getattr(was_t, name), getattr(state, name)
-            if was != is_:
-                said.append(f"thread {tid}'s {name} {_shown(was)} -> {_shown(is_)}")
+        if tid in then:
+            said += _scheduling(then[tid], state, f"thread {tid}'s ")
     return ", ".join(said)
+
+
+def _scheduling(was: "ProcessState | ThreadState", now: "ProcessState | ThreadState", whose: str) -> list[str]:
+    """What differs in the scheduling (policy, nice, CPUs) of one process or thread."""
+    return [f"{whose}{name} {_shown(getattr(was, name))} -> {_shown(getattr(now, name))}"
+            for name in ("policy", "nice", "cpus") if getattr(was, name) != getattr(now, name)]
 
 
 def _shown(value: object) -> object:
