@@ -67,7 +67,10 @@ class ModelNew(_Fused):
 
 
 def _stages(judge, small_problem, monkeypatch, slots: int, code: str = TRITON_CHAIN,
-            status: Status = Status.OK, total_memory: int | None = None) -> list[tuple[str, bool]]:
+            status: Status = Status.OK, total_memory: int | None = None,
+            messages: list[dict] | None = None) -> list[tuple[str, bool]]:
+    """The stages the judge announced, each with whether the lock was held; `messages`: every
+    other message it sent, appended there."""
     lock = f"time-test-{uuid.uuid4().hex[:8]}"
     # The policy a CUDA device gets, applied to the CPU (no GPU here): the lock mechanics are the same.
     monkeypatch.setattr(devicelock, "check_slots", lambda device, total_memory=None: slots)
@@ -76,6 +79,8 @@ def _stages(judge, small_problem, monkeypatch, slots: int, code: str = TRITON_CH
     def send(msg: dict) -> None:
         if msg.get("t") == "stage":
             seen.append((msg["stage"], _held(lock)))
+        elif messages is not None:
+            messages.append(msg)
 
     monkeypatch.setattr(judge, "send", send)
     monkeypatch.setattr(judge, "lock", DeviceLock("cpu", lock, lambda stage: judge.stage(Stage(stage)),
@@ -414,5 +419,8 @@ def test_a_conviction_by_the_judges_clock_stands_on_two_timings(judge, small_pro
 
     monkeypatch.setattr(rounds_module, "clock_check", clock_check)
     status = Status.OK if fires == "once" else Status.REJECTED
-    _stages(judge, small_problem, monkeypatch, 0, status=status)
+    messages: list[dict] = []
+    _stages(judge, small_problem, monkeypatch, 0, status=status, messages=messages)
     assert len(calls) == 2
+    # the engine's live trial times start over with the second timing
+    assert sum(1 for m in messages if m.get("t") == "trials" and m.get("from_start")) == 2
