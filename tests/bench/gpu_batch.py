@@ -44,7 +44,7 @@ import tempfile
 import time
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -180,8 +180,16 @@ def stage_row(r: Any, wall: float) -> dict[str, Any]:
             "findings": {f.rule: f.message[:300] for f in r.integrity}}
 
 
+class ModeRun(NamedTuple):
+    """One mode's run: its wall time, a row per candidate, what the processes held on the GPU."""
+
+    wall_s: float
+    rows: list[dict[str, Any]]
+    gpu_memory: dict[str, Any]
+
+
 async def evaluate_all(cands: list[tuple[Any, str, str]], workers: int,
-                       on_row: Any = None) -> tuple[float, list[dict[str, Any]]]:
+                       on_row: Any = None) -> ModeRun:
     """Evaluate every candidate through one pool of `workers`; on_row(rows, wall_s) after each one ends."""
     from htam_engine.evaluate.config import EvalConfig
     from htam_engine.evaluate.pool import WorkerPool
@@ -218,8 +226,7 @@ async def evaluate_all(cands: list[tuple[Any, str, str]], workers: int,
                 await asyncio.gather(*(one(*c) for c in cands))
         finally:
             await pool.close()
-    GPU_MEMORY[workers] = gpu_memory_figures(seen)
-    return time.perf_counter() - t0, rows
+    return ModeRun(time.perf_counter() - t0, rows, gpu_memory_figures(seen))
 
 
 def gpu_memory_figures(seen: Any) -> dict[str, Any]:
@@ -237,9 +244,6 @@ def gpu_memory_figures(seen: Any) -> dict[str, Any]:
     return {"sampled": seen.ok, "device_peak_gib": round(seen.total_peak / gib, 1),
             "by_kind": {k: {"processes": len(v), "median_peak_gib": round(statistics.median(v) / gib, 2),
                             "max_peak_gib": round(max(v) / gib, 2)} for k, v in by_kind.items()}}
-
-
-GPU_MEMORY: dict[int, dict[str, Any]] = {}  # workers -> gpu_memory_figures of that mode's last run
 
 
 def mode_figures(rows: list[dict[str, Any]], wall_s: float) -> dict[str, Any]:
@@ -281,9 +285,9 @@ def run_throughput(args: argparse.Namespace) -> dict[str, Any]:
     os.environ["HTAM_PCH_AFTER"] = "1"
     fresh_cache("parallel")
     out["warmup_s"] = [round(asyncio.run(evaluate_all(warm, 1))[0], 1)]
-    wall_p, rows_p = asyncio.run(evaluate_all(cands, args.workers))
+    wall_p, rows_p, memory_p = asyncio.run(evaluate_all(cands, args.workers))
     out["parallel"] = mode_figures(rows_p, wall_p)
-    out["parallel"]["gpu_memory"] = GPU_MEMORY.get(args.workers)
+    out["parallel"]["gpu_memory"] = memory_p
     out["statuses"] = {s: sum(1 for r in rows_p if r.get("status") == s) for s in {r.get("status") for r in rows_p}}
     progress(out, f"  pool: {len(rows_p)} in {wall_p:.1f} s, {out['parallel']['per_minute']} a minute; "
                   f"statuses {out['statuses']}; the device alone {out['parallel']['device_alone_sum_s']} s in all; "
@@ -303,7 +307,7 @@ def run_throughput(args: argparse.Namespace) -> dict[str, Any]:
                       f"{rows[-1].get('status')}, {rows[-1].get('wall_s')} s; the device alone "
                       f"{rows[-1].get('device_alone_s')} s)")
 
-    wall_s, rows_s = asyncio.run(evaluate_all(cands[: args.sequential], 1, one_ended))
+    wall_s, rows_s, _ = asyncio.run(evaluate_all(cands[: args.sequential], 1, one_ended))
     sequential(rows_s, wall_s)  # the mode's wall, its pool's close included, as the pool's has
     ok_compiles = [r["compile_s"] for r in rows_s if "compile_s" in r and not r.get("cached")]
     out["median_compile_s_one_at_a_time"] = round(statistics.median(ok_compiles), 1) if ok_compiles else None
