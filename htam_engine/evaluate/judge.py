@@ -31,7 +31,7 @@ from typing import Any, Callable
 
 import torch
 
-from htam_engine.evaluate import wire
+from htam_engine.evaluate import gpu_holders, wire
 from htam_engine.evaluate.build_record import BuildRecords
 from htam_engine.evaluate.channel import Channel
 from htam_engine.evaluate.checks.observe import Observations
@@ -124,7 +124,8 @@ def capacity_message(exc: BaseException, device: str) -> str:
         held = float(torch.cuda.max_memory_allocated())
         total = float(torch.cuda.get_device_properties(torch.device(device)).total_memory)
         return (f"the judge ran out of GPU memory: it needs {(held + wanted) / gib:.1f} GiB on {device}, the device "
-                f"has {total / gib:.1f} GiB (a harness capacity limit, not the candidate's fault)")
+                f"has {total / gib:.1f} GiB (a harness capacity limit, not the candidate's fault)"
+                f"{gpu_holders.described()}")
     import psutil
 
     return (f"the judge ran out of host memory: the machine has {psutil.virtual_memory().total / gib:.1f} GiB "
@@ -383,14 +384,16 @@ class Judge:
             # Beside other evaluations the device ran out; alone it may fit (a batch at KernelBench's
             # official sizes on an H200: four judges of ~80 GiB each). Only what fails alone counts.
             first = result
+            # who filled the device, read before this evaluation takes it alone (the others still hold theirs)
+            held = gpu_holders.described() if self.device.startswith("cuda") else ""
             release_memory(self.device)
             with lock.alone():
                 ev = Evaluation(self, problem, code, config, backend, key, memory_mb)
                 result, healthy = ev.run()
             # Said, not silent: alone, it held every other evaluation up for its whole length.
             result.integrity.append(Finding("ran_alone", f"beside other evaluations it ended {first.status.value} "
-                                                         f"({first.diagnostics.message}): evaluated again with the "
-                                                         "device alone", "warn"))
+                                                         f"({first.diagnostics.message}){held}: evaluated again "
+                                                         "with the device alone", "warn"))
         # every wait and hold of both runs, the alone one's included (counted once it let go)
         result.stages.lock_wait_s, result.stages.device_alone_s = lock.waited_s, lock.alone_s
         return result, healthy

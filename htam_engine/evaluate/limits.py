@@ -6,6 +6,7 @@ and passes them on to every process it starts (compilers included).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import resource
@@ -53,6 +54,19 @@ def apply_sandbox_limits() -> None:
     _soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
     if hard == resource.RLIM_INFINITY or hard > cpu_s:
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s))
+
+
+# What each of the judge's processes calls itself (its comm: what ps, top and the device's process
+# list show): htam-judge, htam-zygote, and each sandbox by its role (htam-candidate, htam-reference).
+PROCESS_PREFIX = "htam-"
+# The kernel keeps 15 bytes of a process's name.
+_COMM_BYTES = 15
+
+
+def name_process(role: str) -> None:
+    """Name this process PROCESS_PREFIX + role (gpu_holders tells the device's holders apart by it)."""
+    with contextlib.suppress(OSError), open("/proc/self/comm", "w") as f:
+        f.write((PROCESS_PREFIX + role)[:_COMM_BYTES])
 
 
 def no_core_files() -> None:

@@ -48,6 +48,7 @@ def _watch_parent() -> None:
 
 def main() -> int:
     rfd, wfd = (int(x) for x in os.environ.pop("HTAM_WORKER_FDS").split(","))
+    limits.name_process("judge")
     limits.make_non_dumpable()
     limits.no_core_files()
     limits.adopt_orphans()

@@ -81,6 +81,7 @@ def _child(sock: socket.socket, zygote_sock: socket.socket, role: str, device: s
     """The forked child: cut loose from the zygote, take its limits, serve as a sandbox. Never returns."""
     code = 1
     try:
+        limits.name_process(role)
         for name, value in (("HTAM_WORKER_AS_MB", as_mb), ("HTAM_WORKER_CPU_THREADS", cpu_threads),
                             ("HTAM_WORKER_FILE_MB", file_mb)):
             if value:
@@ -234,6 +235,7 @@ def main() -> int:
     # H200 box: each sandbox died with "Cannot re-initialize CUDA in forked subprocess").
     # Answered by NVML it does not. Sandboxes inherit the setting.
     os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
+    limits.name_process("zygote")
     limits.no_core_files()
     limits.make_non_dumpable()
     limits.adopt_orphans()

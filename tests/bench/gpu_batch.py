@@ -177,7 +177,7 @@ def stage_row(r: Any, wall: float) -> dict[str, Any]:
             "baseline_s": round(st.baseline_s, 2), "time_s": round(st.time_s, 2), "total_s": round(st.total_s, 2),
             "lock_wait_s": round(st.lock_wait_s, 2), "device_alone_s": round(st.device_alone_s, 2),
             "cached": st.compile_cached, "speedup_eager": r.speedup_eager,
-            "findings": {f.rule: f.message[:300] for f in r.integrity}}
+            "findings": {f.rule: f.message[:600] for f in r.integrity}}
 
 
 class ModeRun(NamedTuple):
@@ -217,7 +217,7 @@ async def evaluate_all(cands: list[tuple[Any, str, str]], workers: int,
     t0 = time.perf_counter()
     from gpu_memory import PerProcess
 
-    with PerProcess() as seen:
+    with PerProcess(say_every_s=20.0 if workers > 1 else None) as seen:
         try:
             if workers == 1:
                 for c in cands:
@@ -234,12 +234,15 @@ def gpu_memory_figures(seen: Any) -> dict[str, Any]:
     one sample) and, per kind of process (the judges, the zygote and its sandboxes, this bench),
     their count and the median and largest of their peaks, GiB: which of them fill the device when
     evaluations of small problems run out of it beside each other (the pool's ran_alone warnings)."""
-    def kind(command: str) -> str:
+    def kind(pid: int) -> str:  # htam's processes name themselves by role (limits.name_process)
+        name, command = seen.names.get(pid, ""), seen.commands.get(pid, "?")
+        if name.startswith("htam-"):
+            return name
         return next((m for m in ("evaluate.worker", "evaluate.zygote", "gpu_batch.py") if m in command), command[-40:])
 
     by_kind: dict[str, list[int]] = {}
     for pid, peak in seen.peaks.items():
-        by_kind.setdefault(kind(seen.commands.get(pid, "?")), []).append(peak)
+        by_kind.setdefault(kind(pid), []).append(peak)
     gib = float(1 << 30)
     return {"sampled": seen.ok, "device_peak_gib": round(seen.total_peak / gib, 1),
             "by_kind": {k: {"processes": len(v), "median_peak_gib": round(statistics.median(v) / gib, 2),
@@ -285,7 +288,13 @@ def run_throughput(args: argparse.Namespace) -> dict[str, Any]:
     os.environ["HTAM_PCH_AFTER"] = "1"
     fresh_cache("parallel")
     out["warmup_s"] = [round(asyncio.run(evaluate_all(warm, 1))[0], 1)]
-    wall_p, rows_p, memory_p = asyncio.run(evaluate_all(cands, args.workers))
+    def pool_row(rows: list[dict[str, Any]], wall: float) -> None:  # each as it ends: a cut-off run still says
+        r = rows[-1]
+        print(f"    pool {len(rows)}/{len(cands)} at {wall:.1f} s: {r.get('problem')} {r.get('status', r.get('error'))}, "
+              f"{r.get('wall_s')} s, waited {r.get('lock_wait_s')} s, alone {r.get('device_alone_s')} s"
+              + "".join(f"; {rule}: {msg}" for rule, msg in (r.get("findings") or {}).items()), flush=True)
+
+    wall_p, rows_p, memory_p = asyncio.run(evaluate_all(cands, args.workers, pool_row))
     out["parallel"] = mode_figures(rows_p, wall_p)
     out["parallel"]["gpu_memory"] = memory_p
     out["statuses"] = {s: sum(1 for r in rows_p if r.get("status") == s) for s in {r.get("status") for r in rows_p}}

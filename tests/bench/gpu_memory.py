@@ -24,6 +24,7 @@ Prints one row per problem and writes $OUT/gpu_memory.json.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -97,15 +98,18 @@ def tree_rss() -> int:
 class PerProcess:
     """Each process's peak GPU memory from nvidia-smi (coarse: every 0.2 s), where it exists."""
 
-    def __init__(self):
+    def __init__(self, say_every_s: float | None = None):
+        self.say_every_s = say_every_s  # print what each kind of process holds now, this often
         self.peaks: dict[int, int] = {}
         self.total_peak = 0  # the largest sum over the processes of one sample (bytes)
         self.commands: dict[int, str] = {}  # each process's command line, read when first seen
+        self.names: dict[int, str] = {}  # each process's name (htam's processes name themselves by role)
         self.ok = shutil.which("nvidia-smi") is not None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
+        said = time.monotonic()
         while not self._stop.is_set():
             try:
                 out = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
@@ -113,6 +117,7 @@ class PerProcess:
             except (OSError, subprocess.TimeoutExpired):
                 return
             total = 0
+            now: dict[str, list[int]] = {}
             for line in out.splitlines():
                 pid, _, mib = line.partition(",")
                 if pid.strip().isdigit() and mib.strip().isdigit():
@@ -123,8 +128,16 @@ class PerProcess:
                                 self.commands[int(pid)] = fh.read().replace(b"\0", b" ").decode(errors="replace")
                         except OSError:
                             self.commands[int(pid)] = "gone"
+                    with contextlib.suppress(OSError), open(f"/proc/{int(pid)}/comm") as fh:
+                        self.names[int(pid)] = fh.read().strip()  # again each time: a fork names itself after
                     self.peaks[int(pid)] = max(self.peaks.get(int(pid), 0), int(mib) * 2**20)
+                    now.setdefault(self.names.get(int(pid), "?"), []).append(int(mib) * 2**20)
             self.total_peak = max(self.total_peak, total)
+            if self.say_every_s and time.monotonic() >= said + self.say_every_s:
+                said = time.monotonic()
+                print(f"    GPU memory now: {gib(total)} in all; " + ", ".join(
+                    f"{name} {len(v)} ({gib(sum(v))}, at most {gib(max(v))})"
+                    for name, v in sorted(now.items(), key=lambda kv: -sum(kv[1]))), flush=True)
             time.sleep(0.2)
 
     def __enter__(self) -> "PerProcess":

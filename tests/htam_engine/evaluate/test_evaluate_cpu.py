@@ -52,6 +52,8 @@ def test_healthy_worker_is_reused_and_triton_runs_interpreted(small_problem, eva
     assert first.status is Status.OK and first.backend == "triton", first.diagnostics.message
     assert second.status is Status.OK, second.diagnostics.message
     assert evaluator.worker_pid == pid and evaluator.workers_started == started
+    with open(f"/proc/{pid}/comm") as f:  # what ps, top and the device's process list show
+        assert f.read().strip() == "htam-judge"
     # the stage times name the first call (a Triton kernel's compile on a GPU), within the checks
     assert 0 < second.stages.first_call_s <= second.stages.check_s, second.stages
 

@@ -245,3 +245,21 @@ def test_a_run_of_calls_answers_each_in_order_and_ends_at_the_first_that_fails(z
     finally:
         sandbox.kill()
         channel.close_after_death()
+
+
+def test_the_zygote_and_each_sandbox_name_themselves_by_their_role(zygote):
+    """What ps, top and the device's process list show (gpu_holders tells the holders apart by it)."""
+    def comm(pid: int) -> str:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+
+    assert zygote.proc is not None and comm(zygote.proc.pid) == "htam-zygote"
+    for role in ("candidate", "reference"):
+        sandbox = fork_sandbox(zygote, role, "cpu", SandboxLimits())
+        try:
+            deadline = time.monotonic() + 10  # the fork is answered before the child runs its first line
+            while comm(sandbox.pid) == "htam-zygote" and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert comm(sandbox.pid) == f"htam-{role}"
+        finally:
+            sandbox.kill()
