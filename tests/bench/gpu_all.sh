@@ -33,6 +33,8 @@ source "$(dirname "$0")/gpu_env.sh"
 parts=${*:-tests harness offline batch}
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/device.txt"
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" | tee -a "$OUT/device.txt"
+# the kernel's speculation mitigations: in their "seccomp" mode a filtered sandbox would run them (seccomp.py)
+(uname -r; grep . /sys/devices/system/cpu/vulnerabilities/spec_store_bypass /sys/devices/system/cpu/vulnerabilities/spectre_v2) 2>&1 | tee -a "$OUT/device.txt"
 for part in $parts; do
   start=$(date +%s)
   case $part in

@@ -17,7 +17,7 @@
 # KernelBench comes from $HTAM_KERNELBENCH (default .kb/, a copy of its KernelBench/ and src/).
 set -u
 export HTAM_KERNELBENCH=${HTAM_KERNELBENCH:-$PWD/.kb}
-export TESTS_S=${TESTS_S:-240} TESTS_ARGS=${TESTS_ARGS:-"tests/htam_engine/evaluate/test_attack_gpu.py tests/htam_engine/evaluate/test_checks_gpu.py tests/htam_engine/evaluate/test_gpu.py"}
+export TESTS_S=${TESTS_S:-240} TESTS_ARGS=${TESTS_ARGS:-"tests/htam_engine/evaluate/test_attack_gpu.py tests/htam_engine/evaluate/test_checks_gpu.py tests/htam_engine/evaluate/test_gpu.py tests/htam_engine/evaluate/test_seccomp.py"}
 export PROBE_S=${PROBE_S:-180}
 export VERIFY_S=${VERIFY_S:-520} VERIFY_ARGS=${VERIFY_ARGS:-"--deadline 480"}
 export THROUGHPUT_S=${THROUGHPUT_S:-420} THROUGHPUT_ARGS=${THROUGHPUT_ARGS:-"--workers 16 --parallel 16 --sequential 3 --backend triton"}
