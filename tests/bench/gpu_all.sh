@@ -16,7 +16,8 @@
 #                                            level/number list; gpu_probe_conv.py; Inductor's code under $OUT)
 #   bash tests/bench/gpu_all.sh variants     one problem's candidate under several knob settings, measured directly
 #                                            (VARIANTS_ARGS: level/number list, --preset gemm or --variant JSON)
-#   bash tests/bench/gpu_all.sh verify       htam verify over the exports of kbtable's batch (VERIFY_BATCH, or kbtable run
+#   bash tests/bench/gpu_all.sh verify       htam verify over the exported solutions in VERIFY_EXPORTS (a folder, carried
+#                                            to the machine), else the exports of kbtable's batch (VERIFY_BATCH, or kbtable run
 #                                            before it in this call), else of gpu_verify.py's own 33-problem batch
 #   bash tests/bench/gpu_all.sh throughput   the worker pool against one at a time (gpu_batch.py --parts throughput)
 #   bash tests/bench/gpu_all.sh tritonfirst  where a Triton candidate's first call in a fresh sandbox spends its time
@@ -55,7 +56,7 @@ for part in $parts; do
              unset HTAM_JUDGE_MEMORY_HISTORY ;;
     verify)  # VERIFY_BATCH, else kbtable's batch if this call ran one, else gpu_verify.py's own batch of its 33 problems
              vbatch=${VERIFY_BATCH:-$OUT/kb_table}; [ -n "${VERIFY_BATCH:-}" ] || [ -f "$vbatch/results.json" ] || vbatch=
-             timeout ${VERIFY_S:-400} python3 tests/bench/gpu_verify.py --parts alone ${vbatch:+--batch "$vbatch"} --work "$OUT/verify" \
+             timeout ${VERIFY_S:-400} python3 tests/bench/gpu_verify.py --parts alone ${VERIFY_EXPORTS:+--exports "$VERIFY_EXPORTS"} ${vbatch:+--batch "$vbatch"} --work "$OUT/verify" \
                ${VERIFY_ARGS:---deadline 330} > "$OUT/gpu_verify.txt" 2>&1; tail -40 "$OUT/gpu_verify.txt" ;;
     tritonfirst) timeout ${TRITONFIRST_S:-120} python3 tests/bench/gpu_triton_first_call.py > "$OUT/gpu_triton_first_call.txt" 2>&1; cat "$OUT/gpu_triton_first_call.txt" ;;
     throughput) timeout ${THROUGHPUT_S:-400} python3 tests/bench/gpu_batch.py --parts throughput \

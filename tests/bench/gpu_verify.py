@@ -15,6 +15,10 @@ place of KernelBench, whose evaluation needs CUDA):
 
     HTAM_KERNELBENCH=/work/kb python3 tests/bench/gpu_verify.py --limit 3 --load-problems 2
 
+With --exports DIR it verifies a folder of exported solutions instead (an earlier batch's
+DIR/solutions, carried to the machine): no batch runs, so a device session's time goes to
+verifying (`VERIFY_EXPORTS=DIR bash tests/bench/gpu_all.sh verify`).
+
 Prints the problem list, then per part a table (problem; the speedup the batch reported, timed
 under its own --jobs load; htam's and KernelBench's verdict and speedup in the verification; the
 gap (htam - KernelBench) / KernelBench) and how many are within 3 %. Writes $OUT/gpu_verify.json.
@@ -25,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -127,6 +132,27 @@ def names_in_batch(out: Path, limit: int) -> list[str]:
     return ordered[:limit]
 
 
+def exported_solutions(folder: Path) -> dict[str, tuple[Path, float | None]]:
+    """'levelN/NAME' -> (the export, the speedup its session measured), from each export's first line
+    ('# htam solution for kernelbench:levelN/NAME, session ..., speedup vs eager X on ...')."""
+    found: dict[str, tuple[Path, float | None]] = {}
+    for path in sorted(folder.glob("*.py")):
+        head = path.read_text(encoding="utf-8").partition("\n")[0]
+        m = re.match(r"# htam solution for kernelbench:(level\d+/[^,]+),", head)
+        if m:
+            speed = re.search(r"speedup vs eager ([\d.]+)", head)
+            found[m.group(1)] = (path, float(speed.group(1)) if speed else None)
+    if not found:
+        sys.exit(f"gpu_verify: no htam exports of KernelBench problems in {folder}")
+    return found
+
+
+def ordered_names(names: list[str], limit: int | None) -> list[str]:
+    """This file's list first (the known gaps), then the rest in their order, `limit` in all."""
+    ordered = [n for n in PROBLEMS if n in names] + [n for n in names if n not in PROBLEMS]
+    return ordered[:limit] if limit else ordered
+
+
 def verify_all(pairs: list[tuple[Any, Path]], checkout: Any, device: str, settings: Any, deadline: float,
                batch_x: dict[str, float | None], label: str) -> list[dict[str, Any]]:
     from htam_engine.loop.report import times
@@ -185,6 +211,10 @@ def main() -> int:
                     help="verify the exports of this finished batch folder (e.g. kb_table.py's $OUT/kb_table) "
                          "instead of running one: the list's problems it has first, then its other correct ones, "
                          "up to --limit (default all of the list)")
+    ap.add_argument("--exports", default=None,
+                    help="verify the exported solutions in this folder (`htam sessions export` files, each naming its "
+                         "problem and speedup on its first line; e.g. an earlier batch's DIR/solutions) instead of "
+                         "running or reading a batch: a device session's time goes to verifying")
     ap.add_argument("--work", default=None, help="batch folders and logs; a finished batch there is reused "
                                                  "(default /tmp/htam-gpu-verify)")
     args = ap.parse_args()
@@ -210,7 +240,10 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     report_path = Path(os.environ.get("OUT") or ".") / "gpu_verify.json"
     names = PROBLEMS[: args.limit]
-    if args.batch:
+    exports = exported_solutions(Path(args.exports)) if args.exports else {}
+    if exports:
+        names = ordered_names(list(exports), args.limit)
+    elif args.batch:
         names = names_in_batch(Path(args.batch), args.limit or len(PROBLEMS))
     skipped = set(filter(None, args.skip.split(",")))
     names = [n for n in names if n not in skipped]
@@ -227,7 +260,9 @@ def main() -> int:
     t0 = time.monotonic()
     out = Path(args.batch) if args.batch else work / "batch"
     problems = [load_problem(str(f)) for f in files]
-    if args.batch:
+    if exports:
+        print(f"\nthe exported solutions in {args.exports}", flush=True)
+    elif args.batch:
         print(f"\nbatch: the exports of {out}", flush=True)
     elif finished(out, [p.id for p in problems]):
         print(f"\nbatch: reusing the finished one in {out}", flush=True)
@@ -236,10 +271,14 @@ def main() -> int:
         proc.wait()
         print(f"\nbatch ({args.jobs} jobs, {args.steps} step(s)): exit {proc.returncode} in {time.monotonic() - t0:.0f} s;"
               f" log {work / 'batch.log'}", flush=True)
-    pairs, skipped = export_bests(Batch(BatchSpec(suites=[], out=str(out))), problems)
+    if exports:
+        pairs, skipped = [(p, exports[n][0]) for p, n in zip(problems, names)], {}  # files are in names' order
+        batch_x = {p.id: exports[n][1] for p, n in zip(problems, names)}
+    else:
+        pairs, skipped = export_bests(Batch(BatchSpec(suites=[], out=str(out))), problems)
+        batch_x = batch_speedups(out)
     for pid, why in skipped.items():
         print(f"  not verified: {pid}: {why}", flush=True)
-    batch_x = batch_speedups(out)
     doc["skipped"] = skipped
     if "alone" in args.parts:
         doc["alone"] = verify_all(pairs, checkout, device, settings, deadline, batch_x,
