@@ -42,7 +42,7 @@ from htam_engine.evaluate.kernel_switch import KernelSwitch
 from htam_engine.evaluate.protocol import ProtocolError, recv_request, send_reply
 from htam_engine.evaluate.seeding import seed_all
 from htam_engine.evaluate.shared import attach, dtype_name, view
-from htam_engine.evaluate.timing import (POLL_BEFORE_SLEEP_NS, WARM_COPY_MAX_BYTES, L2Flusher, TrialTimes, is_cuda,
+from htam_engine.evaluate.timing import (POLL_BEFORE_SLEEP_NS, WARM_COPY_MAX_BYTES, poll_before_sleep_ns, L2Flusher, TrialTimes, is_cuda,
                                          run_trial)
 from htam_engine.settings import SANDBOX_TRACE_ENV
 
@@ -104,6 +104,7 @@ class Sandbox:
         self._called_with: dict[str, list] = {}
         self._last_call: list | None = None  # the template of the last call of any model
         self._armed: tuple[wire.Arm, list[_Prepared]] | None = None  # the calls the next Go runs
+        self._poll_ns = POLL_BEFORE_SLEEP_NS  # how long the poll after an Arm lasts (its calls' inputs decide)
         # A file to append one JSON line per call to, with the milliseconds each phase of the call
         # took: a diagnostic for a judge clock that sees more than the sandbox reported (README,
         # "Diagnosing the judge"); the judge never reads it.
@@ -144,13 +145,14 @@ class Sandbox:
                 gc.collect(2 if collected % FULL_COLLECT_EVERY == 0 else 0)
 
     def _poll_for_request(self) -> None:
-        """On CUDA, a busy poll of the socket for up to POLL_BEFORE_SLEEP_NS before the blocking read,
-        so that the core is awake when the call after a warm-up comes (timing.py says why)."""
+        """On CUDA, a busy poll of the socket before the blocking read, for as long as the judge may
+        take to write the armed calls' inputs (timing.poll_before_sleep_ns), so that the core is
+        awake when the call after a warm-up comes (timing.py says why)."""
         if not is_cuda(self.device):  # a CPU sandbox's core is the judge's too
             return
         waiting = select.poll()
         waiting.register(self.fd, select.POLLIN)
-        end = time.perf_counter_ns() + POLL_BEFORE_SLEEP_NS
+        end = time.perf_counter_ns() + self._poll_ns
         while time.perf_counter_ns() < end:
             if waiting.poll(0):
                 return
@@ -269,6 +271,7 @@ class Sandbox:
         if req.warm:
             self._warm(req.model_id)
         self._armed = (req, prepared)
+        self._poll_ns = poll_before_sleep_ns(sum(nbytes(t) for prep in prepared for t in prep.in_tensors))
         return wire.Outcome(req.seq, True)
 
     def go(self, req: wire.Go) -> wire.Called | wire.Ran:

@@ -48,9 +48,21 @@ WARM_COPY_MAX_BYTES = 1 << 30
 # sleeps at once: the judge waits for the reference sandbox to be asleep before a candidate's tree
 # runs again (rounds.reference_runs), and a poll there would add its length to every round.
 POLL_BEFORE_SLEEP_NS = 5_000_000
+# ... plus the time the judge takes to write the run's inputs after that answer, at the least
+# bandwidth a GPU's device-to-device copy reaches (bytes a nanosecond: ~1.5-2 on an H100 or H200):
+# 1/94_MSELoss's 8 GiB of inputs take longer to write than the 5 ms alone, so its forward woke cold.
+# A run's poll depends on its inputs' size only, the same for checked and timed calls.
+POLL_WRITE_BYTES_PER_NS = 1.0
+# ... and never longer than this (a core spinning).
+POLL_MAX_NS = 100_000_000
 
 # KernelBench's L2 flush: 32 * 1024 * 1024 int64 = 256 MB, larger than any current GPU's L2.
 L2_FLUSH_ELEMENTS = 32 * 1024 * 1024
+
+
+def poll_before_sleep_ns(input_bytes: int) -> int:
+    """How long a sandbox polls for the Go after answering an Arm whose calls read `input_bytes`."""
+    return min(POLL_MAX_NS, POLL_BEFORE_SLEEP_NS + int(input_bytes / POLL_WRITE_BYTES_PER_NS))
 
 
 def is_cuda(device: str) -> bool:

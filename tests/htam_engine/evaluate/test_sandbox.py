@@ -136,8 +136,8 @@ def test_a_cuda_sandbox_polls_for_its_next_request_then_leaves_it_to_the_read():
 
     ours, theirs = socket.socketpair()
     try:
-        box = Sandbox.__new__(Sandbox)  # only what the poll reads: the socket and the device
-        box.fd, box.device = ours.fileno(), "cuda"
+        box = Sandbox.__new__(Sandbox)  # only what the poll reads: the socket, the device, its length
+        box.fd, box.device, box._poll_ns = ours.fileno(), "cuda", POLL_BEFORE_SLEEP_NS
         t0 = time.perf_counter_ns()
         box._poll_for_request()  # nothing sent: the bound ends it
         assert time.perf_counter_ns() - t0 >= POLL_BEFORE_SLEEP_NS
@@ -147,6 +147,25 @@ def test_a_cuda_sandbox_polls_for_its_next_request_then_leaves_it_to_the_read():
     finally:
         ours.close()
         theirs.close()
+
+
+def test_the_poll_after_an_arm_lasts_as_long_as_writing_its_calls_inputs_may_take():
+    """8 GiB of inputs (1/94_MSELoss) take longer to write than the 5 ms the poll had for any run,
+    so the forward after them woke cold. The poll's length follows the armed calls' input bytes."""
+    from htam_engine.evaluate.sandbox import CANDIDATE, Sandbox
+    from htam_engine.evaluate.timing import POLL_BEFORE_SLEEP_NS, POLL_MAX_NS, poll_before_sleep_ns
+
+    assert poll_before_sleep_ns(0) == POLL_BEFORE_SLEEP_NS
+    assert poll_before_sleep_ns(8 << 30) >= POLL_BEFORE_SLEEP_NS + 8_000_000  # at most 1 byte a nanosecond
+    assert poll_before_sleep_ns(1 << 40) == POLL_MAX_NS
+    lay = Layout((256, 1024), (1024, 1), 0, "float32")  # 1 MiB a call
+    box = Sandbox.__new__(Sandbox)  # only what an Arm without a warm-up reads
+    box.device, box.role, box.models = "cpu", CANDIDATE, {"main": lambda x: x}
+    box.buffers = {i: SharedStorage(lay.nbytes, "cpu").bytes for i in range(3)}
+    box._armed, box._poll_ns = None, POLL_BEFORE_SLEEP_NS
+    calls = [wire.Call([wire.BufRef(i, lay)], [], 1, "nan") for i in range(2)]
+    assert box.arm(wire.Arm(1, "main", calls, warm=False)).ok
+    assert box._poll_ns == poll_before_sleep_ns(2 * lay.nbytes) > POLL_BEFORE_SLEEP_NS
 
 
 def test_a_candidate_too_large_to_copy_warms_up_on_the_shared_buffers_of_its_last_call():
