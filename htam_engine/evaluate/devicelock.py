@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import threading
 import time
 from typing import Any, Callable, Iterator
@@ -61,10 +62,22 @@ MAX_UNITS = 32
 # spare sandbox (none until its first request), a candidate sandbox (its context and L2 flusher
 # made at build, before it takes units) and a reference sandbox (kept between evaluations with
 # its baselines' parameters), plus its own context: ~0.5 GiB each for the three that have one,
-# so ~2 GiB a judge with some room; 16 judges is the pool an H200 runs. A smaller device runs
-# fewer judges: the allowance is at most a quarter of it.
+# so ~2 GiB a judge with some room. A pool tells its judges how many of them share the device
+# (JUDGES_ENV, set by evaluate.pool); a judge started on its own assumes JUDGES_PER_DEVICE, the pool
+# an H200 runs. The allowance is at most half the device, whose other half stays for evaluations.
+# (Until the count was passed, 16 judges on an 80 GiB H100 were allowed a quarter of it, 20 GiB
+# for 32 GiB of contexts, and admission lent out memory the contexts held.)
 CONTEXT_GIB_PER_JUDGE = 2
 JUDGES_PER_DEVICE = 16
+JUDGES_ENV = "HTAM_JUDGES_ON_DEVICE"
+
+
+def judges_on_device() -> int:
+    """How many judges share this judge's device: what its pool said (JUDGES_ENV), else JUDGES_PER_DEVICE."""
+    try:
+        return max(1, int(os.environ.get(JUDGES_ENV, "")))
+    except ValueError:
+        return JUDGES_PER_DEVICE
 # An evaluation's peak on the device as a multiple of one input set plus its output, every
 # process's memory counted: measured on the H200 at KernelBench's official sizes (gpu_memory.py)
 # 4.3x and 5.6x for 45_Average_Pooling_2D and 46_Average_Pooling_3D, 3.1x for 4_Matrix_vector
@@ -85,9 +98,11 @@ NEED_ALLOWANCE_GIB = 2
 UNKNOWN_SHARE = 0.5
 
 
-def usable_memory(total: int) -> int:
-    """What evaluations may share of a device with `total` bytes: the rest is the judges' contexts."""
-    return total - min(CONTEXT_GIB_PER_JUDGE * JUDGES_PER_DEVICE * GIB, total // 4)
+def usable_memory(total: int, judges: int | None = None) -> int:
+    """What evaluations may share of a device with `total` bytes: the rest is the contexts of the
+    `judges` on it (judges_on_device() where not given)."""
+    judges = judges_on_device() if judges is None else judges
+    return total - min(CONTEXT_GIB_PER_JUDGE * judges * GIB, total // 2)
 
 
 def device_memory(device: str) -> int | None:

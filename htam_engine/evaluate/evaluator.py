@@ -71,8 +71,11 @@ def _with_output(result: EvalResult, output: str) -> EvalResult:
 class Evaluator:
     """One worker slot. Not thread-safe: one evaluation at a time (the pool runs several slots)."""
 
-    def __init__(self, device: str | None = None):
+    def __init__(self, device: str | None = None, judges_on_device: int | None = None):
         self.device = device  # None: each evaluation uses config.device
+        # how many judges share its device (a pool's slots on it): the judge's share of memory
+        # for the others' contexts (devicelock.usable_memory); None: not known
+        self.judges_on_device = judges_on_device
         self._worker: WorkerProcess | None = None
         self._lock = threading.Lock()
         self.workers_started = 0
@@ -87,7 +90,7 @@ class Evaluator:
             w.kill()
             w = self._worker = None
         if w is None:
-            w = WorkerProcess(device)
+            w = WorkerProcess(device, self.judges_on_device)
             self._worker = w
             self.workers_started += 1
             try:

@@ -61,7 +61,8 @@ class WorkerPool:
         if size < 1:
             raise ValueError("a worker pool needs at least one worker")
         self.device = device
-        self._slots = [Evaluator(d) for d in slot_devices(size, device)]
+        devices = slot_devices(size, device)
+        self._slots = [Evaluator(d, judges_on_device=devices.count(d)) for d in devices]
         self._free: list[Evaluator] = list(self._slots)  # idle slots, longest idle first
         self._freed: asyncio.Condition | None = None  # made on the running loop
         self._last_problem: dict[int, Any] = {}  # id(slot) -> the problem key it evaluated last

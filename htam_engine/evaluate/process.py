@@ -25,6 +25,7 @@ import psutil
 
 from htam_engine import settings
 from htam_engine.evaluate.cache import cache_dir
+from htam_engine.evaluate.devicelock import JUDGES_ENV
 from htam_engine.evaluate.diagnostics import BoundedLog
 from htam_engine.evaluate.protocol import ProtocolError, ReplyReader, send_request
 from htam_engine.evaluate.stages import Stage, parse_stage
@@ -279,8 +280,9 @@ class Exchange:
 
 
 class WorkerProcess:
-    def __init__(self, device: str):
+    def __init__(self, device: str, judges_on_device: int | None = None):
         self.device = device
+        self.judges_on_device = judges_on_device  # told to the judge (devicelock.JUDGES_ENV); None: not known
         self.log = BoundedLog()
         self.proc: subprocess.Popen | None = None
         self._to_worker = -1
@@ -304,6 +306,8 @@ class WorkerProcess:
         out_r, out_w = os.pipe()
         env = worker_env(self.device)
         env["HTAM_WORKER_FDS"] = f"{req_r},{rep_w}"
+        if self.judges_on_device is not None:
+            env[JUDGES_ENV] = str(self.judges_on_device)
         try:
             self.proc = subprocess.Popen(
                 command,

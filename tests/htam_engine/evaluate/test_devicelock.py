@@ -250,7 +250,8 @@ def _up(procs, *args):
     return p, entered, release
 
 
-def test_units_an_evaluation_takes_follow_its_need():
+def test_units_an_evaluation_takes_follow_its_need(monkeypatch):
+    monkeypatch.setenv(devicelock.JUDGES_ENV, "8")  # 16 GiB of the judges' contexts
     lock = _units_lock(units=4, total_gib=64)  # 48 GiB usable: 12 GiB units
     assert lock.unit_bytes == 12 * GIB
     assert lock.units_for(0) == 1 and lock.units_for(GIB) == 1 and lock.units_for(12 * GIB) == 1

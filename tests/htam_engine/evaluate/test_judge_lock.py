@@ -195,12 +195,44 @@ def test_gpu_devices_get_units_of_memory(monkeypatch):
     monkeypatch.delenv(devicelock.SLOTS_ENV)
     import torch
 
-    # units of 4 GiB of what the judges' contexts leave (32 GiB, at most a quarter): H200 (as it reports
-    # itself), H100, A100-40, L4, capped at 32
-    for gib, slots in [(139.8, 26), (80, 15), (40, 7), (24, 4), (512, 32)]:
-        props = type("Props", (), {"total_memory": int(gib * (1 << 30))})()
-        monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device, p=props: p)
-        assert devicelock.check_slots("cuda") == slots, gib
+    # units of 4 GiB of what the judges' contexts leave (2 GiB a judge, at most half the device): a judge
+    # not told how many share its device counts 16 (an H200's pool); H200 (as it reports itself), H100,
+    # A100-40, L4, capped at 32. Told (a pool of 4), an H100 lends out 18 units, not 12
+    monkeypatch.delenv(devicelock.JUDGES_ENV, raising=False)
+    for judges, expected in [(None, [(139.8, 26), (80, 12), (40, 5), (24, 3), (512, 32)]),
+                             ("4", [(139.8, 32), (80, 18), (40, 8), (24, 4)]),
+                             ("1", [(80, 19), (24, 5)])]:
+        if judges is not None:
+            monkeypatch.setenv(devicelock.JUDGES_ENV, judges)
+        for gib, slots in expected:
+            props = type("Props", (), {"total_memory": int(gib * (1 << 30))})()
+            monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device, p=props: p)
+            assert devicelock.check_slots("cuda") == slots, (judges, gib)
+
+
+def test_a_pool_tells_each_judge_how_many_judges_share_its_device(monkeypatch):
+    """The judges' contexts are what a device's memory holds besides evaluations: a pool of 3 on one
+    device starts each judge told 3 (devicelock.JUDGES_ENV); an evaluator on its own tells nothing."""
+    from htam_engine.evaluate import pool as pool_module
+    from htam_engine.evaluate.evaluator import Evaluator
+    from htam_engine.evaluate.process import WorkerProcess
+
+    assert [e.judges_on_device for e in pool_module.WorkerPool(3, "cpu")._slots] == [3, 3, 3]
+    monkeypatch.setattr(pool_module, "visible_gpus", lambda: 2)
+    assert [e.judges_on_device for e in pool_module.WorkerPool(3, "cuda")._slots] == [2, 1, 2]
+    assert Evaluator("cpu").judges_on_device is None
+    seen: dict[str, str] = {}
+
+    def popen(command, **kwargs):  # the judge's environment, then no process
+        seen.update(kwargs["env"])
+        raise OSError("not started here")
+
+    monkeypatch.setattr("subprocess.Popen", popen)
+    for told, expected in ((3, "3"), (None, None)):
+        seen.clear()
+        with pytest.raises(Exception, match="not started here"):
+            WorkerProcess("cpu", told).start()
+        assert seen.get(devicelock.JUDGES_ENV) == expected
 
 
 @pytest.mark.parametrize("off,counted", [
