@@ -46,7 +46,8 @@ SETTINGS: tuple[Setting, ...] = (
             "build it once a flag set has compiled this many distinct extensions"),
     Setting("gpu_check_slots", "evaluate", "HTAM_GPU_CHECK_SLOTS", int, 0,
             "units a GPU's memory is cut into, each evaluation taking as many as its inputs' size needs "
-            "(0: one per 4 GiB left by the judges' contexts, at most 32; N: at most N evaluations at once, "
+            "(0: one per 4 GiB left by the contexts of the judges the pool put on the device, at most 32; "
+            "N: at most N evaluations at once, "
             "1 one at a time)"),
     Setting("worker_wrapper", "evaluate", "HTAM_WORKER_WRAPPER", str, "",
             "a command prefix for the sandboxes candidates run in, e.g. bwrap (it wraps their zygote)"),
@@ -68,7 +69,7 @@ SETTINGS: tuple[Setting, ...] = (
 BY_KEY: dict[str, Setting] = {s.key: s for s in SETTINGS}
 # Variables htam sets for its own worker processes (not settings a person gives).
 INTERNAL_ENV = ("HTAM_WORKER_FDS", "HTAM_WORKER_DEVICE", "HTAM_WORKER_LOCK", "HTAM_WORKER_CPU_THREADS",
-                "HTAM_WORKER_AS_MB", "HTAM_WORKER_FILE_MB", "HTAM_ZYGOTE_FD")
+                "HTAM_WORKER_AS_MB", "HTAM_WORKER_FILE_MB", "HTAM_ZYGOTE_FD", "HTAM_JUDGES_ON_DEVICE")
 # Diagnostics, read where they act and never part of a verdict (README, "Diagnosing the judge"):
 # a file every sandbox appends the phases of each call to, and a folder a judge writes its CUDA
 # allocator history to, one snapshot per evaluation.
