@@ -14,7 +14,9 @@ and models together fit. Across processes this is:
   Workers blocked on the admission lock together get it in the kernel's order, not their
   arrival's; once a worker has it, nobody passes it. A process never takes units while it
   holds some (`alone()` runs after an evaluation let go of its own), so admission cannot
-  deadlock;
+  deadlock. With its units, an evaluation also waits (still under admission) until the device
+  has what it needs free, every process's use counted, unless nobody else holds units: the units
+  leave the judges' contexts and what their sandboxes keep to an allowance (`_fits`);
 - the device lock, taken shared while checking and exclusive while timing. On a GPU the
   exclusive hold is one timed run (`timed_run`: a candidate's run and its baselines' runs on
   the same sets), not the whole timed stage: the judge's work between runs (drawing the next
@@ -148,6 +150,21 @@ def evaluation_need(input_layouts: Any, unseen_input_layouts: Any, has_unseen: b
     return NEED_FACTOR * 2 * largest + NEED_ALLOWANCE_GIB * GIB
 
 
+def device_free_memory(device: str) -> int | None:
+    """The bytes free on `device` now, every process's use counted (the driver's figure); None on the
+    CPU, in a process without a CUDA context (asking would make one), or where it cannot be read."""
+    if not device.startswith("cuda"):
+        return None
+    try:
+        import torch
+
+        if not torch.cuda.is_initialized():
+            return None
+        return int(torch.cuda.mem_get_info(torch.device(device))[0])
+    except Exception:  # noqa: BLE001 - no figure: admission by units alone
+        return None
+
+
 def settle(device: str) -> None:
     """Until this process's queued work on `device` has ended (a GPU runs it after the call that
     queued it returned): before it lets others have the device."""
@@ -169,8 +186,11 @@ class DeviceLock:
 
     def __init__(self, device: str, name: str, announce: Callable[[str], None] = lambda stage: None,
                  total_memory: int | None = None, units: int | None = None, poll_s: float = 0.05,
-                 resume: Callable[[], None] = lambda: None):
+                 resume: Callable[[], None] = lambda: None, free_memory: Callable[[], int | None] | None = None):
         self.device = device
+        # what the device has free now (device_free_memory; a stand-in for tests): admission's check
+        # beside the units, which count only what evaluations' sets need
+        self.free_memory = free_memory if free_memory is not None else (lambda: device_free_memory(device))
         self.name = name
         self.resume = resume
         if units is not None:
@@ -210,10 +230,32 @@ class DeviceLock:
         was reset to 0 (so running out may be their doing): it left them units, or took none."""
         return self.slots > 1 and self.last_units < self.slots
 
+    def _fits(self, need_bytes: int | None, names: list[str], held: dict[str, list[int]]) -> bool:
+        """Whether an evaluation needing `need_bytes` may start with the units it holds: the device
+        has that much free (every process's use counted, the judges' contexts and what their
+        sandboxes keep included, which the units leave to CONTEXT_GIB_PER_JUDGE), or nobody else
+        holds units (what fills the device then is no evaluation's, and waiting would not free it).
+        Unknown need or free memory: the units decide alone."""
+        if need_bytes is None:
+            return True
+        free = self.free_memory()
+        if free is None or free >= need_bytes:
+            return True
+        for n in names:
+            if n not in held:
+                fds = try_file_lock(n)
+                if fds is None:
+                    return False  # another evaluation holds state: its end frees memory
+                release_file_lock(fds)
+        return True
+
     @contextlib.contextmanager
-    def _units(self, count: int) -> Iterator[None]:
+    def _units(self, count: int, need_bytes: int | None = None) -> Iterator[None]:
         """`count` units, collected under the admission lock: every free one at once, then the rest
-        as their holders let go of them (polled)."""
+        as their holders let go of them (polled); then, where the device has less than `need_bytes`
+        free beside others' evaluations, until it has (_fits). Out of memory beside others, an
+        evaluation is run again with the device alone (Judge.evaluate), holding up every other; a
+        wait here holds up only those behind it at admission, and only while memory is short."""
         if getattr(self._local, "units", 0):
             raise RuntimeError("units are taken only by a worker that holds none (admission could deadlock)")
         names = [f"{self.name}-slot{i}" for i in range(self.slots)]
@@ -229,7 +271,7 @@ class DeviceLock:
                             fds = try_file_lock(n)
                             if fds is not None:
                                 held[n] = fds
-                    if len(held) >= count:
+                    if len(held) >= count and self._fits(need_bytes, names, held):
                         break
                     if not waiting_since:
                         waiting_since = time.perf_counter()
@@ -271,7 +313,7 @@ class DeviceLock:
             yield
             return
         self.announce("wait_lock")
-        with self._units(self.units_for(need_bytes)):
+        with self._units(self.units_for(need_bytes), need_bytes):
             yield
 
     @contextlib.contextmanager

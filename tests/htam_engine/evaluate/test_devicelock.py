@@ -310,6 +310,45 @@ def test_a_big_evaluation_waits_until_enough_units_are_free_then_takes_only_thos
     assert _free_units() == 4
 
 
+def _admitted_with_free_memory(free: list[int], need: int | None) -> tuple[threading.Thread, threading.Event]:
+    """A thread taking one unit for an evaluation needing `need` bytes while the device has free[0]
+    bytes free (a stand-in for the driver's figure, which the CPU has not)."""
+    entered = threading.Event()
+    lock = DeviceLock("cpu", NAME, total_memory=64 * GIB, units=4, poll_s=0.01, free_memory=lambda: free[0])
+
+    def admitted() -> None:
+        with lock.holding_state(need):
+            entered.set()
+
+    t = threading.Thread(target=admitted, daemon=True)
+    t.start()
+    return t, entered
+
+
+def test_an_evaluation_waits_beside_others_until_the_device_has_the_memory_it_needs(procs):
+    """Units count only what evaluations' sets need; the judges' contexts and what their sandboxes keep
+    are an allowance. Where the device has less free than an evaluation needs, it does not start beside
+    others (it would run out and be run again alone, holding every other up): it waits until memory
+    is freed, or until nobody else holds units (then what fills the device is no evaluation's)."""
+    _, a_in, a_release = _up(procs, 1)
+    _wait(a_in, "another evaluation")
+    free = [1 * GIB]
+    t, entered = _admitted_with_free_memory(free, 2 * GIB)
+    assert not entered.wait(0.5), "started beside another with 1 GiB free for a need of 2"
+    free[0] = 3 * GIB  # the other's sandbox ended, say
+    _wait(entered, "the evaluation once the memory was free")
+    t.join(5)
+    free[0] = 1 * GIB
+    t, entered = _admitted_with_free_memory(free, 2 * GIB)
+    assert not entered.wait(0.5)
+    a_release.set()  # nobody else holds units now: waiting would free nothing
+    _wait(entered, "the evaluation once it was alone with its units")
+    t.join(5)
+    t, entered = _admitted_with_free_memory([0], None)  # a need not known: the units decide
+    _wait(entered, "an evaluation of unknown need")
+    t.join(5)
+
+
 def test_a_waiting_big_evaluation_is_not_starved_by_a_stream_of_small_ones(procs, tmp_path):
     """Small evaluations keep arriving, overlapping so that some unit is always held; the big one
     (every unit) still gets in within a bound: once it asked, no more small ones are admitted
