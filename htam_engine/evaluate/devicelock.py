@@ -80,6 +80,8 @@ def judges_on_device() -> int:
         return max(1, int(os.environ.get(JUDGES_ENV, "")))
     except ValueError:
         return JUDGES_PER_DEVICE
+
+
 # An evaluation's peak on the device as a multiple of one input set plus its output, every
 # process's memory counted: measured on the H200 at KernelBench's official sizes (gpu_memory.py)
 # 4.3x and 5.6x for 45_Average_Pooling_2D and 46_Average_Pooling_3D, 3.1x for 4_Matrix_vector
