@@ -38,9 +38,7 @@ class ThreadState:
 @dataclass(frozen=True, slots=True)
 class ProcessState:
     limits: tuple[tuple[str, int, int], ...]  # (name, soft, hard)
-    policy: int
-    nice: int
-    cpus: frozenset[int]
+    main: ThreadState  # the process's own scheduling (its main thread's)
     # Every other thread's, by thread id: the main thread's alone left a reference sandbox's other
     # threads (where work runs on them) to be reniced or pinned unseen. Threads come and go (the
     # driver's, a thread pool's), so only those present at both reads are compared.
@@ -54,7 +52,7 @@ class ProcessState:
             main = ThreadState.read(pid)
         except (OSError, AttributeError, ValueError):
             return None
-        return cls(limits, main.policy, main.nice, main.cpus, _other_threads(pid))
+        return cls(limits, main, _other_threads(pid))
 
 
 def _other_threads(pid: int) -> tuple[tuple[int, ThreadState], ...]:
@@ -77,7 +75,7 @@ def changes(before: ProcessState | None, pid: int) -> str:
     if before is None or now is None or now == before:
         return ""
     said = [f"{a[0]} {a[1:]} -> {b[1:]}" for a, b in zip(before.limits, now.limits) if a != b]
-    said += _scheduling(before, now, "")
+    said += _scheduling(before.main, now.main, "")
     then = dict(before.threads)
     for tid, state in now.threads:
         if tid in then:
@@ -85,7 +83,7 @@ def changes(before: ProcessState | None, pid: int) -> str:
     return ", ".join(said)
 
 
-def _scheduling(was: "ProcessState | ThreadState", now: "ProcessState | ThreadState", whose: str) -> list[str]:
+def _scheduling(was: ThreadState, now: ThreadState, whose: str) -> list[str]:
     """What differs in the scheduling (policy, nice, CPUs) of one process or thread."""
     return [f"{whose}{name} {_shown(getattr(was, name))} -> {_shown(getattr(now, name))}"
             for name in ("policy", "nice", "cpus") if getattr(was, name) != getattr(now, name)]
