@@ -235,8 +235,7 @@ class TimedRounds:
         self.per_run = 1 if checks.reference_mutates else \
             trials_per_run(input_bytes(first.values), out_bytes, trials)
         base_ms = self.baseline_channel.last_call_ms if self.baseline_channel is not None else 0.0
-        expected = stretch_s(warmup + trials, self.per_run, [self.channel.last_call_ms] + [base_ms] * len(models))
-        with judge.lock.runs_alone(expected <= STRETCH_ALONE_S):
+        with self._stretch(warmup + trials, [self.channel.last_call_ms] + [base_ms] * len(models)):
             for run in runs_of(0, warmup, self.per_run) + runs_of(warmup, trials, self.per_run):
                 with judge.lock.checking():  # the judge's own device work: beside other judges' checks
                     sets = [first if i == 0 else self._round_set(i, checks.reference_mutates) for i in run]
@@ -255,6 +254,11 @@ class TimedRounds:
             self.cpu_snapshots.append(self.channel.sandbox.cpu_snapshot())
         r.stages.time_s = time.perf_counter() - t0
         return samples, out_bytes
+
+    def _stretch(self, calls: int, call_ms: list[float]) -> contextlib.AbstractContextManager[None]:
+        """Around `calls` rounds in runs of per_run, one call of each model whose latest call took
+        `call_ms`: the device alone throughout where stretch_s expects them short, else per run."""
+        return self.judge.lock.runs_alone(stretch_s(calls, self.per_run, call_ms) <= STRETCH_ALONE_S)
 
     def _round_set(self, i: int, mutates: bool, label: str | None = None) -> RoundSet:
         """Round i's fresh set and the judge's reference output for it (label: another name than
@@ -397,8 +401,7 @@ class TimedRounds:
         mutates = self._checks is not None and self._checks.reference_mutates
         lock = self.judge.lock
         rounds = max(ALONE_MIN_ROUNDS, int(self.cfg.trials) // 4)
-        expected = stretch_s(rounds, self.per_run, [self.baseline_channel.last_call_ms] * len(samples))
-        with lock.runs_alone(expected <= STRETCH_ALONE_S):
+        with self._stretch(rounds, [self.baseline_channel.last_call_ms] * len(samples)):
             for run in runs_of(0, rounds, self.per_run):
                 with lock.checking():
                     sets = [self._round_set(i, False, f"baseline round {i + 1} alone") for i in run]

@@ -42,8 +42,8 @@ from htam_engine.evaluate.kernel_switch import KernelSwitch
 from htam_engine.evaluate.protocol import ProtocolError, recv_request, send_reply
 from htam_engine.evaluate.seeding import seed_all
 from htam_engine.evaluate.shared import attach, dtype_name, view
-from htam_engine.evaluate.timing import (POLL_BEFORE_SLEEP_NS, WARM_COPY_MAX_BYTES, poll_before_sleep_ns, L2Flusher, TrialTimes, is_cuda,
-                                         run_trial)
+from htam_engine.evaluate.timing import (POLL_BEFORE_SLEEP_NS, WARM_COPY_MAX_BYTES, L2Flusher, TrialTimes, is_cuda,
+                                         poll_before_sleep_ns, run_trial)
 from htam_engine.settings import SANDBOX_TRACE_ENV
 
 CANDIDATE, REFERENCE = "candidate", "reference"
