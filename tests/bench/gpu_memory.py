@@ -24,11 +24,9 @@ Prints one row per problem and writes $OUT/gpu_memory.json.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -103,41 +101,33 @@ class PerProcess:
         self.peaks: dict[int, int] = {}
         self.total_peak = 0  # the largest sum over the processes of one sample (bytes)
         self.commands: dict[int, str] = {}  # each process's command line, read when first seen
-        self.names: dict[int, str] = {}  # each process's name (htam's processes name themselves by role)
+        self.names: dict[int, str] = {}  # each process's kind (gpu_holders: htam-<role>, else other)
         self.ok = shutil.which("nvidia-smi") is not None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
+        from htam_engine.evaluate import gpu_holders  # the judge's own reading of the device's holders
+
         said = time.monotonic()
         while not self._stop.is_set():
-            try:
-                out = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
-                                     capture_output=True, text=True, timeout=5).stdout
-            except (OSError, subprocess.TimeoutExpired):
+            found = gpu_holders.holders()
+            if found is None:
                 return
-            total = 0
-            now: dict[str, list[int]] = {}
-            for line in out.splitlines():
-                pid, _, mib = line.partition(",")
-                if pid.strip().isdigit() and mib.strip().isdigit():
-                    total += int(mib) * 2**20
-                    if int(pid) not in self.commands:
-                        try:
-                            with open(f"/proc/{int(pid)}/cmdline", "rb") as fh:
-                                self.commands[int(pid)] = fh.read().replace(b"\0", b" ").decode(errors="replace")
-                        except OSError:
-                            self.commands[int(pid)] = "gone"
-                    with contextlib.suppress(OSError), open(f"/proc/{int(pid)}/comm") as fh:
-                        self.names[int(pid)] = fh.read().strip()  # again each time: a fork names itself after
-                    self.peaks[int(pid)] = max(self.peaks.get(int(pid), 0), int(mib) * 2**20)
-                    now.setdefault(self.names.get(int(pid), "?"), []).append(int(mib) * 2**20)
+            for h in found:
+                if h.pid not in self.commands:
+                    try:
+                        with open(f"/proc/{h.pid}/cmdline", "rb") as fh:
+                            self.commands[h.pid] = fh.read().replace(b"\0", b" ").decode(errors="replace")
+                    except OSError:
+                        self.commands[h.pid] = "gone"
+                self.names[h.pid] = h.kind  # each time: a fork names itself after it first shows
+                self.peaks[h.pid] = max(self.peaks.get(h.pid, 0), h.bytes)
+            total = sum(h.bytes for h in found)
             self.total_peak = max(self.total_peak, total)
             if self.say_every_s and time.monotonic() >= said + self.say_every_s:
                 said = time.monotonic()
-                print(f"    GPU memory now: {gib(total)} in all; " + ", ".join(
-                    f"{name} {len(v)} ({gib(sum(v))}, at most {gib(max(v))})"
-                    for name, v in sorted(now.items(), key=lambda kv: -sum(kv[1]))), flush=True)
+                print(f"    GPU memory now: {gib(total)} in all; {gpu_holders.summary(found)}", flush=True)
             time.sleep(0.2)
 
     def __enter__(self) -> "PerProcess":
