@@ -50,7 +50,7 @@ WARM_COPY_MAX_BYTES = 1 << 30
 POLL_BEFORE_SLEEP_NS = 5_000_000
 # ... plus the time the judge takes to write the run's inputs after that answer, at the least
 # bandwidth a GPU's device-to-device copy reaches (bytes a nanosecond: ~1.5-2 on an H100 or H200):
-# 1/94_MSELoss's 8 GiB of inputs take longer to write than the 5 ms alone, so its forward woke cold.
+# 1/94_MSELoss's 8 GiB of inputs take longer to write than the 5 ms alone, so its forward would wake cold.
 # A run's poll depends on its inputs' size only, the same for checked and timed calls.
 POLL_WRITE_BYTES_PER_NS = 1.0
 # ... and never longer than this (a core spinning).

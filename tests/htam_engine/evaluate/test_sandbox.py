@@ -151,7 +151,7 @@ def test_a_cuda_sandbox_polls_for_its_next_request_then_leaves_it_to_the_read():
 
 def test_the_poll_after_an_arm_lasts_as_long_as_writing_its_calls_inputs_may_take():
     """8 GiB of inputs (1/94_MSELoss) take longer to write than the 5 ms the poll had for any run,
-    so the forward after them woke cold. The poll's length follows the armed calls' input bytes."""
+    so the forward after them would wake cold. The poll's length follows the armed calls' input bytes."""
     from htam_engine.evaluate.sandbox import CANDIDATE, Sandbox
     from htam_engine.evaluate.timing import POLL_BEFORE_SLEEP_NS, POLL_MAX_NS, poll_before_sleep_ns
 
