@@ -77,7 +77,7 @@ def _private_compile_caches(root: str) -> None:
 
 
 def _child(sock: socket.socket, zygote_sock: socket.socket, role: str, device: str, as_mb: int | None,
-           cpu_threads: int | None, file_mb: int | None, private: str) -> None:
+           cpu_threads: int | None, file_mb: int | None, compile_threads: int | None, private: str) -> None:
     """The forked child: cut loose from the zygote, take its limits, serve as a sandbox. Never returns."""
     code = 1
     try:
@@ -90,6 +90,8 @@ def _child(sock: socket.socket, zygote_sock: socket.socket, role: str, device: s
                 os.environ.pop(name, None)
         if cpu_threads:
             os.environ["OMP_NUM_THREADS"] = str(int(cpu_threads))
+        if compile_threads:  # torch.compile's worker pool (zygote_client.compile_threads says why)
+            os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = str(int(compile_threads))
         _private_compile_caches(private)
         zygote_sock.close()
         os.setsid()
@@ -134,13 +136,14 @@ class Zygote:
         else:
             self.sock.sendall(data)
 
-    def fork(self, role: str, device: str, as_mb: int | None, cpu_threads: int | None, file_mb: int | None) -> None:
+    def fork(self, role: str, device: str, as_mb: int | None, cpu_threads: int | None, file_mb: int | None,
+             compile_threads: int | None) -> None:
         judge_end, child_end = socket.socketpair()
         private = tempfile.mkdtemp(prefix=f"htam-{role}-compile-")
         pid = os.fork()
         if pid == 0:
             judge_end.close()
-            _child(child_end, self.sock, role, device, as_mb, cpu_threads, file_mb, private)
+            _child(child_end, self.sock, role, device, as_mb, cpu_threads, file_mb, compile_threads, private)
         child_end.close()
         self.sandboxes.add(pid)
         self.private[pid] = private
@@ -205,7 +208,7 @@ class Zygote:
                 return 0
             if req.get("op") == "fork":
                 self.fork(str(req["role"]), str(req["device"]), req.get("as_mb"), req.get("cpu_threads"),
-                          req.get("file_mb"))
+                          req.get("file_mb"), req.get("compile_threads"))
             elif req.get("op") == "status":
                 self.sweep()
                 self._send({"t": "status", "pid": req["pid"], "code": self.exits.get(req["pid"])})

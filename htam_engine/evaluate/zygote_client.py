@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from htam_engine import settings
+from htam_engine.evaluate.devicelock import judges_on_device
 from htam_engine.evaluate.process import describe_exit, isolated_module_command, kill_tree
 from htam_engine.evaluate.procstate import ProcessState, changes
 from htam_engine.evaluate.protocol import ProtocolError, ReplyReader, send_request
@@ -32,12 +33,24 @@ class SandboxLimits:
     as_mb: int | None = None  # RLIMIT_AS, on the CPU only (CUDA maps far more than it uses)
     cpu_threads: int | None = None  # torch/OpenMP threads (the reference sandbox gets the same)
     file_mb: int | None = None  # RLIMIT_FSIZE: the largest file it may write (the sandbox_file_mb setting)
+    compile_threads: int | None = None  # torch.compile's worker processes (TORCHINDUCTOR_COMPILE_THREADS)
 
     @classmethod
     def of(cls, config: Any, device: str, role: str = "candidate") -> "SandboxLimits":
         as_mb = config.memory_limit_mb if role == "candidate" and not device.startswith("cuda") else None
         threads = config.cpu_threads if not device.startswith("cuda") else None
-        return cls(int(as_mb) if as_mb else None, int(threads) if threads else None, settings.sandbox_file_mb())
+        return cls(int(as_mb) if as_mb else None, int(threads) if threads else None, settings.sandbox_file_mb(),
+                   compile_threads())
+
+
+def compile_threads() -> int:
+    """How many processes torch.compile may compile with in one sandbox: this machine's cores shared
+    among the judges on the device. Left alone, inductor starts a pool of one worker per core (up to
+    32) in every process that compiles for a GPU, each worker a Python with torch imported (over a GB
+    of host memory, pytorch/pytorch#156187), kept until the compile ends: 16 judges of a pool on a
+    16-core machine, each compiling its torch.compile baseline, would run up to 256 of them on 16
+    cores. One thread compiles in the sandbox itself, with no pool."""
+    return max(1, len(os.sched_getaffinity(0)) // judges_on_device())
 
 
 class HarnessStartError(Exception):
@@ -153,7 +166,8 @@ class ZygoteProcess:
         self._continue()
         try:
             send_request(self.sock.fileno(), {"op": "fork", "role": role, "device": device, "as_mb": limits.as_mb,
-                                              "cpu_threads": limits.cpu_threads, "file_mb": limits.file_mb})
+                                              "cpu_threads": limits.cpu_threads, "file_mb": limits.file_mb,
+                                              "compile_threads": limits.compile_threads})
             msg, fd = _recv_message(self.sock, FORK_S, want_fd=True)
         except (ProtocolError, OSError) as exc:
             self.kill()

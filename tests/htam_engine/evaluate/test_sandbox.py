@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from htam_engine.evaluate import wire
+from htam_engine.evaluate.config import EvalConfig
 from htam_engine.evaluate.process import worker_env
 from htam_engine.evaluate.sandbox_client import SandboxLimits, fork_sandbox
 from htam_engine.evaluate.shared import Layout, SharedStorage, attach, view
@@ -105,25 +106,39 @@ for f in sorted(os.listdir("/proc/self/fd"), key=int)[3:]:
         fds.append(os.readlink(f"/proc/self/fd/{f}").split(":")[0])
     except OSError:
         pass  # the listing's own descriptor, closed by now
-raise SystemExit(f"{','.join(fds)} {resource.getrlimit(resource.RLIMIT_AS)[0]} {os.environ.get('OMP_NUM_THREADS')}")
+raise SystemExit(f"{','.join(fds)} {resource.getrlimit(resource.RLIMIT_AS)[0]} {os.environ.get('OMP_NUM_THREADS')} "
+                 f"{os.environ.get('TORCHINDUCTOR_COMPILE_THREADS')}")
 """
 
 
 def test_a_sandbox_has_no_descriptor_of_its_parent_and_its_own_limits(zygote):
-    sandbox = fork_sandbox(zygote, "candidate", "cpu", SandboxLimits(as_mb=5000, cpu_threads=1))
+    sandbox = fork_sandbox(zygote, "candidate", "cpu", SandboxLimits(as_mb=5000, cpu_threads=1, compile_threads=3))
     try:
         reply = sandbox.request(wire.Build(sandbox.next_seq(), FD_PROBE, "fd-probe", "cpp"), stage=Stage.COMPILE,
                                 deadline_s=120, budget=None, memory_mb=0)
     finally:
         sandbox.kill()
     assert not reply.ok and "SystemExit" in reply.message
-    fds, as_limit, threads = reply.message.split("SystemExit: ", 1)[1].rsplit(" ", 2)
+    fds, as_limit, threads, compile_threads = reply.message.split("SystemExit: ", 1)[1].rsplit(" ", 3)
     # Past stdin, stdout and stderr: its own socket and the build's lock file (held while it
     # imports), nothing of the judge's or the zygote's (no other socket, no pipe).
     others = fds.split(",")
     assert others.count("socket") == 1 and "pipe" not in others, others
     assert all(f == "socket" or f.endswith(".lock") for f in others), others
-    assert int(as_limit) == 5000 * 1024 * 1024 and threads == "1"
+    assert int(as_limit) == 5000 * 1024 * 1024 and threads == "1" and compile_threads == "3"
+
+
+def test_torch_compile_in_a_sandbox_shares_the_cores_with_the_other_judges_on_its_device(monkeypatch):
+    """Each sandbox's torch.compile gets the machine's cores divided among the judges on the device
+    (a pool of 16 on a 16-core machine: one each, so no sandbox starts inductor's worker pool)."""
+    from htam_engine.evaluate.devicelock import JUDGES_ENV
+
+    cores = len(os.sched_getaffinity(0))
+    monkeypatch.setenv(JUDGES_ENV, "1")
+    assert SandboxLimits.of(EvalConfig(), "cuda").compile_threads == cores
+    monkeypatch.setenv(JUDGES_ENV, str(cores * 4))
+    assert SandboxLimits.of(EvalConfig(), "cuda").compile_threads == 1
+    assert SandboxLimits.of(EvalConfig(), "cpu", "reference").compile_threads == 1
 
 
 def test_a_cuda_sandbox_polls_for_its_next_request_then_leaves_it_to_the_read():
