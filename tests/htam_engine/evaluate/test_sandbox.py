@@ -106,8 +106,9 @@ for f in sorted(os.listdir("/proc/self/fd"), key=int)[3:]:
         fds.append(os.readlink(f"/proc/self/fd/{f}").split(":")[0])
     except OSError:
         pass  # the listing's own descriptor, closed by now
+import torch._inductor.config as inductor  # what torch.compile will compile with, decided at its import
 raise SystemExit(f"{','.join(fds)} {resource.getrlimit(resource.RLIMIT_AS)[0]} {os.environ.get('OMP_NUM_THREADS')} "
-                 f"{os.environ.get('TORCHINDUCTOR_COMPILE_THREADS')}")
+                 f"{inductor.compile_threads}")
 """
 
 
