@@ -539,6 +539,10 @@ class Evaluation(TimedRounds):
             if self.obs.rejected or _verdict(self.obs.findings, self.obs.mismatch)[0] is not Status.OK:
                 return
             r.correct = True
+            with judge.lock.checking():  # one run on garbage before timing (sequence.check_kernels_before_timing)
+                checks.check_kernels_before_timing()
+            if self.obs.rejected:
+                return
             # The candidate's processes are stopped while the reference sandbox compiles: they
             # cannot write into its compile caches (zygote._private_compile_caches) meanwhile.
             with self.reference_runs():

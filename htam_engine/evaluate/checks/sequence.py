@@ -456,7 +456,17 @@ class CheckRun:
             raise CandidateFailed(getattr(reply, "message", "construction failed"), getattr(reply, "kind", ""))
         return reply.params
 
-    # ------------------------------------------------------------------ after timing
+    # ------------------------------------------------------------------ before and after timing
+    def check_kernels_before_timing(self) -> None:
+        """One call with every custom kernel run on garbage, before the timed rounds (the rest of the
+        work check follows them). A candidate that tells the work check's first run (kernels skipped:
+        a probe's flag left unwritten) and from then on runs its kernels honestly had PyTorch do
+        every checked and timed call's work and passed the work check with its kernels (red-team
+        pass 7, cheat_latch_on_skip). On garbage its probe still writes the flag, so it lets PyTorch
+        compute from the real inputs here and the share still right convicts it; a candidate that
+        latches the other way, honest until the work check, meets the run on garbage after timing."""
+        self._check_on_garbage(1)
+
     def check_kernels_did_the_work(self, run_length: int = 1) -> None:
         """Two runs with every custom kernel skipped, then raising: a right output convicts them.
         A third with every kernel run on garbage, a fourth, last, with every tensor a kernel was
@@ -474,11 +484,16 @@ class CheckRun:
                                            f"the right output ({len(right)} of {run_length} calls): the custom kernels "
                                            f"did no necessary work ({how})")
                 return
-        # Run on garbage: what was still right (of the numbers that depend on the inputs) came from
-        # PyTorch, beside kernels whose writes do not depend on what they read (a probe's flag).
+        if not self._check_on_garbage(run_length):
+            self._check_spoiled(run_length)
+
+    def _check_on_garbage(self, run_length: int) -> bool:
+        """A run with every kernel run on garbage: what was still right (of the numbers that depend on
+        the inputs) came from PyTorch, beside kernels whose writes do not depend on what they read (a
+        probe's flag). True when it convicted."""
         usable = self._run_with_kernels(GARBAGE, run_length)
         if "no_kernel" in {f.rule for f in self.obs.findings}:
-            return
+            return True
         others = [ref_out for _, ref_out, _ in usable]
         if len(others) < 2:  # another set's reference, to tell the numbers that depend on the inputs
             others.append(self.reference.outputs(draw(self.loaded.main.get_inputs, fresh_seed()), fresh_seed(),
@@ -493,7 +508,12 @@ class CheckRun:
                                        "kernels' writes do not depend on what they read (a probe kernel), copy "
                                        "it unchanged (a copy kernel) or are what PyTorch's operators computed "
                                        "(an extension calling ATen)")
-            return
+            return True
+        return False
+
+    def _check_spoiled(self, run_length: int) -> None:
+        """The last run: every kernel skipped and every tensor it was handed spoiled; an output mostly
+        still right was mostly PyTorch's."""
         shares = [fraction_right(out, ref_out, self.cfg.tolerances)
                   for out, ref_out, _ in self._run_with_kernels(SPOIL, run_length)]
         share = max(shares, default=0.0)

@@ -219,6 +219,15 @@ def test_an_extension_that_is_one_aten_call_is_caught():
         assert "PyTorch's operators" in finding(r, "no_kernel").message
 
 
+def test_a_candidate_that_turns_honest_at_the_work_checks_first_run_is_caught():
+    """Red-team pass 7: PyTorch's work until the first call with kernels skipped, its kernel after
+    that (cheat_latch_on_skip): the run on garbage before the timed rounds sees its PyTorch phase."""
+    r = run_check("relu", "cheat_latch_on_skip")
+    assert_caught(r, "no_kernel")
+    assert "run on garbage" in finding(r, "no_kernel").message
+    honest_ok(run_check("relu", "honest_relu_triton"))
+
+
 @pytest.mark.parametrize("candidate", ["cheat_cpp_op_python_impl", "cheat_cpp_python_callback"])
 def test_python_run_inside_an_extension_is_caught(candidate):
     """Red-team pass 6: a C++-declared operator whose CPU kernel is a Python function, and a C++
