@@ -228,6 +228,18 @@ def test_a_candidate_that_turns_honest_at_the_work_checks_first_run_is_caught():
     honest_ok(run_check("relu", "honest_relu_triton"))
 
 
+@xfail("a kernel that multiplies PyTorch's output by a one-element tensor holding 1.0 is the identity on "
+       "real values, as cheat_noop_clamp's clamp is on a softmax's; on garbage the scale is garbage too, so the "
+       "output is no copy of what the kernel was handed and is wrong: by every question it did the work, on any "
+       "problem. Keeping constant or one-element tensors real on garbage would make it a copy, and would also "
+       "convict an honest affine epilogue whose weights are still at their initial ones and zeros")
+def test_a_kernel_scaling_pytorchs_output_by_one_is_caught():
+    honest_ok(run_check("softmax", "honest_softmax"))
+    r = run_check("softmax", "cheat_noop_scale")
+    with missed():
+        assert r.status is not OK, (r.status, r.speedup_eager)
+
+
 @pytest.mark.parametrize("candidate", ["cheat_cpp_op_python_impl", "cheat_cpp_python_callback"])
 def test_python_run_inside_an_extension_is_caught(candidate):
     """Red-team pass 6: a C++-declared operator whose CPU kernel is a Python function, and a C++
