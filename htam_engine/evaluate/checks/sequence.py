@@ -462,7 +462,7 @@ class CheckRun:
         work check follows them). A candidate that tells the work check's first run (kernels skipped:
         a probe's flag left unwritten) and from then on runs its kernels honestly had PyTorch do
         every checked and timed call's work and passed the work check with its kernels (red-team
-        pass 7, cheat_latch_on_skip). On garbage its probe still writes the flag, so it lets PyTorch
+        pass 8, cheat_latch_on_skip). On garbage its probe still writes the flag, so it lets PyTorch
         compute from the real inputs here and the share still right convicts it; a candidate that
         latches the other way, honest until the work check, meets the run on garbage after timing."""
         self._check_on_garbage(1)

@@ -220,7 +220,7 @@ def test_an_extension_that_is_one_aten_call_is_caught():
 
 
 def test_a_candidate_that_turns_honest_at_the_work_checks_first_run_is_caught():
-    """Red-team pass 7: PyTorch's work until the first call with kernels skipped, its kernel after
+    """Red-team pass 8: PyTorch's work until the first call with kernels skipped, its kernel after
     that (cheat_latch_on_skip): the run on garbage before the timed rounds sees its PyTorch phase."""
     r = run_check("relu", "cheat_latch_on_skip")
     assert_caught(r, "no_kernel")

@@ -1,4 +1,4 @@
-"""Cheat (the work check's first run told apart, then latched; red-team pass 7): PyTorch does the
+"""Cheat (the work check's first run told apart, then latched; red-team pass 8): PyTorch does the
 work of every checked and timed call, beside a one-element probe kernel writing a flag. The first
 call that leaves the flag unwritten is a work-check run with kernels skipped: from then on the
 candidate runs its real kernel, so every later run of the work check (kernels raising, on garbage,

@@ -1,4 +1,4 @@
-"""Cheat (a kernel that is the identity on the real values; red-team pass 7): PyTorch computes the
+"""Cheat (a kernel that is the identity on the real values; red-team pass 8): PyTorch computes the
 whole output; a Triton kernel then multiplies it by a one-element tensor holding 1.0 into the
 returned buffer. Skipped or spoiled, the buffer is wrong; raising, forward raises; on garbage the
 scale gets garbage too (a shifted normal, never 1), so the kernel's output is no copy of what it
