@@ -468,12 +468,17 @@ class CheckRun:
         self._check_on_garbage(1)
 
     def check_kernels_did_the_work(self, run_length: int = 1) -> None:
-        """Two runs with every custom kernel skipped, then raising: a right output convicts them.
-        A third with every kernel run on garbage, a fourth, last, with every tensor a kernel was
-        handed spoiled: an output mostly still right was mostly PyTorch's (MOSTLY_PYTORCH). Each is
-        a run of `run_length` calls, as long as the
-        timed runs (rounds.trials_per_run), so a candidate cannot keep its kernels for runs of one
-        call and let PyTorch do the timed runs' work; any call of a run convicts."""
+        """After the timed rounds: a run with every kernel run on garbage (_check_on_garbage), then
+        two with every custom kernel skipped, then raising (a right output convicts them), and last
+        one with every tensor a kernel was handed spoiled: an output mostly still right was mostly
+        PyTorch's (MOSTLY_PYTORCH). Each is a run of `run_length` calls, as long as the timed runs
+        (rounds.trials_per_run), so a candidate cannot keep its kernels for runs of one call and let
+        PyTorch do the timed runs' work; any call of a run convicts. Garbage comes first because a
+        candidate cannot tell it from a real call inside the call (its probe still writes), while
+        it can tell a skipped run (its probe's flag unwritten): one that let PyTorch time its runs
+        and turned honest at the first skipped run would otherwise have passed every later run."""
+        if self._check_on_garbage(run_length):
+            return
         for mode in (SKIP, RAISE):
             noise = lambda path: self.timing_noise.get(path)  # noqa: E731
             right = [label for out, ref_out, label in self._run_with_kernels(mode, run_length)
@@ -484,8 +489,7 @@ class CheckRun:
                                            f"the right output ({len(right)} of {run_length} calls): the custom kernels "
                                            f"did no necessary work ({how})")
                 return
-        if not self._check_on_garbage(run_length):
-            self._check_spoiled(run_length)
+        self._check_spoiled(run_length)
 
     def _check_on_garbage(self, run_length: int) -> bool:
         """A run with every kernel run on garbage: what was still right (of the numbers that depend on

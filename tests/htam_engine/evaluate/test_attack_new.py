@@ -228,6 +228,33 @@ def test_a_candidate_that_turns_honest_at_the_work_checks_first_run_is_caught():
     honest_ok(run_check("relu", "honest_relu_triton"))
 
 
+def test_a_candidate_using_pytorch_inside_runs_of_calls_only_is_caught():
+    """Red-team pass 8: PyTorch's work on a call that follows the previous one at once (the later calls
+    of a timed run), the real kernel on calls that come alone, honest from the first skipped run
+    (cheat_latch_in_runs): the work check's run on garbage after the timed rounds, as long as they
+    and first of its runs, meets its PyTorch path before any skipped run can latch it."""
+    assert_caught(run_check("relu", "cheat_latch_in_runs"), "no_kernel")
+
+
+def test_the_work_check_runs_kernels_on_garbage_before_it_skips_them(monkeypatch):
+    """One call on garbage before the timed rounds, then after them garbage, skipped, raising,
+    spoiled: a candidate can tell a skipped run inside the call, not a run on garbage."""
+    from htam_engine.evaluate.checks import sequence
+    from htam_engine.evaluate.kernel_switch import GARBAGE, RAISE, SKIP, SPOIL, KernelMode
+
+    modes = []
+    real = sequence.CheckRun._run_with_kernels
+
+    def recording(self, mode, run_length):
+        modes.append((KernelMode(mode), run_length))
+        return real(self, mode, run_length)
+
+    monkeypatch.setattr(sequence.CheckRun, "_run_with_kernels", recording)
+    honest_ok(run_check("relu", "honest_relu_triton"))
+    per_run = modes[-1][1]
+    assert modes == [(GARBAGE, 1), (GARBAGE, per_run), (SKIP, per_run), (RAISE, per_run), (SPOIL, per_run)], modes
+
+
 @xfail("a kernel that multiplies PyTorch's output by a one-element tensor holding 1.0 is the identity on "
        "real values, as cheat_noop_clamp's clamp is on a softmax's; on garbage the scale is garbage too, so the "
        "output is no copy of what the kernel was handed and is wrong: by every question it did the work, on any "
