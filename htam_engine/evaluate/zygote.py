@@ -25,6 +25,7 @@ import signal
 import socket
 import sys
 import tempfile
+from typing import Any
 
 from htam_engine.evaluate import limits, seccomp
 
@@ -76,14 +77,16 @@ def _private_compile_caches(root: str) -> None:
     os.environ["TRITON_CACHE_DIR"] = os.path.join(root, "triton")
 
 
-def _child(sock: socket.socket, zygote_sock: socket.socket, role: str, device: str, as_mb: int | None,
-           cpu_threads: int | None, file_mb: int | None, compile_threads: int | None, private: str) -> None:
-    """The forked child: cut loose from the zygote, take its limits, serve as a sandbox. Never returns."""
+def _child(sock: socket.socket, zygote_sock: socket.socket, role: str, device: str, bounds: dict[str, Any],
+           private: str) -> None:
+    """The forked child: cut loose from the zygote, take its limits (`bounds`: the fields of
+    zygote_client.SandboxLimits), serve as a sandbox. Never returns."""
     code = 1
     try:
         limits.name_process(role)
-        for name, value in (("HTAM_WORKER_AS_MB", as_mb), ("HTAM_WORKER_CPU_THREADS", cpu_threads),
-                            ("HTAM_WORKER_FILE_MB", file_mb)):
+        cpu_threads, compile_threads = bounds.get("cpu_threads"), bounds.get("compile_threads")
+        for name, value in (("HTAM_WORKER_AS_MB", bounds.get("as_mb")), ("HTAM_WORKER_CPU_THREADS", cpu_threads),
+                            ("HTAM_WORKER_FILE_MB", bounds.get("file_mb"))):
             if value:
                 os.environ[name] = str(int(value))
             else:
@@ -136,14 +139,13 @@ class Zygote:
         else:
             self.sock.sendall(data)
 
-    def fork(self, role: str, device: str, as_mb: int | None, cpu_threads: int | None, file_mb: int | None,
-             compile_threads: int | None) -> None:
+    def fork(self, role: str, device: str, bounds: dict[str, Any]) -> None:
         judge_end, child_end = socket.socketpair()
         private = tempfile.mkdtemp(prefix=f"htam-{role}-compile-")
         pid = os.fork()
         if pid == 0:
             judge_end.close()
-            _child(child_end, self.sock, role, device, as_mb, cpu_threads, file_mb, compile_threads, private)
+            _child(child_end, self.sock, role, device, bounds, private)
         child_end.close()
         self.sandboxes.add(pid)
         self.private[pid] = private
@@ -207,8 +209,7 @@ class Zygote:
                 self.kill_all()
                 return 0
             if req.get("op") == "fork":
-                self.fork(str(req["role"]), str(req["device"]), req.get("as_mb"), req.get("cpu_threads"),
-                          req.get("file_mb"), req.get("compile_threads"))
+                self.fork(str(req["role"]), str(req["device"]), dict(req.get("limits") or {}))
             elif req.get("op") == "status":
                 self.sweep()
                 self._send({"t": "status", "pid": req["pid"], "code": self.exits.get(req["pid"])})

@@ -13,7 +13,7 @@ import signal
 import socket
 import subprocess
 import threading
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from htam_engine import settings
@@ -165,9 +165,7 @@ class ZygoteProcess:
         assert self.sock is not None
         self._continue()
         try:
-            send_request(self.sock.fileno(), {"op": "fork", "role": role, "device": device, "as_mb": limits.as_mb,
-                                              "cpu_threads": limits.cpu_threads, "file_mb": limits.file_mb,
-                                              "compile_threads": limits.compile_threads})
+            send_request(self.sock.fileno(), {"op": "fork", "role": role, "device": device, "limits": asdict(limits)})
             msg, fd = _recv_message(self.sock, FORK_S, want_fd=True)
         except (ProtocolError, OSError) as exc:
             self.kill()
