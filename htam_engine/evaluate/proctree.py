@@ -72,6 +72,12 @@ def cpu_clock_ms(pid: int) -> float | None:
         return None
 
 
+def cpu_ms(pid: int) -> float:
+    """A process's own CPU time in ms: its CPU clock, else /proc stat's ticks (0 once it is gone)."""
+    precise = cpu_clock_ms(pid)
+    return precise if precise is not None else (cpu_ticks_ms(pid) or (0.0, 0.0))[0]
+
+
 def _children_files() -> bool:
     """Whether the kernel lists each thread's children (/proc/<pid>/task/<tid>/children,
     CONFIG_PROC_CHILDREN): then a tree is read in time of its own size."""

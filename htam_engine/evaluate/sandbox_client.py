@@ -144,7 +144,7 @@ class SandboxProcess:
         precise = proctree.cpu_clock_ms(self.pid)
         ticks = proctree.cpu_ticks_ms(self.pid)
         process_ms = precise if precise is not None else ticks[0] if ticks is not None else None
-        below = {pid: _cpu_ms(pid) for pid in proctree.descendants(self.pid)}
+        below = {pid: proctree.cpu_ms(pid) for pid in proctree.descendants(self.pid)}
         return CpuSnapshot(process_ms, 0.0 if precise is not None else proctree.TICK_MS, self.thread_cpu_ns(),
                            ticks[1] if ticks is not None else None, below)
 
@@ -340,9 +340,3 @@ def _wait_stopped(pids: list[int], within_s: float) -> None:
         if not pending or time.monotonic() > deadline:
             return
         time.sleep(0.001)
-
-
-def _cpu_ms(pid: int) -> float:
-    """A process's own CPU time in ms: its CPU clock, else /proc stat's ticks (0 once it is gone)."""
-    precise = proctree.cpu_clock_ms(pid)
-    return precise if precise is not None else (proctree.cpu_ticks_ms(pid) or (0.0, 0.0))[0]

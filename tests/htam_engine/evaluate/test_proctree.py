@@ -68,3 +68,39 @@ def test_waiting_tells_a_blocked_process_from_a_running_one():
             p.kill()
             p.wait()
     assert waiting(busy.pid)  # gone: it runs nothing
+
+
+HALF_TICK_BURNER = r"""
+import os, sys, time
+tick = 1.0 / os.sysconf("SC_CLK_TCK")
+child = os.fork()
+if child == 0:  # burns until its CPU time sits half a tick past a tick, then says it and sleeps
+    while time.process_time() < 3 * tick or (time.process_time() / tick) % 1 < 0.5:
+        pass
+    spent = time.process_time()
+    os.write(1, f"{os.getpid()} {spent * 1e3}\n".encode())
+    time.sleep(30)
+    os._exit(0)
+time.sleep(30)
+"""
+
+
+def test_the_cpu_time_of_a_process_below_a_sandbox_is_read_below_a_tick():
+    """The judge's snapshot of a sandbox (its helper processes' CPU time, clock.hidden_cpu_check)
+    reads each process below it from its CPU clock: at /proc stat's tick a helper's time is cut
+    down by up to a tick at each read, which had left a helper's 40 ms within the rule's floor."""
+    from types import SimpleNamespace
+
+    from htam_engine.evaluate.sandbox_client import SandboxProcess
+
+    parent = subprocess.Popen([sys.executable, "-c", HALF_TICK_BURNER], stdout=subprocess.PIPE, text=True)
+    try:
+        pid, spent_ms = parent.stdout.readline().split()
+        snap = SandboxProcess.cpu_snapshot(SimpleNamespace(pid=parent.pid, thread_cpu_ns=lambda: {}))
+        # half a tick past a tick (5 ms at 100 Hz): the tick's reading would be that far below
+        assert abs(snap.below_ms[int(pid)] - float(spent_ms)) < 0.25 * proctree.TICK_MS, (snap.below_ms, spent_ms)
+    finally:
+        for child in psutil.Process(parent.pid).children(recursive=True):
+            child.kill()
+        parent.kill()
+        parent.wait()
