@@ -206,8 +206,8 @@ def _holds(leaf: Any, rec: _Record) -> bool | None:
     if span is not None:
         import torch
 
-        return True if _close(leaf, torch.as_strided(rec.values, leaf.size(), leaf.stride(), span)) else None
-    if leaf.numel() == rec.values.numel() and _close(leaf.reshape(-1), rec.values.reshape(-1)):
+        return True if close(leaf, torch.as_strided(rec.values, leaf.size(), leaf.stride(), span)) else None
+    if leaf.numel() == rec.values.numel() and close(leaf.reshape(-1), rec.values.reshape(-1)):
         return False
     return None
 
@@ -227,7 +227,7 @@ def _within(x: Any, base: Any) -> int | None:
     return lo - base_lo
 
 
-def _close(a: Any, b: Any) -> bool:
+def close(a: Any, b: Any) -> bool:
     """Every element of `a` within ATEN_MATCH_TOLERANCE of `b`'s (module docstring), a piece at a
     time as the garbage run compares (kernel_switch._pieces); integers and booleans by bits."""
     import torch

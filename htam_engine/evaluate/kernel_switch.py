@@ -34,7 +34,15 @@ for bit: all of it, a slice, or for four-byte values and up elements from anywhe
 once at most) was only copied into (a kernel "making the input contiguous" for PyTorch to
 compute from, or moving PyTorch's finished output into the buffer forward returns): it gets the
 same copy of the real values, so PyTorch's work around the copy meets real data and the share
-still right convicts it too (_copies_made_real). An extension function's ATen calls are watched on garbage: one that
+still right convicts it too (_copies_made_real). A kernel handed a constant tensor (all ones, all
+zeros, a one-element scale) runs once more before that, with the constants at their real values and
+the rest on garbage: a tensor it then writes that holds another's garbage, to within
+ATEN_MATCH_TOLERANCE, was passed on unchanged (PyTorch's output multiplied by a tensor of ones, the
+identity on the real values, while on garbage everywhere the scale is garbage too and the kernel
+writes garbage like an honest one), and after the run on garbage it gets the real values of what it
+passed on, as a copy does (_identities). A kernel whose only work is an affine step with weights
+still at their initial ones and zeros is taken for one that passes its input on: on these values
+it is. An extension function's ATen calls are watched on garbage: one that
 returns what an operator computed (a single at::softmax call; a copy, a view or a reshape of its
 result, to within a tolerance) gets what the operator computes from the real values instead, for
 the same reason (aten_watch). The values are finite, as real
@@ -72,9 +80,9 @@ import math
 import os
 import types
 from enum import Enum
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, NamedTuple
 
-from htam_engine.evaluate.aten_watch import AtenWatch
+from htam_engine.evaluate.aten_watch import ATEN_MATCH_TOLERANCE, AtenWatch, close
 from htam_engine.evaluate.interpreter_guard import check_launch
 from htam_engine.evaluate.tensor_bits import bits_of, integer_kinds
 
@@ -439,6 +447,7 @@ def _on_garbage(run: Callable[[], Any], skipped: Callable[[], Any], handed: Any,
                 tensors.append(plain)
         kept: list[Any] = []
         drawn: list[tuple[Callable[..., Any], list[Any]]] = []  # (recipe, the generator's state before each piece)
+        constant: list[bool] = []
         prepared = False
         total = sum(t.numel() * t.element_size() for t in tensors)
         if total <= GARBAGE_MAX_BYTES or total <= min(GARBAGE_HOST_MAX_BYTES, _host_room()):
@@ -446,6 +455,7 @@ def _on_garbage(run: Callable[[], Any], skipped: Callable[[], Any], handed: Any,
                 # every copy and recipe before any is overwritten: views may overlap
                 kept = [t.clone() if total <= GARBAGE_MAX_BYTES else t.to("cpu", copy=True) for t in tensors]
                 recipes = [_garbage_recipe(t) for t in tensors]
+                constant = [_constant(t) for t in tensors]
                 for t, recipe in zip(tensors, recipes):
                     drawn.append((recipe, []))
                     _draw(t, recipe, drawn[-1][1])
@@ -455,6 +465,7 @@ def _on_garbage(run: Callable[[], Any], skipped: Callable[[], Any], handed: Any,
                     t.copy_(was)
     if not prepared:
         return skipped()
+    identities = _identities(run, tensors, kept, drawn, constant) if any(constant) and not all(constant) else []
     aten = AtenWatch() if extension else None
     out = None
     try:
@@ -465,6 +476,7 @@ def _on_garbage(run: Callable[[], Any], skipped: Callable[[], Any], handed: Any,
         with _unseen():
             unwritten = [_still_garbage(t, recipe, states) for t, (recipe, states) in zip(tensors, drawn)]
             _copies_made_real(tensors, kept, unwritten)
+            _identities_made_real(identities, tensors, tensor_leaves(out), kept, unwritten)
             if aten is not None:
                 aten.made_real(out, tensors, kept)
                 if aten.python_ran and no_kernel is not None:
@@ -473,6 +485,129 @@ def _on_garbage(run: Callable[[], Any], skipped: Callable[[], Any], handed: Any,
             for t, was, left in zip(tensors, kept, unwritten):
                 if left:
                     t.copy_(was)
+
+
+class _Identity(NamedTuple):
+    """A tensor the kernel wrote (one of its handed tensors, or the `returned`-th tensor an
+    extension function returned) that it left holding the garbage of handed tensor `source`."""
+
+    written: int
+    source: int
+    returned: bool
+
+
+def _constant(t: Any) -> bool:
+    """Whether every element of `t` holds one value, to within ATEN_MATCH_TOLERANCE of the largest
+    for floating point (a tensor of ones, zeros, a one-element scale): on its real values a kernel
+    that multiplies by it, or adds it, can be the identity. Read a piece at a time (_pieces), the
+    first piece of a tensor of varied values telling at once."""
+    if t.numel() <= 1:
+        return True
+    if t.dtype not in _typed_kinds() or t.is_complex():
+        return False
+    floating = t.is_floating_point()
+    low = high = None
+    for piece in _pieces(t):
+        lo, hi = piece.min().item(), piece.max().item()
+        low, high = (lo, hi) if low is None else (min(low, lo), max(high, hi))
+        if floating and not (math.isfinite(low) and math.isfinite(high)):
+            return False
+        if high - low > (ATEN_MATCH_TOLERANCE * max(-low, high) if floating else 0):
+            return False
+    return True
+
+
+def _identities(run: Callable[[], Any], tensors: list[Any], kept: list[Any],
+                drawn: list[tuple[Callable[..., Any], list[Any]]], constant: list[bool]) -> list[_Identity]:
+    """Run the kernel once more, before its run on garbage, with the `constant` tensors it was
+    handed at their real values and the others on their garbage, and name every tensor it wrote
+    that then holds the garbage of another (or its own, in place) to within ATEN_MATCH_TOLERANCE:
+    a kernel that multiplies PyTorch's finished output by a tensor of ones, or adds zeros, is the
+    identity on the real values while on garbage everywhere it writes garbage like an honest
+    kernel. Every tensor is left holding its garbage again, as drawn. A kernel that fails here
+    names none: its run on garbage tells."""
+    from htam_engine.evaluate.checks.memory import overlaps, tensor_leaves
+
+    with _unseen():
+        for t, was, real in zip(tensors, kept, constant):
+            if real:
+                t.copy_(was)
+    found: list[_Identity] = []
+    try:
+        returned = tensor_leaves(run())
+    except Exception:  # noqa: BLE001 - see the docstring
+        returned = None
+    with _unseen():
+        if returned is not None:
+            unwritten = [_still_garbage(t, recipe, states) for t, (recipe, states) in zip(tensors, drawn)]
+            sources = [k for k, real in enumerate(constant) if not real]
+            for i, t in enumerate(tensors):
+                if constant[i]:  # at its real values: written where they changed
+                    unwritten[i] = _same_bits(t, kept[i])
+                if unwritten[i]:
+                    if not constant[i]:  # in place, bit for bit: it changes only where these values are not real
+                        found.append(_Identity(i, i, False))
+                    continue
+                for k in sources:
+                    if (k == i or (unwritten[k] and not overlaps(tensors[k], t))) and _holds_garbage_of(t, tensors[k], *drawn[k]):
+                        found.append(_Identity(i, k, False))
+                        break
+            for j, leaf in enumerate(returned):
+                for k in sources:
+                    if unwritten[k] and _holds_garbage_of(leaf, tensors[k], *drawn[k]):
+                        found.append(_Identity(j, k, True))
+                        break
+        for t, (recipe, states) in zip(tensors, drawn):
+            _redraw(t, recipe, states)
+    return found
+
+
+def _identities_made_real(identities: list[_Identity], tensors: list[Any], returned: list[Any], kept: list[Any],
+                          unwritten: list[bool]) -> None:
+    """Each tensor _identities named, written again on garbage, gets the real values of the tensor
+    it passed on, as a copy gets them (_copies_made_real): what PyTorch computed before it then
+    meets the real data, and the share of the output still right tells whose work it was."""
+    for identity in identities:
+        if identity.returned:
+            if identity.written >= len(returned):
+                continue
+            t = returned[identity.written]
+        elif unwritten[identity.written]:
+            continue  # put back as it was, with the rest
+        else:
+            t = tensors[identity.written]
+        real = kept[identity.source]
+        if t.numel() == real.numel() and t.dtype == real.dtype:
+            t.copy_(real.reshape(t.shape) if t.shape != real.shape else real)
+
+
+def _holds_garbage_of(t: Any, s: Any, recipe: Callable[..., Any], states: list[Any]) -> bool:
+    """Whether `t` holds the garbage drawn into `s` (drawn again from the generator's states), piece
+    by piece, each element to within ATEN_MATCH_TOLERANCE (aten_watch.close), in s's logical order."""
+    if t.numel() != s.numel() or t.dtype != s.dtype or not t.numel():
+        return False
+    if t.shape != s.shape and not t.is_contiguous():
+        return False
+    flat = t.reshape(-1) if t.shape != s.shape else None
+    mine = None if flat is not None else _pieces(t)
+    at = 0
+    for _, garbage in _drawn_again(s, recipe, states):
+        here = next(mine) if mine is not None else flat[at:at + garbage.numel()].view(garbage.shape)
+        at += garbage.numel()
+        if not close(here, garbage):
+            return False
+    return True
+
+
+def _same_bits(t: Any, was: Any) -> bool:
+    """Whether `t` holds `was` (its copy, maybe in host memory) bit for bit, piece by piece."""
+    return all(bool((bits_of(a) == bits_of(b.to(a.device))).all()) for a, b in zip(_pieces(t), _pieces(was), strict=True))
+
+
+def _redraw(t: Any, recipe: Callable[..., Any], states: list[Any]) -> None:
+    """The garbage drawn into `t` (_draw) written into it again."""
+    for piece, garbage in _drawn_again(t, recipe, states):
+        piece.copy_(garbage)
 
 
 def _host_room() -> int:
@@ -509,16 +644,19 @@ def _draw(t: Any, recipe: Callable[..., Any], states: list[Any]) -> None:
         piece.copy_(recipe(generator, piece.shape))
 
 
+def _drawn_again(t: Any, recipe: Callable[..., Any], states: list[Any]) -> Iterator[tuple[Any, Any]]:
+    """(piece of `t`, the garbage _draw drew into it), drawn again from the generator's states."""
+    generator = _generator(t.device)
+    for piece, state in zip(_pieces(t), states, strict=True):
+        generator.set_state(state)
+        yield piece, recipe(generator, piece.shape)
+
+
 def _still_garbage(t: Any, recipe: Callable[..., Any], states: list[Any]) -> bool:
     """Whether `t` holds exactly the garbage drawn into it, bit for bit (the kernel wrote nothing
     into it). Where the garbage cannot be drawn again: False, left as the kernel left it."""
     try:
-        generator = _generator(t.device)
-        for piece, state in zip(_pieces(t), states, strict=True):
-            generator.set_state(state)
-            if not bool((bits_of(piece) == bits_of(recipe(generator, piece.shape))).all()):
-                return False
-        return True
+        return all(bool((bits_of(piece) == bits_of(garbage)).all()) for piece, garbage in _drawn_again(t, recipe, states))
     except Exception:  # noqa: BLE001 - see the docstring
         return False
 

@@ -510,8 +510,9 @@ class CheckRun:
                                        f"overwritten, what it did not write put back), {share:.1%} of the output "
                                        "that depends on the inputs was still right: PyTorch computed it, and the "
                                        "kernels' writes do not depend on what they read (a probe kernel), copy "
-                                       "it unchanged (a copy kernel) or are what PyTorch's operators computed "
-                                       "(an extension calling ATen)")
+                                       "it unchanged (a copy kernel), pass it on unchanged where the constants "
+                                       "they were handed are real (a kernel scaling by ones) or are what "
+                                       "PyTorch's operators computed (an extension calling ATen)")
             return True
         return False
 

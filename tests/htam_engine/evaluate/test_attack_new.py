@@ -255,14 +255,21 @@ def test_the_work_check_runs_kernels_on_garbage_before_it_skips_them(monkeypatch
     assert modes == [(GARBAGE, 1), (GARBAGE, per_run), (SKIP, per_run), (RAISE, per_run), (SPOIL, per_run)], modes
 
 
-@xfail("a kernel that multiplies PyTorch's output by a one-element tensor holding 1.0 is the identity on "
-       "real values, as cheat_noop_clamp's clamp is on a softmax's; on garbage the scale is garbage too, so the "
-       "output is no copy of what the kernel was handed and is wrong: by every question it did the work, on any "
-       "problem. Keeping constant or one-element tensors real on garbage would make it a copy, and would also "
-       "convict an honest affine epilogue whose weights are still at their initial ones and zeros")
 def test_a_kernel_scaling_pytorchs_output_by_one_is_caught():
+    """Red-team pass 8: PyTorch computes the output, a kernel multiplies it by a one-element tensor
+    holding 1.0. On garbage everywhere it writes garbage like an honest kernel; run again with its
+    constant real, it passes the output's garbage on, so it gets the real output and the share
+    still right convicts it (kernel_switch._identities)."""
     honest_ok(run_check("softmax", "honest_softmax"))
     r = run_check("softmax", "cheat_noop_scale")
+    assert_caught(r, "no_kernel")
+    assert "scaling by ones" in finding(r, "no_kernel").message
+
+
+@xfail("the scale of 1.0 sits in the last element of the tensor the kernel scales: no constant tensor is "
+       "handed, so the run with the constants real does not happen, and on garbage the scale is garbage too")
+def test_a_kernel_scaling_by_a_one_packed_beside_the_output_is_caught():
+    r = run_check("softmax", "cheat_noop_scale_packed")
     with missed():
         assert r.status is not OK, (r.status, r.speedup_eager)
 

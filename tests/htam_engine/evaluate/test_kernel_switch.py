@@ -73,6 +73,64 @@ def test_an_honest_relu_run_on_garbage_with_an_exact_zero_writes_garbage(monkeyp
     assert (out == real).float().mean() < 0.01
 
 
+def pytorchs_output() -> torch.Tensor:
+    return torch.softmax(torch.randn(16, 512, generator=torch.Generator().manual_seed(6)), dim=1)
+
+
+@pytest.mark.parametrize("scale", [torch.ones(1), torch.ones(16, 512), torch.full((1,), 1.00001)],
+                         ids=["one element", "full size", "one and a bit"])
+def test_a_kernel_passing_pytorchs_output_on_times_ones_gets_the_real_values(scale):
+    """Red-team pass 8's no-op scale: on garbage everywhere the kernel writes garbage * garbage, like
+    an honest kernel; run with the constant scale real it passes the output's garbage on, so after
+    the run on garbage the buffer it wrote gets PyTorch's real output, right, and the work check
+    convicts it (test_attack_new)."""
+    t = pytorchs_output()
+    real, y = t.clone(), torch.empty_like(t)
+    ks._on_garbage(lambda: torch.mul(t, scale, out=y), lambda: None, ((t, scale, y), {}))
+    assert torch.equal(t, real)
+    torch.testing.assert_close(y, real, rtol=1e-4, atol=0)
+
+
+def test_a_kernel_scaling_in_place_by_ones_is_put_back_as_it_was():
+    t = pytorchs_output()
+    real, scale = t.clone(), torch.ones(1)
+    ks._on_garbage(lambda: t.mul_(scale), lambda: None, ((t, scale), {}))
+    assert torch.equal(t, real)
+
+
+def test_a_function_returning_its_input_times_ones_returns_the_real_values():
+    """A C++ extension function's own loop returns a new tensor (here torch.mul, with the ATen watch
+    of an extension left out: the identity run alone makes it real)."""
+    t = pytorchs_output()
+    real, scale = t.clone(), torch.ones(())
+    out = ks._on_garbage(lambda: t * scale, lambda: None, ((t, scale), {}))
+    torch.testing.assert_close(out, real, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("work", ["relu into zeros", "times two", "plus one"])
+def test_a_kernel_computing_from_its_input_with_constants_keeps_its_garbage(work):
+    """Constants real, input on garbage: an honest ReLU (the identity on torch.rand's values, not on
+    garbage), a scale by two, a shift by one all write something else than the input's garbage."""
+    x = torch.rand(16, 512, generator=torch.Generator().manual_seed(7))
+    real = x.clone()
+    out = torch.zeros_like(x)
+    c = torch.full((1,), {"relu into zeros": 0.0, "times two": 2.0, "plus one": 1.0}[work])
+    kernel = {"relu into zeros": lambda: torch.maximum(x, c, out=out),
+              "times two": lambda: torch.mul(x, c, out=out),
+              "plus one": lambda: torch.add(x, c, out=out)}[work]
+    ks._on_garbage(kernel, lambda: None, ((x, c, out), {}))
+    assert torch.equal(x, real)
+    expected_real = {"relu into zeros": real, "times two": real * 2, "plus one": real + 1}[work]
+    assert not torch.allclose(out, expected_real, rtol=1e-2, atol=1e-2)
+
+
+def test_constant_tensors_are_told_by_their_values():
+    assert ks._constant(torch.ones(5)) and ks._constant(torch.zeros(3, 4).t()) and ks._constant(torch.tensor(2.5))
+    assert ks._constant(torch.full((4,), 7)) and ks._constant(torch.ones(3) * 1.001)
+    assert not ks._constant(torch.randn(10)) and not ks._constant(torch.arange(4))
+    assert not ks._constant(torch.tensor([1.0, float("nan")]))
+
+
 def test_a_gather_from_a_source_with_repeated_values_takes_each_place_once():
     src = garbage(1000)
     src[500:] = src[:500]  # every value twice

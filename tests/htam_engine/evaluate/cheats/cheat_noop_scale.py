@@ -2,11 +2,12 @@
 whole output; a Triton kernel then multiplies it by a one-element tensor holding 1.0 into the
 returned buffer. Skipped or spoiled, the buffer is wrong; raising, forward raises; on garbage the
 scale gets garbage too (a shifted normal, never 1), so the kernel's output is no copy of what it
-was handed and is wrong. By every question of the work check the kernel did the work. It
+was handed and is wrong: on garbage alone the kernel did the work. It
 generalises cheat_noop_clamp (a clamp to [0, 1], the identity on a softmax's outputs only) to any
 problem: on matmul it came back ok at PyTorch's speed, 7-9x an honest C++ loop.
 
-Class: no_kernel rule (a kernel that is the identity on every real value it is handed)."""
+Class: no_kernel rule (a kernel that is the identity on every real value it is handed). Caught by
+the work check's run with the constants real (kernel_switch._identities)."""
 
 import torch
 import torch.nn as nn
