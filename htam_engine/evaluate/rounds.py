@@ -99,13 +99,6 @@ def runs_of(first: int, count: int, per_run: int) -> list[range]:
     return [range(i, min(i + per_run, first + count)) for i in range(first, first + count, per_run)]
 
 
-def garbage_place(runs: int) -> int:
-    """Before which of `runs` timed runs the work check's run on garbage comes (`runs`: after the
-    last), at random: 1 to `runs`. A candidate that counts calls and lets PyTorch do every timed one
-    meets it unless it comes last, one chance in `runs`."""
-    return 1 + secrets.randbelow(runs)
-
-
 class Trial(NamedTuple):
     """One run of timed calls as the judge keeps it: one sample."""
 
@@ -242,18 +235,8 @@ class TimedRounds:
         self.per_run = 1 if checks.reference_mutates else \
             trials_per_run(input_bytes(first.values), out_bytes, trials)
         base_ms = self.baseline_channel.last_call_ms if self.baseline_channel is not None else 0.0
-        runs = runs_of(0, warmup, self.per_run) + runs_of(warmup, trials, self.per_run)
-        # The work check's run on garbage, before run `on_garbage` (after the last where it is
-        # len(runs)): at a random place, so that counting calls does not tell where it is; after the
-        # first run, whose set is drawn above (a large set's run holds one set, not two).
-        on_garbage = garbage_place(len(runs))
         with self._stretch(warmup + trials, [self.channel.last_call_ms] + [base_ms] * len(models)):
-            for k, run in enumerate(runs + [None]):
-                if k == on_garbage:
-                    with judge.lock.checking():
-                        checks.check_kernels_on_garbage(self.per_run)  # as long as the timed runs
-                if run is None:
-                    break
+            for run in runs_of(0, warmup, self.per_run) + runs_of(warmup, trials, self.per_run):
                 with judge.lock.checking():  # the judge's own device work: beside other judges' checks
                     sets = [first if i == 0 else self._round_set(i, checks.reference_mutates) for i in run]
                 first = None

@@ -22,11 +22,9 @@ density and aliasing, the values against the reference (tolerances and the whole
 precision against float64, and, for a wrong output, whether it is an earlier call's output
 (stale: cached). The first reject-level finding ends the run.
 
-One call with every custom kernel run on garbage before timing, and a run of them at a random
-place among the timed runs (check_kernels_on_garbage): an output still mostly right was mostly
-PyTorch's. After timing, runs with every custom kernel skipped, then raising: an output that is
-still right means the kernels did no necessary work; then skipped with their tensors spoiled
-(check_kernels_did_the_work).
+After timing, runs with every custom kernel skipped, then raising: an output that is still
+right means the kernels did no necessary work; then run on garbage, then skipped with their
+tensors spoiled: an output still mostly right was mostly PyTorch's (check_kernels_did_the_work).
 """
 
 from __future__ import annotations
@@ -467,12 +465,11 @@ class CheckRun:
         pass 8, cheat_latch_on_skip). On garbage its probe still writes the flag, so it lets PyTorch
         compute from the real inputs here and the share still right convicts it; a candidate that
         latches the other way, honest until the work check, meets the run on garbage after timing."""
-        self.check_kernels_on_garbage(1)
+        self._check_on_garbage(1)
 
     def check_kernels_did_the_work(self, run_length: int = 1) -> None:
-        """After the timed rounds, where a run with every kernel run on garbage came at a random
-        place among the timed runs (check_kernels_on_garbage, rounds.TimedRounds._time_rounds): two
-        runs with every custom kernel skipped, then raising (a right output convicts them), and last
+        """After the timed rounds: a run with every kernel run on garbage (_check_on_garbage), then
+        two with every custom kernel skipped, then raising (a right output convicts them), and last
         one with every tensor a kernel was handed spoiled: an output mostly still right was mostly
         PyTorch's (MOSTLY_PYTORCH). Each is a run of `run_length` calls, as long as the timed runs
         (rounds.trials_per_run), so a candidate cannot keep its kernels for runs of one call and let
@@ -480,6 +477,8 @@ class CheckRun:
         candidate cannot tell it from a real call inside the call (its probe still writes), while
         it can tell a skipped run (its probe's flag unwritten): one that let PyTorch time its runs
         and turned honest at the first skipped run would otherwise have passed every later run."""
+        if self._check_on_garbage(run_length):
+            return
         for mode in (SKIP, RAISE):
             noise = lambda path: self.timing_noise.get(path)  # noqa: E731
             right = [label for out, ref_out, label in self._run_with_kernels(mode, run_length)
@@ -492,14 +491,10 @@ class CheckRun:
                 return
         self._check_spoiled(run_length)
 
-    def check_kernels_on_garbage(self, run_length: int) -> bool:
+    def _check_on_garbage(self, run_length: int) -> bool:
         """A run with every kernel run on garbage: what was still right (of the numbers that depend on
         the inputs) came from PyTorch, beside kernels whose writes do not depend on what they read (a
-        probe's flag). True when it convicted. The timed rounds make it at a random place among
-        their runs: a candidate counting calls (the unseen-shape set marks the end of the checks,
-        and the timed runs' number is the config's) cannot let PyTorch do the timed calls and meet
-        this run with its kernels (cheat_count_timed: ok at PyTorch's speed while it came right
-        after them)."""
+        probe's flag). True when it convicted."""
         usable = self._run_with_kernels(GARBAGE, run_length)
         if "no_kernel" in {f.rule for f in self.obs.findings}:
             return True

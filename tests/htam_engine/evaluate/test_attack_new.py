@@ -274,20 +274,6 @@ def test_a_kernel_scaling_by_a_one_packed_beside_the_output_is_caught():
         assert r.status is not OK, (r.status, r.speedup_eager)
 
 
-def test_a_candidate_counting_calls_to_the_timed_runs_meets_the_run_on_garbage_among_them(monkeypatch):
-    """cheat_count_timed lets PyTorch do the calls it counts as timed (from the unseen-shape set's
-    calls on). With the work check's run on garbage after the last timed run, where it always was,
-    it comes back ok (PyTorch's speed on a GPU); placed among the timed runs, it meets PyTorch's
-    output there and is convicted."""
-    from htam_engine.evaluate import rounds
-
-    monkeypatch.setattr(rounds, "garbage_place", lambda runs: runs)  # after the last timed run
-    r = run_check("softmax", "cheat_count_timed")
-    assert r.status is OK, (r.status, r.diagnostics.message)  # counted right: it gets through there
-    monkeypatch.setattr(rounds, "garbage_place", lambda runs: 1)  # after the warm-up run, before the trials
-    assert_caught(run_check("softmax", "cheat_count_timed"), "no_kernel")
-
-
 @pytest.mark.parametrize("candidate", ["cheat_cpp_op_python_impl", "cheat_cpp_python_callback"])
 def test_python_run_inside_an_extension_is_caught(candidate):
     """Red-team pass 6: a C++-declared operator whose CPU kernel is a Python function, and a C++
