@@ -274,6 +274,17 @@ def test_a_kernel_scaling_by_a_one_packed_beside_the_output_is_caught():
         assert r.status is not OK, (r.status, r.speedup_eager)
 
 
+@xfail("the judge's calls come in a fixed order for a config: counting from the unseen-shape set's calls, the "
+       "candidate lets PyTorch do exactly the timed calls and meets the work check's run on garbage, right after "
+       "them, with its kernels. A run on garbage at a random place among the timed runs catches it (tried, not "
+       "kept: the judge then held one input set more at a call of the timed stage, and the run was held alone "
+       "inside a short stretch)")
+def test_a_candidate_counting_calls_to_the_timed_runs_is_caught():
+    r = run_check("softmax", "cheat_count_timed")
+    with missed():
+        assert r.status is not OK, (r.status, r.speedup_eager)
+
+
 @pytest.mark.parametrize("candidate", ["cheat_cpp_op_python_impl", "cheat_cpp_python_callback"])
 def test_python_run_inside_an_extension_is_caught(candidate):
     """Red-team pass 6: a C++-declared operator whose CPU kernel is a Python function, and a C++
