@@ -501,6 +501,8 @@ def _constant(t: Any) -> bool:
     for floating point (a tensor of ones, zeros, a one-element scale): on its real values a kernel
     that multiplies by it, or adds it, can be the identity. Read a piece at a time (_pieces), the
     first piece of a tensor of varied values telling at once."""
+    import torch
+
     if t.numel() <= 1:
         return True
     if t.dtype not in _typed_kinds() or t.is_complex():
@@ -508,7 +510,7 @@ def _constant(t: Any) -> bool:
     floating = t.is_floating_point()
     low = high = None
     for piece in _pieces(t):
-        lo, hi = piece.min().item(), piece.max().item()
+        lo, hi = torch.stack(torch.aminmax(piece)).tolist()  # one pass, one read back
         low, high = (lo, hi) if low is None else (min(low, lo), max(high, hi))
         if floating and not (math.isfinite(low) and math.isfinite(high)):
             return False
@@ -538,12 +540,13 @@ def _identities(run: Callable[[], Any], tensors: list[Any], kept: list[Any],
     except Exception:  # noqa: BLE001 - see the docstring
         returned = None
     with _unseen():
+        # unwritten: each tensor still as it was before this run (a constant at its real values)
+        unwritten = [False] * len(tensors)
         if returned is not None:
-            unwritten = [_still_garbage(t, recipe, states) for t, (recipe, states) in zip(tensors, drawn)]
+            unwritten = [_same_bits(t, was) if real else _still_garbage(t, recipe, states)
+                         for t, was, real, (recipe, states) in zip(tensors, kept, constant, drawn)]
             sources = [k for k, real in enumerate(constant) if not real]
             for i, t in enumerate(tensors):
-                if constant[i]:  # at its real values: written where they changed
-                    unwritten[i] = _same_bits(t, kept[i])
                 if unwritten[i]:
                     if not constant[i]:  # in place, bit for bit: it changes only where these values are not real
                         found.append(_Identity(i, i, False))
@@ -557,8 +560,9 @@ def _identities(run: Callable[[], Any], tensors: list[Any], kept: list[Any],
                     if unwritten[k] and _holds_garbage_of(leaf, tensors[k], *drawn[k]):
                         found.append(_Identity(j, k, True))
                         break
-        for t, (recipe, states) in zip(tensors, drawn):
-            _redraw(t, recipe, states)
+        for t, (recipe, states), real, left in zip(tensors, drawn, constant, unwritten):
+            if real or not left:  # a garbage tensor left unwritten still holds what was drawn
+                _redraw(t, recipe, states)
     return found
 
 
@@ -577,8 +581,8 @@ def _identities_made_real(identities: list[_Identity], tensors: list[Any], retur
         else:
             t = tensors[identity.written]
         real = kept[identity.source]
-        if t.numel() == real.numel() and t.dtype == real.dtype:
-            t.copy_(real.reshape(t.shape) if t.shape != real.shape else real)
+        if t.numel() == real.numel() and t.dtype == real.dtype:  # a returned tensor: the last run's may differ
+            t.copy_(real.reshape(t.shape))
 
 
 def _holds_garbage_of(t: Any, s: Any, recipe: Callable[..., Any], states: list[Any]) -> bool:

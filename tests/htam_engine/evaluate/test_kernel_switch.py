@@ -122,6 +122,7 @@ def test_a_kernel_computing_from_its_input_with_constants_keeps_its_garbage(work
     assert torch.equal(x, real)
     expected_real = {"relu into zeros": real, "times two": real * 2, "plus one": real + 1}[work]
     assert not torch.allclose(out, expected_real, rtol=1e-2, atol=1e-2)
+    assert not torch.allclose(out, real, rtol=1e-2, atol=1e-2)  # nor taken for the input passed on
 
 
 def test_constant_tensors_are_told_by_their_values():
