@@ -23,9 +23,12 @@ was handed overwritten first by random values (floating point: normal, GARBAGE_S
 above the tensor's mean with GARBAGE_SCALE times its spread; integers: uniform between its least
 and greatest, so an index stays in bounds; booleans: either), drawn from a generator of the
 switch's own; once the kernel returned, every tensor that still holds its random values is put
-back as it was (one the kernel wrote anything into stays as the kernel left it: an in-place ReLU
-on positive inputs writes back most of what it read, and putting those elements back would hand
-it the right output). A kernel computing from what it reads writes garbage; one whose writes do not depend on what it reads (a probe writing a
+back as it was. One the kernel wrote part of gets its real values back where it left the garbage
+only if the part left is a region (rows, a slice: its garbage is distributed like the garbage the
+kernel overwrote), not a choice by value: an in-place ReLU writes back the positive garbage it
+read, and putting those elements back would hand it the right output; a kernel handed the whole
+output that PyTorch filled, writing one row of it, leaves the rest to be put back
+(_unwritten_region_made_real). A kernel computing from what it reads writes garbage; one whose writes do not depend on what it reads (a probe writing a
 flag, to tell a call with kernels skipped from a real one) writes as usual, and PyTorch finds its
 own data as it was. So a candidate that computes with PyTorch and runs a probe meets its probe
 answered, and the share of the output still right convicts it. A tensor the kernel wrote that
@@ -482,9 +485,11 @@ def _on_garbage(run: Callable[[], Any], skipped: Callable[[], Any], handed: Any,
                 if aten.python_ran and no_kernel is not None:
                     no_kernel.append(f"an extension function or operator ran the candidate's Python inside it "
                                      f"({aten.python_ran}): a kernel's work is done in the kernel")
-            for t, was, left in zip(tensors, kept, unwritten):
+            for t, was, left, (recipe, states) in zip(tensors, kept, unwritten, drawn):
                 if left:
                     t.copy_(was)
+                else:
+                    _unwritten_region_made_real(t, was, recipe, states)
 
 
 class _Identity(NamedTuple):
@@ -663,6 +668,60 @@ def _still_garbage(t: Any, recipe: Callable[..., Any], states: list[Any]) -> boo
         return all(bool((bits_of(piece) == bits_of(garbage)).all()) for piece, garbage in _drawn_again(t, recipe, states))
     except Exception:  # noqa: BLE001 - see the docstring
         return False
+
+
+# A tensor the kernel wrote part of gets its real values back where it left the garbage only with
+# at least this many elements on either side, and only where the two sides' garbage differs in mean
+# and spread by less than this many standard errors: a region left (rows, a slice) holds garbage
+# drawn like what was overwritten, while a kernel that is the identity on some values (an in-place
+# ReLU keeps the positive garbage it read) leaves a choice by value, whose garbage is far apart.
+REGION_MIN_ELEMENTS = 32
+REGION_SPREADS = 5.0
+
+
+def _unwritten_region_made_real(t: Any, was: Any, recipe: Callable[..., Any], states: list[Any]) -> None:
+    """A floating tensor the kernel wrote only a region of (handed the whole output, it wrote one row
+    while PyTorch had written the rest: cheat_whole_tail) gets its real values back where it left the
+    garbage, as a tensor left whole does, so the share of the output still right tells whose work it
+    was. In the real call those elements keep what they held too. Not where the elements left are a
+    choice by the values read (REGION_SPREADS): putting back what an in-place ReLU left of positive
+    garbage would hand it the right output. Two passes over the garbage drawn again: the statistics,
+    then the put-back."""
+    import torch
+
+    if not t.is_floating_point() or t.numel() < 2 * REGION_MIN_ELEMENTS:
+        return
+    try:
+        moments = torch.zeros(2, 3, dtype=torch.float64, device=t.device)  # (left, written) x (n, sum, sum of squares)
+        for piece, garbage in _drawn_again(t, recipe, states):
+            left = (bits_of(piece) == bits_of(garbage)).reshape(-1)
+            g = garbage.reshape(-1).double()
+            for side, mask in enumerate((left, ~left)):
+                x = torch.where(mask, g, 0.0)
+                moments[side] += torch.stack((mask.sum(dtype=torch.float64), x.sum(), (x * x).sum()))
+        (n_left, s_left, q_left), (n_written, s_written, q_written) = moments.tolist()
+        if min(n_left, n_written) < REGION_MIN_ELEMENTS or not _alike(n_left, s_left, q_left, n_written, s_written,
+                                                                        q_written):
+            return
+        for (piece, garbage), real in zip(_drawn_again(t, recipe, states), _pieces(was), strict=True):
+            bits = bits_of(piece)
+            bits.copy_(torch.where(bits == bits_of(garbage), bits_of(real.to(piece.device)), bits))
+    except Exception:  # noqa: BLE001 - a redraw that failed: left as the kernel left it
+        return
+
+
+def _alike(n1: float, s1: float, q1: float, n2: float, s2: float, q2: float) -> bool:
+    """Whether two samples of one normal (count, sum, sum of squares) differ in mean and in variance
+    by less than REGION_SPREADS standard errors of each."""
+    n = n1 + n2
+    var = (q1 + q2) / n - ((s1 + s2) / n) ** 2
+    if not var > 0.0:
+        return True  # one value throughout: nothing tells the sides apart
+    m1, m2 = s1 / n1, s2 / n2
+    v1, v2 = q1 / n1 - m1 * m1, q2 / n2 - m2 * m2
+    inverse = 1.0 / n1 + 1.0 / n2
+    return (abs(m1 - m2) <= REGION_SPREADS * math.sqrt(var * inverse)
+            and abs(v1 - v2) <= REGION_SPREADS * var * math.sqrt(2.0 * inverse))
 
 
 def _copies_made_real(tensors: list[Any], kept: list[Any], unwritten: list[bool]) -> None:

@@ -125,6 +125,46 @@ def test_a_kernel_computing_from_its_input_with_constants_keeps_its_garbage(work
     assert not torch.allclose(out, real, rtol=1e-2, atol=1e-2)  # nor taken for the input passed on
 
 
+def matmul_and_rows() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    a = torch.randn(64, 32, generator=torch.Generator().manual_seed(8))
+    p = a @ a.t()
+    y = torch.clamp_min(p, 0.0)  # what PyTorch computed before the launch
+    return p, y, y.clone()
+
+
+def test_a_kernel_writing_one_row_of_the_output_it_was_handed_leaves_the_rest_real():
+    """cheat_whole_tail's launch: handed the whole product and the whole output PyTorch already
+    filled, it writes the last row. The rows it left get their real values back (the run on
+    garbage then finds them right: PyTorch's work); its own row stays computed from garbage."""
+    p, y, real = matmul_and_rows()
+    ks._on_garbage(lambda: torch.clamp_min(p[-1], 0.0, out=y[-1]), lambda: None, ((p, y), {}))
+    assert torch.equal(y[:-1], real[:-1])
+    assert not torch.allclose(y[-1], real[-1], rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize("kernel", ["in-place relu", "in-place clamp"])
+def test_an_in_place_kernel_keeping_some_values_it_read_keeps_its_garbage(kernel):
+    """An in-place ReLU leaves its positive garbage as it read it and a clamp what lies within its
+    bounds: elements chosen by their values, not a region, so none is put back (the output would
+    otherwise be right where the real values are positive)."""
+    p, y, real = matmul_and_rows()
+    run = {"in-place relu": lambda: y.clamp_min_(0.0), "in-place clamp": lambda: y.clamp_(-1.0, 1.0)}[kernel]
+    ks._on_garbage(run, lambda: None, ((y,), {}))
+    assert (y == real)[real != 0].float().mean() < 0.01  # zeros aside: a ReLU's zeros are right by chance
+
+
+def test_samples_of_one_normal_are_alike_and_a_choice_by_value_is_not():
+    g = torch.randn(100_000, generator=torch.Generator().manual_seed(9), dtype=torch.float64) * 3 + 2
+
+    def moments(x):
+        return float(x.numel()), float(x.sum()), float((x * x).sum())
+
+    assert ks._alike(*moments(g[:90_000]), *moments(g[90_000:]))  # a region
+    assert not ks._alike(*moments(g[g > 0]), *moments(g[g <= 0]))  # an in-place ReLU's choice
+    inside = (g > -1) & (g < 5)
+    assert not ks._alike(*moments(g[inside]), *moments(g[~inside]))  # a band around the mean: the spread tells
+
+
 def test_constant_tensors_are_told_by_their_values():
     assert ks._constant(torch.ones(5)) and ks._constant(torch.zeros(3, 4).t()) and ks._constant(torch.tensor(2.5))
     assert ks._constant(torch.full((4,), 7)) and ks._constant(torch.ones(3) * 1.001)
