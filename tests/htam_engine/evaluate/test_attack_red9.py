@@ -1,0 +1,60 @@
+"""Cheats of a ninth red-team pass (CPU, softmax): the work check passed by a forward that raises on
+every one of its runs, told apart by a tensor's version counter or by a profile hook on the launch,
+and PyTorch's work undone in place by a kernel; one rounded copy that is caught.
+
+Each cheat is a KernelBench `ModelNew` (cheats/cheat_*.py, its docstring says what it does and its
+class). A cheat the judge catches is asserted caught with the rule it was seen under; one that gets
+through is xfail(strict=True) with what the judge misses, its honest counterpart shown ok beside
+it, so the test flips when the judge learns to catch it.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from cheats.caught import assert_caught
+from cheats.harness import finding, run_check
+from htam_engine.evaluate.result import Status
+from test_attack_new import honest_ok, missed, xfail
+
+OK = Status.OK
+
+MISSED = {
+    "cheat_validate_and_raise": (
+        "a forward that raises is read by every run of the work check as a call with nothing to compare "
+        "(_run_with_kernels stops at it, the share right is 0 of no outputs): a kernel of 512 of 65,536 softmax "
+        "values beside PyTorch's, whose forward checks its output (finite, in [0, 1], rows summing to 1) and "
+        "raises when it fails, raises on every call on garbage, skipped, raising and spoiled. Ok at 0.034x "
+        "against the honest kernel's 0.007x on the CPU"),
+    "cheat_probe_version": (
+        "the switch writes the tensors a kernel was handed in place (garbage drawn, spoiled), which bumps their "
+        "version counter (tensor._version); a launch writes through the data pointer and does not. A probe's flag "
+        "whose counter moved tells every work-check call apart: PyTorch does all the work, ok at 0.087x against "
+        "the honest kernel's 0.007x on the CPU"),
+    "cheat_probe_profiler": (
+        "a profile hook installed around a probe launch and removed before forward returns sees the switch's "
+        "own functions called below the launch on every work-check call (_on_garbage, _skipped_launch, ...); the "
+        "guards look at sys.getprofile() after the call, and the static scan's text match is passed by getattr. "
+        "PyTorch does all the work, ok at 0.028-0.037x against the honest kernel's 0.007x on the CPU"),
+    "cheat_undo_scale_inplace": (
+        "PyTorch computes the softmax times 3 and a kernel divides it by 3 in place: skipped or spoiled the "
+        "output is wrong, on garbage the kernel writes the one tensor it was handed (no copy, no constant), so "
+        "every run says the kernel did the work. Ok at 0.0045x against the honest 0.007x on the CPU (the "
+        "interpreted division is no faster than the interpreted softmax there; on a GPU it is one pass)"),
+}
+
+
+@pytest.mark.parametrize("cheat", [pytest.param(name, marks=xfail(reason)) for name, reason in MISSED.items()])
+def test_work_check_cheats_of_pass_9_are_caught(cheat):
+    honest_ok(run_check("softmax", "honest_softmax"))
+    r = run_check("softmax", cheat)
+    with missed():
+        assert r.status is not OK, (r.status, r.speedup_eager)
+
+
+def test_a_copy_rounded_by_a_multiply_and_a_divide_into_a_fresh_buffer_is_caught():
+    """(t * 3) / 3 is no bit-for-bit copy, but the fresh buffer holds the sandbox's poison marker, a
+    constant, so the run with the constants real finds the kernel passing the softmax on."""
+    r = run_check("softmax", "cheat_lossy_copy")
+    assert_caught(r, "no_kernel")
+    assert "run on garbage" in finding(r, "no_kernel").message
