@@ -22,9 +22,12 @@ density and aliasing, the values against the reference (tolerances and the whole
 precision against float64, and, for a wrong output, whether it is an earlier call's output
 (stale: cached). The first reject-level finding ends the run.
 
-After timing, runs with every custom kernel skipped, then raising: an output that is still
-right means the kernels did no necessary work; then run on garbage, then skipped with their
-tensors spoiled: an output still mostly right was mostly PyTorch's (check_kernels_did_the_work).
+One call with every custom kernel run on garbage comes before timing, and a run of them takes
+the place of a timed run chosen at random among the timed runs (rounds.py): an output still
+mostly right was mostly PyTorch's (judge_garbage_run). After timing, runs with every custom
+kernel skipped, then raising: an output that is still right means the kernels did no necessary
+work; then skipped with their tensors spoiled: an output still mostly right was mostly PyTorch's
+(check_kernels_did_the_work).
 """
 
 from __future__ import annotations
@@ -464,21 +467,22 @@ class CheckRun:
         every checked and timed call's work and passed the work check with its kernels (red-team
         pass 8, cheat_latch_on_skip). On garbage its probe still writes the flag, so it lets PyTorch
         compute from the real inputs here and the share still right convicts it; a candidate that
-        latches the other way, honest until the work check, meets the run on garbage after timing."""
+        latches the other way, honest until the work check, meets the run on garbage among the timed
+        runs."""
         self.judge_garbage_run(self._run_with_kernels(GARBAGE, 1))
 
     def check_kernels_did_the_work(self, run_length: int = 1) -> None:
-        """After the timed rounds: a run with every kernel run on garbage (judge_garbage_run), then
-        two with every custom kernel skipped, then raising (a right output convicts them), and last
-        one with every tensor a kernel was handed spoiled: an output mostly still right was mostly
-        PyTorch's (MOSTLY_PYTORCH). Each is a run of `run_length` calls, as long as the timed runs
+        """After the timed rounds, among which a run with every kernel run on garbage took the place
+        of a timed run (judge_garbage_run, rounds.TimedRounds._time_rounds): two runs with every
+        custom kernel skipped, then raising (a right output convicts them), and last one with every
+        tensor a kernel was handed spoiled: an output mostly still right was mostly PyTorch's
+        (MOSTLY_PYTORCH). Each is a run of `run_length` calls, as long as the timed runs
         (rounds.trials_per_run), so a candidate cannot keep its kernels for runs of one call and let
-        PyTorch do the timed runs' work; any call of a run convicts. Garbage comes first because a
-        candidate cannot tell it from a real call inside the call (its probe still writes), while
-        it can tell a skipped run (its probe's flag unwritten): one that let PyTorch time its runs
-        and turned honest at the first skipped run would otherwise have passed every later run."""
-        if self.judge_garbage_run(self._run_with_kernels(GARBAGE, run_length)):
-            return
+        PyTorch do the timed runs' work; any call of a run convicts. Garbage comes before these
+        because a candidate cannot tell it from a real call inside the call (its probe still
+        writes), while it can tell a skipped run (its probe's flag unwritten): one that let PyTorch
+        time its runs and turned honest at the first skipped run would otherwise have passed every
+        later run."""
         for mode in (SKIP, RAISE):
             noise = lambda path: self.timing_noise.get(path)  # noqa: E731
             right = [label for out, ref_out, label in self._run_with_kernels(mode, run_length)
@@ -495,7 +499,12 @@ class CheckRun:
         """The outputs of a run with every kernel run on garbage (usable_outputs): what was still right
         (of the numbers that depend on the inputs) came from PyTorch, beside kernels whose writes do
         not depend on what they read (a probe's flag). True when it convicted. The caller holds none
-        of the run's input sets any more: a run of one call draws another set here, for its reference."""
+        of the run's input sets any more: a run of one call draws another set here, for its reference.
+
+        A run on garbage takes the place of a timed run chosen at random (rounds.py): the judge's
+        calls come in a fixed order for a config, and while this run came right after the timed runs
+        a candidate counting calls from the unseen-shape set's let PyTorch do exactly the timed calls
+        and met it with its kernels (cheat_count_timed: ok at PyTorch's speed)."""
         if "no_kernel" in {f.rule for f in self.obs.findings}:
             return True
         others = [ref_out for _, ref_out, _ in usable]
