@@ -13,6 +13,11 @@ in an earlier one: one run is one sample, the mean of its calls, which counts su
 it was done. Once the candidate's sandbox is gone the baselines are timed alone for a few more
 runs; a baseline that was slower beside the candidate is replaced by its figure alone. The clock
 rule (clock.py) compares the candidate's overhead with the reference sandbox's.
+
+One run more than the trials make is the work check's run with every custom kernel run on
+garbage, in the place of a timed run drawn at random (timed_stage_runs): drawn, staged, called,
+followed by the baselines and held alone as a timed run is, so a candidate cannot tell it from
+one by the order of the calls; it is no sample (sequence.CheckRun.judge_garbage_run judges it).
 """
 
 from __future__ import annotations
@@ -31,9 +36,10 @@ from htam_engine.evaluate.checks.inputs import draw
 from htam_engine.evaluate.checks.memory import aliased_outputs, tensor_leaves
 from htam_engine.evaluate.checks.observe import (Observations, candidate_output, check_mutation, check_precision,
                                                  record_notes)
-from htam_engine.evaluate.checks.sequence import CandidateFailed, CheckRun, Stop, stage_first
+from htam_engine.evaluate.checks.sequence import CandidateFailed, CheckRun, Stop, kernels_off_label, stage_first
 from htam_engine.evaluate.clock import (CpuSnapshot, clock_check, flush_check, hidden_cpu_check, judged_runtime, spread,
                                         tail_check, thread_check)
+from htam_engine.evaluate.kernel_switch import GARBAGE, RUN, KernelMode
 from htam_engine.evaluate.reference import BaselineSandbox, input_bytes
 from htam_engine.evaluate.sandbox_client import SandboxError
 from htam_engine.evaluate.stages import Stage
@@ -97,6 +103,24 @@ def trials_per_run(set_bytes: int, out_bytes: int, trials: int) -> int:
 def runs_of(first: int, count: int, per_run: int) -> list[range]:
     """Round indexes first .. first + count - 1 in runs of at most per_run."""
     return [range(i, min(i + per_run, first + count)) for i in range(first, first + count, per_run)]
+
+
+def garbage_place(timed_runs: int) -> int:
+    """Before which of `timed_runs` timed runs the work check's run on garbage comes (`timed_runs`:
+    after the last), at random, every place alike. A candidate counting calls knows how many runs
+    the timed stage makes, not which of them is the run on garbage: PyTorch on k of them is met
+    there with probability k / (timed_runs + 1), on all of them always."""
+    return secrets.randbelow(timed_runs + 1)
+
+
+def timed_stage_runs(warmup: int, trials: int, per_run: int) -> list[range | None]:
+    """The runs of the timed stage in order: the warm-up runs, then the timed runs with the work
+    check's run on garbage (None) in the place garbage_place draws, one run more than the trials
+    make, so the trials stay the config's. Never among the warm-up runs: they are no sample to
+    protect, and before them the judge still holds round 0's set (_time_rounds)."""
+    warm, timed = runs_of(0, warmup, per_run), runs_of(warmup, trials, per_run)
+    place = garbage_place(len(timed))
+    return [*warm, *timed[:place], None, *timed[place:]]
 
 
 class Trial(NamedTuple):
@@ -235,10 +259,16 @@ class TimedRounds:
         self.per_run = 1 if checks.reference_mutates else \
             trials_per_run(input_bytes(first.values), out_bytes, trials)
         base_ms = self.baseline_channel.last_call_ms if self.baseline_channel is not None else 0.0
-        with self._stretch(warmup + trials, [self.channel.last_call_ms] + [base_ms] * len(models)):
-            for run in runs_of(0, warmup, self.per_run) + runs_of(warmup, trials, self.per_run):
+        calls = warmup + trials + self.per_run  # the run on garbage is as long as a timed run
+        with self._stretch(calls, [self.channel.last_call_ms] + [base_ms] * len(models)):
+            for run in timed_stage_runs(warmup, trials, self.per_run):
+                if run is None:
+                    first = None  # with no warm-up run, round 0's set is drawn again after it: one run's sets at a time
+                    self._garbage_run(checks, models, picked, samples)
+                    continue
                 with judge.lock.checking():  # the judge's own device work: beside other judges' checks
-                    sets = [first if i == 0 else self._round_set(i, checks.reference_mutates) for i in run]
+                    sets = [first if i == 0 and first is not None else self._round_set(i, checks.reference_mutates)
+                            for i in run]
                 first = None
                 self._time_run(checks, models, sets, picked, samples)
                 if sets[0].timed:
@@ -262,7 +292,7 @@ class TimedRounds:
 
     def _round_set(self, i: int, mutates: bool, label: str | None = None) -> RoundSet:
         """Round i's fresh set and the judge's reference output for it (label: another name than
-        the timed rounds' own, for the baselines' rounds alone)."""
+        the timed rounds' own, for the baselines' rounds alone and the run on garbage)."""
         warmup = max(0, int(self.cfg.warmup))
         timed = i >= warmup or label is not None
         label = label or (f"timed trial {i - warmup + 1}" if timed else f"warm-up call {i + 1}")
@@ -273,13 +303,34 @@ class TimedRounds:
         ref_out = self.reference.outputs(values, seed, label)
         return RoundSet(i, label, timed, draw_seed, seed, values, exact, ref_out)
 
+    def _garbage_run(self, checks: CheckRun, models: list[str], picked: set[int], samples: Samples) -> None:
+        """The work check's run with every custom kernel run on garbage, in a timed run's place: its
+        sets drawn as a timed run's (no yardstick: no precision is asked of it), its calls made as a
+        timed run's, the baselines' calls on the same sets after them, the candidate stopped and the
+        device alone as for every timed run, so that from inside the sandbox it is one run among
+        the timed ones. No sample: its outputs are judged by how much of them is still right
+        (sequence.CheckRun.judge_garbage_run)."""
+        labels = [kernels_off_label(GARBAGE, k, self.per_run) for k in range(self.per_run)]
+        with self.judge.lock.checking():
+            sets = [self._round_set(-1, False, label) for label in labels]
+        self._time_run(checks, models, sets, picked, samples, GARBAGE)
+
+    def _judge_garbage_run(self, checks: CheckRun, results: list[Any], sets: list[RoundSet]) -> None:
+        """The run on garbage's outputs judged; Stop where that settled the verdict."""
+        usable = checks.usable_outputs(results, [(rs.label, rs.values, rs.ref_out) for rs in sets])
+        for rs in sets:
+            rs.values = None  # a run of one call draws another set for its reference: not beside this one
+        if checks.judge_garbage_run(usable) or self.obs.rejected:
+            raise Stop()  # the verdict is settled: no more trials to time
+
     def _time_run(self, checks: CheckRun, models: list[str], sets: list[RoundSet], picked: set[int],
-                  samples: Samples) -> None:
-        """One run: the candidate's calls back to back, then each baseline's calls on the same sets
-        with the candidate stopped, the device alone for all of them (lock.timed_run; a baseline's
-        outputs are checked before the next baseline's calls, which write into the same buffers);
-        then, the device shared again and the candidate still stopped, the candidate's outputs
-        verified (and the precision of the picked ones)."""
+                  samples: Samples, kernels: KernelMode = RUN) -> None:
+        """One run: the candidate's calls back to back (its custom kernels in `kernels`), then each
+        baseline's calls on the same sets with the candidate stopped, the device alone for all of
+        them (lock.timed_run; a baseline's outputs are checked before the next baseline's calls,
+        which write into the same buffers); then, the device shared again and the candidate still
+        stopped, the candidate's outputs verified (and the precision of the picked ones), or for
+        the run on garbage judged (_judge_garbage_run) and no sample taken."""
         assert self.channel is not None
         mutates = checks.reference_mutates
         channel, sandbox = self.channel, self.channel.sandbox
@@ -293,7 +344,7 @@ class TimedRounds:
                 # The inputs as drawn (re-drawn where the reference changed them), written once the sandbox is armed.
                 staged = [self._staged(channel, Staging.AFTER_WARM_UP, rs, mutates, k) for k, rs in enumerate(sets)]
                 results = channel.call_run(staged, "main", [rs.ref_out for rs in sets], [rs.seed for rs in sets],
-                                           Stage.TIME)
+                                           Stage.TIME, kernels=kernels)
                 stopped.enter_context(self.reference_runs())
                 # The baselines' inputs, staged now: a picked trial's yardstick is taken from them below.
                 # The reference's own Model is trusted, so its warm-up may follow the staging.
@@ -305,6 +356,9 @@ class TimedRounds:
                     ran = self._baseline_calls(model_id, sets, inputs, Stage.TIME)
                     baseline_trials[model_id] = self._baseline_trial(model_id, sets, ran)
             with self.judge.lock.checking():
+                if kernels is GARBAGE:
+                    self._judge_garbage_run(checks, results, sets)
+                    return
                 outs = [self._verify_timed(checks, res, rs.values, rs.ref_out, rs.label)
                         for res, rs in zip(results, sets)]
                 for k, (rs, out) in enumerate(zip(sets, outs)):

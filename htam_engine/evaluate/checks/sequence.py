@@ -22,9 +22,12 @@ density and aliasing, the values against the reference (tolerances and the whole
 precision against float64, and, for a wrong output, whether it is an earlier call's output
 (stale: cached). The first reject-level finding ends the run.
 
-After timing, runs with every custom kernel skipped, then raising: an output that is still
-right means the kernels did no necessary work; then run on garbage, then skipped with their
-tensors spoiled: an output still mostly right was mostly PyTorch's (check_kernels_did_the_work).
+One call with every custom kernel run on garbage comes before timing, and a run of them takes
+the place of a timed run chosen at random among the timed runs (rounds.py): an output still
+mostly right was mostly PyTorch's (judge_garbage_run). After timing, runs with every custom
+kernel skipped, then raising: an output that is still right means the kernels did no necessary
+work; then skipped with their tensors spoiled: an output still mostly right was mostly PyTorch's
+(check_kernels_did_the_work).
 """
 
 from __future__ import annotations
@@ -464,21 +467,22 @@ class CheckRun:
         every checked and timed call's work and passed the work check with its kernels (red-team
         pass 8, cheat_latch_on_skip). On garbage its probe still writes the flag, so it lets PyTorch
         compute from the real inputs here and the share still right convicts it; a candidate that
-        latches the other way, honest until the work check, meets the run on garbage after timing."""
-        self._check_on_garbage(1)
+        latches the other way, honest until the work check, meets the run on garbage among the timed
+        runs."""
+        self.judge_garbage_run(self._run_with_kernels(GARBAGE, 1))
 
     def check_kernels_did_the_work(self, run_length: int = 1) -> None:
-        """After the timed rounds: a run with every kernel run on garbage (_check_on_garbage), then
-        two with every custom kernel skipped, then raising (a right output convicts them), and last
-        one with every tensor a kernel was handed spoiled: an output mostly still right was mostly
-        PyTorch's (MOSTLY_PYTORCH). Each is a run of `run_length` calls, as long as the timed runs
+        """After the timed rounds, among which a run with every kernel run on garbage took the place
+        of a timed run (judge_garbage_run, rounds.TimedRounds._time_rounds): two runs with every
+        custom kernel skipped, then raising (a right output convicts them), and last one with every
+        tensor a kernel was handed spoiled: an output mostly still right was mostly PyTorch's
+        (MOSTLY_PYTORCH). Each is a run of `run_length` calls, as long as the timed runs
         (rounds.trials_per_run), so a candidate cannot keep its kernels for runs of one call and let
-        PyTorch do the timed runs' work; any call of a run convicts. Garbage comes first because a
-        candidate cannot tell it from a real call inside the call (its probe still writes), while
-        it can tell a skipped run (its probe's flag unwritten): one that let PyTorch time its runs
-        and turned honest at the first skipped run would otherwise have passed every later run."""
-        if self._check_on_garbage(run_length):
-            return
+        PyTorch do the timed runs' work; any call of a run convicts. Garbage comes before these
+        because a candidate cannot tell it from a real call inside the call (its probe still
+        writes), while it can tell a skipped run (its probe's flag unwritten): one that let PyTorch
+        time its runs and turned honest at the first skipped run would otherwise have passed every
+        later run."""
         for mode in (SKIP, RAISE):
             noise = lambda path: self.timing_noise.get(path)  # noqa: E731
             right = [label for out, ref_out, label in self._run_with_kernels(mode, run_length)
@@ -491,11 +495,16 @@ class CheckRun:
                 return
         self._check_spoiled(run_length)
 
-    def _check_on_garbage(self, run_length: int) -> bool:
-        """A run with every kernel run on garbage: what was still right (of the numbers that depend on
-        the inputs) came from PyTorch, beside kernels whose writes do not depend on what they read (a
-        probe's flag). True when it convicted."""
-        usable = self._run_with_kernels(GARBAGE, run_length)
+    def judge_garbage_run(self, usable: list[tuple[Any, Any, str]]) -> bool:
+        """The outputs of a run with every kernel run on garbage (usable_outputs): what was still right
+        (of the numbers that depend on the inputs) came from PyTorch, beside kernels whose writes do
+        not depend on what they read (a probe's flag). True when it convicted. The caller holds none
+        of the run's input sets any more: a run of one call draws another set here, for its reference.
+
+        A run on garbage takes the place of a timed run chosen at random (rounds.py): the judge's
+        calls come in a fixed order for a config, and while this run came right after the timed runs
+        a candidate counting calls from the unseen-shape set's let PyTorch do exactly the timed calls
+        and met it with its kernels (cheat_count_timed: ok at PyTorch's speed)."""
         if "no_kernel" in {f.rule for f in self.obs.findings}:
             return True
         others = [ref_out for _, ref_out, _ in usable]
@@ -534,7 +543,7 @@ class CheckRun:
         self.let_timers_in()
         drawn = []
         for k in range(run_length):  # every set's reference first, then the run's staging (as the timed runs)
-            label = f"get_inputs with custom kernels {_KERNELS_OFF[mode]}" + (f" (call {k + 1})" if run_length > 1 else "")
+            label = kernels_off_label(mode, k, run_length)
             values, seed = draw(self.loaded.main.get_inputs, fresh_seed()), fresh_seed()
             _, ref_out, pristine, layouts, _ = reference_first(self.reference, values, seed, label, False)
             drawn.append((label, values, seed, ref_out, pristine, layouts))
@@ -544,16 +553,24 @@ class CheckRun:
         del drawn  # each pristine copy lives on only until it is written
         results = self.channel.call_run([c.staged for c in sets], "main", [c.ref_out for c in sets],
                                         [c.seed for c in sets], Stage.CHECK, kernels=mode)
+        return self.usable_outputs(results, [(c.label, c.values, c.ref_out) for c in sets])
+
+    def usable_outputs(self, results: list[Any],
+                       calls: list[tuple[str, list[Any], Any]]) -> list[tuple[Any, Any, str]]:
+        """(the candidate's output, the reference's, the set's label) for each call of a run with the
+        custom kernels switched (`calls`: each call's label, inputs as drawn and reference output), up
+        to the first that failed or returned nothing usable; the switch's notes on the candidate's
+        Python run inside a kernel are findings."""
         usable = []
-        for result, c in zip(results, sets):
+        for result, (label, values, ref_out) in zip(results, calls):
             for note in result.reply.notes:  # what the switch saw on garbage (a kernel running the candidate's Python)
                 if note.rule == "no_kernel":
-                    self.obs.find("no_kernel", f"{note.message} (on {c.label})")
-            out = candidate_output(result, c.ref_out, tensor_leaves(c.values), c.label, Observations()) \
+                    self.obs.find("no_kernel", f"{note.message} (on {label})")
+            out = candidate_output(result, ref_out, tensor_leaves(values), label, Observations()) \
                 if result.reply.ok else None
             if out is None:
                 break
-            usable.append((out, c.ref_out, c.label))
+            usable.append((out, ref_out, label))
         return usable
 
 
@@ -568,6 +585,11 @@ class _KernelsOffCall(NamedTuple):
 
 
 _KERNELS_OFF = {SKIP: "skipped", RAISE: "raising", GARBAGE: "run on garbage", SPOIL: "skipped and its tensors spoiled"}
+
+
+def kernels_off_label(mode: KernelMode, k: int, run_length: int) -> str:
+    """The label of call k of a run of `run_length` with every custom kernel in `mode`."""
+    return f"get_inputs with custom kernels {_KERNELS_OFF[mode]}" + (f" (call {k + 1})" if run_length > 1 else "")
 
 
 def _with_leaves(structure: Any, leaves: list[torch.Tensor]) -> Any:

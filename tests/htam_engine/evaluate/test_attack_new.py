@@ -231,28 +231,36 @@ def test_a_candidate_that_turns_honest_at_the_work_checks_first_run_is_caught():
 def test_a_candidate_using_pytorch_inside_runs_of_calls_only_is_caught():
     """Red-team pass 8: PyTorch's work on a call that follows the previous one at once (the later calls
     of a timed run), the real kernel on calls that come alone, honest from the first skipped run
-    (cheat_latch_in_runs): the work check's run on garbage after the timed rounds, as long as they
-    and first of its runs, meets its PyTorch path before any skipped run can latch it."""
+    (cheat_latch_in_runs): the work check's run on garbage among the timed runs, as long as they
+    and before any run of the work check's, meets its PyTorch path before a skipped run can latch it."""
     assert_caught(run_check("relu", "cheat_latch_in_runs"), "no_kernel")
 
 
-def test_the_work_check_runs_kernels_on_garbage_before_it_skips_them(monkeypatch):
-    """One call on garbage before the timed rounds, then after them garbage, skipped, raising,
-    spoiled: a candidate can tell a skipped run inside the call, not a run on garbage."""
-    from htam_engine.evaluate.checks import sequence
-    from htam_engine.evaluate.kernel_switch import GARBAGE, RAISE, SKIP, SPOIL, KernelMode
+@pytest.mark.parametrize("where", ["first", "last"])
+def test_the_work_check_runs_kernels_on_garbage_before_it_skips_them(monkeypatch, where):
+    """One call on garbage before the timed rounds, a run on garbage among the timed runs (a timed
+    run's stage, lock and length), then after them skipped, raising, spoiled: a candidate can tell a
+    skipped run inside the call, not a run on garbage."""
+    from htam_engine.evaluate.channel import Channel
+    from htam_engine.evaluate.kernel_switch import GARBAGE, RAISE, RUN, SKIP, SPOIL, KernelMode
+    from htam_engine.evaluate.stages import Stage
 
-    modes = []
-    real = sequence.CheckRun._run_with_kernels
+    runs = []
+    real = Channel.call_run
 
-    def recording(self, mode, run_length):
-        modes.append((KernelMode(mode), run_length))
-        return real(self, mode, run_length)
+    def recording(self, staged, model_id, ref_outs, seeds, stage, kernels=RUN):
+        if model_id == "main":
+            runs.append((KernelMode(kernels), stage, len(staged)))
+        return real(self, staged, model_id, ref_outs, seeds, stage, kernels)
 
-    monkeypatch.setattr(sequence.CheckRun, "_run_with_kernels", recording)
+    garbage_placed(monkeypatch, where)
+    monkeypatch.setattr(Channel, "call_run", recording)
     honest_ok(run_check("relu", "honest_relu_triton"))
-    per_run = modes[-1][1]
-    assert modes == [(GARBAGE, 1), (GARBAGE, per_run), (SKIP, per_run), (RAISE, per_run), (SPOIL, per_run)], modes
+    per_run = runs[-1][2]
+    timed = (RUN, Stage.TIME, per_run)
+    in_place = [(GARBAGE, Stage.TIME, per_run), timed] if where == "first" else [timed, (GARBAGE, Stage.TIME, per_run)]
+    assert runs[-7:] == [(GARBAGE, Stage.CHECK, 1), (RUN, Stage.TIME, 1), *in_place, (SKIP, Stage.CHECK, per_run),
+                         (RAISE, Stage.CHECK, per_run), (SPOIL, Stage.CHECK, per_run)], runs
 
 
 def test_a_kernel_scaling_pytorchs_output_by_one_is_caught():
@@ -274,12 +282,39 @@ def test_a_kernel_scaling_by_a_one_packed_beside_the_output_is_caught():
         assert r.status is not OK, (r.status, r.speedup_eager)
 
 
-@xfail("the judge's calls come in a fixed order for a config: counting from the unseen-shape set's calls, the "
-       "candidate lets PyTorch do exactly the timed calls and meets the work check's run on garbage, right after "
-       "them, with its kernels. A run on garbage at a random place among the timed runs catches it (tried, not "
-       "kept: the judge then held one input set more at a call of the timed stage, and the run was held alone "
-       "inside a short stretch)")
-def test_a_candidate_counting_calls_to_the_timed_runs_is_caught():
+def garbage_placed(monkeypatch, where: str) -> None:
+    """The work check's run on garbage put "first" or "last" among the timed stage's runs after the
+    warm-up (rounds.garbage_place draws it at random)."""
+    from htam_engine.evaluate import rounds
+
+    monkeypatch.setattr(rounds, "garbage_place", lambda timed_runs: 0 if where == "first" else timed_runs)
+
+
+@pytest.mark.parametrize("where", ["first", "last"])
+def test_a_candidate_counting_calls_to_the_timed_runs_is_caught(monkeypatch, where):
+    """The judge's calls come in an order a config fixes: counting from the unseen-shape set's calls,
+    cheat_count_timed let PyTorch do exactly the timed calls and met the work check's run on
+    garbage, right after them, with its kernels (ok at PyTorch's speed). That run now takes the place
+    of a timed run drawn at random, drawn, called and held as one: PyTorch on every run of the timed
+    stage (cheat_count_timed_all) meets it wherever it falls, and the counted calls of old meet it
+    where it falls on them."""
+    garbage_placed(monkeypatch, where)
+    honest_ok(run_check("softmax", "honest_softmax"))
+    r = run_check("softmax", "cheat_count_timed_all")
+    assert_caught(r, "no_kernel")
+    assert "run on garbage" in finding(r, "no_kernel").message
+    if where == "first":
+        r = run_check("softmax", "cheat_count_timed")
+        assert_caught(r, "no_kernel")
+        assert "run on garbage" in finding(r, "no_kernel").message
+
+
+@xfail("PyTorch on some of the timed stage's runs is met by the run on garbage only where it falls on one of "
+       "them: with R timed runs, PyTorch on k of the R + 1 escapes with probability (R + 1 - k) / (R + 1), "
+       "and for k > R / 2 the median trial is PyTorch's (here R = 1: PyTorch on the first of the two runs, "
+       "the run on garbage drawn last, one evaluation in two)")
+def test_a_candidate_counting_calls_to_most_of_the_timed_runs_is_caught(monkeypatch):
+    garbage_placed(monkeypatch, "last")
     r = run_check("softmax", "cheat_count_timed")
     with missed():
         assert r.status is not OK, (r.status, r.speedup_eager)

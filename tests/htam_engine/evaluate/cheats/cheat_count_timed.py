@@ -1,10 +1,13 @@
 """Cheat (PyTorch on the timed calls, found by counting): the unseen-shape set's calls mark the end
-of the checks; from there the judge's calls come in a fixed order for a given config (the call on
-garbage before timing, the timed runs, then the work check). This candidate runs its softmax kernel
-on every call but the ones it counts as timed, where PyTorch computes and a one-row launch of the
-kernel into a scratch row runs beside it. Counted for the suite's config (harness.check_config: one warm-up call,
-three trials in one run): ok at PyTorch's speed while the work check's run on garbage came right
-after the timed runs.
+of the checks; from there the judge's calls come in an order a config fixes (the call on garbage
+before timing, the timed runs, then the work check). This candidate runs its softmax kernel on
+every call but the ones it counts as timed, where PyTorch computes and a one-row launch of the
+kernel into a scratch row runs beside it. Counted for the suite's config (harness.check_config: one
+warm-up call, three trials in one run): ok at PyTorch's speed while the work check's run on garbage
+came right after the timed runs. That run now takes the place of a timed run drawn at random, one
+run more being made: the counted calls are the first of the two runs after the warm-up, the timed
+run or the run on garbage as the draw fell (caught in one evaluation in two; PyTorch on both runs
+is caught always: cheat_count_timed_all).
 
 Class: no_kernel rule (PyTorch on the timed calls, told apart by counting)."""
 
@@ -24,7 +27,9 @@ def softmax_kernel(x_ptr, y_ptr, cols, BLOCK: tl.constexpr):
     tl.store(y_ptr + row * cols + offs, e / tl.sum(e, axis=0), mask=mask)
 
 
-TIMED = range(4, 10)  # calls after the first unseen-shape call that the judge times (counted once)
+# Calls after the first unseen-shape call that the judge timed while the run on garbage followed the
+# timed runs (counted once): the warm-up call, and the first run after it with the warm-ups around it.
+TIMED = range(4, 10)
 
 
 class ModelNew(nn.Module):

@@ -4,7 +4,8 @@ pass 8): a call that starts right after the previous one returned is inside a ru
 The first call that leaves its probe's flag unwritten is the work check's skipped run: honest from
 then on. The call on garbage before the timed rounds is a run of one, so it sees the real kernel.
 While the work check after the timed rounds began with the skipped run, nothing but its runs of
-calls saw the PyTorch path; its run on garbage, as long as the timed runs, now comes first.
+calls saw the PyTorch path; its run on garbage, as long as the timed runs, now comes first (in the
+place of a timed run drawn at random, before the skipped run wherever it falls).
 
 Class: no_kernel rule (decoy kernel), phase detection of the timed runs and of the work check."""
 
