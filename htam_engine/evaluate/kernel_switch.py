@@ -81,6 +81,7 @@ import contextlib
 import functools
 import math
 import os
+import sys
 import types
 from enum import Enum
 from typing import Any, Callable, Iterator, NamedTuple
@@ -244,19 +245,24 @@ class KernelSwitch:
 
             def run(self_: Any, *args: Any, __orig: Callable = original, __interpreted: bool = cls is not owners[0],
                     **kwargs: Any) -> Any:
-                if __interpreted:  # the CPU's kernels: plain Python, held to what a compile allows
-                    check_launch(self_.fn, args, kwargs)
-                if switch.mode == RUN:  # the path of every normal call: as little as possible
-                    out = __orig(self_, *args, **kwargs)
-                    if not kwargs.get("warmup", False):  # compiling ahead is not launching
-                        switch.launches += 1
-                    return out
-                if kwargs.get("warmup", False):
-                    return __orig(self_, *args, **kwargs)
-                return switch._gate(lambda: __orig(self_, *args, **kwargs),
-                                    lambda: switch._skipped_launch(
-                                        lambda: __orig(self_, *args, **{**kwargs, "grid": EMPTY_GRID}), args, kwargs),
-                                    (args, kwargs))
+                hooks = _hooks_off()
+                try:
+                    if __interpreted:  # the CPU's kernels: plain Python, held to what a compile allows
+                        check_launch(self_.fn, args, kwargs)
+                    if switch.mode == RUN:  # the path of every normal call: as little as possible
+                        out = __orig(self_, *args, **kwargs)
+                        if not kwargs.get("warmup", False):  # compiling ahead is not launching
+                            switch.launches += 1
+                        return out
+                    if kwargs.get("warmup", False):
+                        return __orig(self_, *args, **kwargs)
+                    return switch._gate(lambda: __orig(self_, *args, **kwargs),
+                                        lambda: switch._skipped_launch(
+                                            lambda: __orig(self_, *args, **{**kwargs, "grid": EMPTY_GRID}), args,
+                                            kwargs),
+                                        (args, kwargs))
+                finally:
+                    _hooks_on(hooks)
 
             functools.update_wrapper(run, original)
             self._patch(cls, "run", run)
@@ -269,10 +275,14 @@ class KernelSwitch:
                     launch = __orig(self_, grid)
 
                     def gated(*args: Any, **kwargs: Any) -> Any:
-                        return switch._gate(lambda: launch(*args, **kwargs),
-                                            lambda: switch._skipped_launch(
-                                                lambda: __orig(self_, EMPTY_GRID)(*args, **kwargs), args, kwargs),
-                                            (args, kwargs))
+                        hooks = _hooks_off()
+                        try:
+                            return switch._gate(lambda: launch(*args, **kwargs),
+                                                lambda: switch._skipped_launch(
+                                                    lambda: __orig(self_, EMPTY_GRID)(*args, **kwargs), args, kwargs),
+                                                (args, kwargs))
+                        finally:
+                            _hooks_on(hooks)
 
                     return gated
 
@@ -317,11 +327,15 @@ class KernelSwitch:
         switch = self
 
         def gated(*args: Any, **kwargs: Any) -> Any:
-            if switch.mode == RUN:  # the path of every normal call: as little as possible
-                out = fn(*args, **kwargs)
-                switch.launches += 1
-                return out
-            return switch._function_gate(fn, args, kwargs)
+            hooks = _hooks_off()
+            try:
+                if switch.mode == RUN:  # the path of every normal call: as little as possible
+                    out = fn(*args, **kwargs)
+                    switch.launches += 1
+                    return out
+                return switch._function_gate(fn, args, kwargs)
+            finally:
+                _hooks_on(hooks)
 
         functools.update_wrapper(gated, fn)
         gated.__htam_gated__ = True  # type: ignore[attr-defined]
@@ -329,6 +343,40 @@ class KernelSwitch:
 
 
 EMPTY_GRID = (0, 0, 0)
+
+# sys.monitoring's tool ids (3.12 on): a tool the candidate registered sees functions start too.
+_MONITORING_TOOLS = range(6)
+
+
+def _hooks_off() -> tuple[Any, Any, list[tuple[int, int]]] | None:
+    """Every launch, in every mode, first turns off the candidate's profile and trace hooks and the
+    global events of sys.monitoring's tools, until it returns (_hooks_on): below a launch the
+    switch's own functions run only on the work check's calls, and a hook seeing their names told
+    those calls apart (cheat_probe_profiler). What a hook sees of the launch is then the same in
+    every mode. None where none is on (the usual case: two reads)."""
+    profile, trace = sys.getprofile(), sys.gettrace()
+    monitoring = getattr(sys, "monitoring", None)
+    events = []
+    if monitoring is not None:
+        for tool in _MONITORING_TOOLS:
+            if monitoring.get_tool(tool) is not None and monitoring.get_events(tool):
+                events.append((tool, monitoring.get_events(tool)))
+                monitoring.set_events(tool, 0)
+    if profile is None and trace is None and not events:
+        return None
+    sys.setprofile(None)
+    sys.settrace(None)
+    return profile, trace, events
+
+
+def _hooks_on(hooks: tuple[Any, Any, list[tuple[int, int]]] | None) -> None:
+    if hooks is None:
+        return
+    profile, trace, events = hooks
+    for tool, mask in events:
+        sys.monitoring.set_events(tool, mask)
+    sys.settrace(trace)
+    sys.setprofile(profile)
 
 
 def _spoil(t: Any, integer: int = -1) -> None:
@@ -424,7 +472,22 @@ def _distinct_elements(t: Any) -> Any | None:
 
     plain = t.as_subclass(torch.Tensor)
     plain = plain[tuple(0 if st == 0 and n > 1 else slice(None) for n, st in zip(plain.shape, plain.stride()))]
-    return None if torch._debug_has_internal_overlap(plain) else plain
+    return None if torch._debug_has_internal_overlap(plain) else _alias(plain)
+
+
+def _alias(t: Any) -> Any:
+    """`t`'s memory under a tensor of its own: the switch's writes through it (garbage drawn, put
+    back, spoiled) leave the version counter of the candidate's tensor (`_version`, which in-place
+    writes count and a kernel's writes through its pointer do not) as a real call leaves it. A probe
+    reading the counter told every call of the work check (cheat_probe_version). Where the tensor
+    has no storage to alias, `t` itself."""
+    import torch
+
+    try:
+        return torch.empty(0, dtype=t.dtype, device=t.device).set_(t.untyped_storage(), t.storage_offset(),
+                                                                    t.shape, t.stride())
+    except Exception:  # noqa: BLE001 - see the docstring
+        return t
 
 
 def _on_garbage(run: Callable[[], Any], skipped: Callable[[], Any], handed: Any, extension: bool = False,

@@ -26,16 +26,6 @@ MISSED = {
         "values beside PyTorch's, whose forward checks its output (finite, in [0, 1], rows summing to 1) and "
         "raises when it fails, raises on every call on garbage, skipped, raising and spoiled. Ok at 0.034x "
         "against the honest kernel's 0.007x on the CPU"),
-    "cheat_probe_version": (
-        "the switch writes the tensors a kernel was handed in place (garbage drawn, spoiled), which bumps their "
-        "version counter (tensor._version); a launch writes through the data pointer and does not. A probe's flag "
-        "whose counter moved tells every work-check call apart: PyTorch does all the work, ok at 0.087x against "
-        "the honest kernel's 0.007x on the CPU"),
-    "cheat_probe_profiler": (
-        "a profile hook installed around a probe launch and removed before forward returns sees the switch's "
-        "own functions called below the launch on every work-check call (_on_garbage, _skipped_launch, ...); the "
-        "guards look at sys.getprofile() after the call, and the static scan's text match is passed by getattr. "
-        "PyTorch does all the work, ok at 0.028-0.037x against the honest kernel's 0.007x on the CPU"),
     "cheat_undo_scale_inplace": (
         "PyTorch computes the softmax times 3 and a kernel divides it by 3 in place: skipped or spoiled the "
         "output is wrong, on garbage the kernel writes the one tensor it was handed (no copy, no constant), so "
@@ -50,6 +40,18 @@ def test_work_check_cheats_of_pass_9_are_caught(cheat):
     r = run_check("softmax", cheat)
     with missed():
         assert r.status is not OK, (r.status, r.speedup_eager)
+
+
+@pytest.mark.parametrize("cheat", ["cheat_probe_version", "cheat_probe_profiler"])
+def test_a_probe_telling_the_work_check_by_its_version_counter_or_a_profile_hook_is_caught(cheat):
+    """The switch writes the tensors a kernel was handed through an alias with a version counter of
+    its own (kernel_switch._alias), so a flag's _version moves on no call; and every launch turns the
+    candidate's profile and trace hooks off until it returns (_hooks_off), so a hook sees the same
+    below a launch in every mode. Either probe then answers every call as real: PyTorch's right
+    output on the run on garbage convicts it."""
+    r = run_check("softmax", cheat)
+    assert_caught(r, "no_kernel")
+    assert "run on garbage" in finding(r, "no_kernel").message
 
 
 def test_a_copy_rounded_by_a_multiply_and_a_divide_into_a_fresh_buffer_is_caught():

@@ -165,6 +165,44 @@ def test_samples_of_one_normal_are_alike_and_a_choice_by_value_is_not():
     assert not ks._alike(*moments(g[inside]), *moments(g[~inside]))  # a band around the mean: the spread tells
 
 
+def test_the_switch_leaves_the_version_counter_of_what_a_kernel_was_handed_as_it_was():
+    """A kernel's writes through its pointer leave a tensor's _version alone; the switch's own writes
+    on garbage (drawn, put back) and spoiled must too, or the counter tells the work check's calls."""
+    x, out = torch.rand(8, 64), torch.empty(8, 64)
+    before = (x._version, out._version)
+    ks._on_garbage(lambda: torch.mul(x, 2.0, out=out), lambda: None, ((x, out), {}))
+    assert out._version == before[1] + 1  # the one write of the stand-in kernel itself (torch's out=)
+    ks._spoil_all([x, out])
+    assert torch.isnan(x).all()
+    assert (x._version, out._version) == (before[0], before[1] + 1)  # drawn, put back, spoiled: unmoved
+
+
+def test_a_launch_hides_what_runs_below_it_from_a_profile_hook():
+    """Every launch wrapper turns hooks off until it returns: a hook sees the wrapper, never the
+    switch's functions that only the work check's modes call."""
+    import sys
+
+    seen: list[str] = []
+
+    def hook(frame, event, arg):
+        if event == "call":
+            seen.append(frame.f_code.co_name)
+
+    switch = ks.KernelSwitch()
+    x = torch.rand(4, 8)
+    gated = switch._gated_function(lambda t: t.mul_(2.0))
+    for mode in (ks.KernelMode.RUN, ks.KernelMode.GARBAGE, ks.KernelMode.SPOIL):
+        seen.clear()
+        with switch.switched(mode):
+            sys.setprofile(hook)
+            try:
+                gated(x)
+            finally:
+                sys.setprofile(None)
+        assert "_on_garbage" not in seen and "_run_and_spoil" not in seen, (mode, seen)
+        assert sys.getprofile() is None
+
+
 def test_constant_tensors_are_told_by_their_values():
     assert ks._constant(torch.ones(5)) and ks._constant(torch.zeros(3, 4).t()) and ks._constant(torch.tensor(2.5))
     assert ks._constant(torch.full((4,), 7)) and ks._constant(torch.ones(3) * 1.001)
