@@ -317,7 +317,7 @@ class TimedRounds:
 
     def _judge_garbage_run(self, checks: CheckRun, results: list[Any], sets: list[RoundSet]) -> None:
         """The run on garbage's outputs judged; Stop where that settled the verdict."""
-        usable = checks.usable_outputs(results, [(rs.label, rs.values, rs.ref_out) for rs in sets])
+        usable = checks.usable_outputs(results, [(rs.label, rs.values, rs.ref_out) for rs in sets], GARBAGE)
         for rs in sets:
             rs.values = None  # a run of one call draws another set for its reference: not beside this one
         if checks.judge_garbage_run(usable) or self.obs.rejected:

@@ -553,25 +553,45 @@ class CheckRun:
         del drawn  # each pristine copy lives on only until it is written
         results = self.channel.call_run([c.staged for c in sets], "main", [c.ref_out for c in sets],
                                         [c.seed for c in sets], Stage.CHECK, kernels=mode)
-        return self.usable_outputs(results, [(c.label, c.values, c.ref_out) for c in sets])
+        return self.usable_outputs(results, [(c.label, c.values, c.ref_out) for c in sets], mode)
 
-    def usable_outputs(self, results: list[Any],
-                       calls: list[tuple[str, list[Any], Any]]) -> list[tuple[Any, Any, str]]:
+    def usable_outputs(self, results: list[Any], calls: list[tuple[str, list[Any], Any]],
+                       mode: KernelMode) -> list[tuple[Any, Any, str]]:
         """(the candidate's output, the reference's, the set's label) for each call of a run with the
-        custom kernels switched (`calls`: each call's label, inputs as drawn and reference output), up
+        custom kernels in `mode` (`calls`: each call's label, inputs as drawn and reference output), up
         to the first that failed or returned nothing usable; the switch's notes on the candidate's
-        Python run inside a kernel are findings."""
+        Python run inside a kernel are findings, and so is a forward that raised on garbage
+        (_raised_on_garbage)."""
         usable = []
         for result, (label, values, ref_out) in zip(results, calls):
             for note in result.reply.notes:  # what the switch saw on garbage (a kernel running the candidate's Python)
                 if note.rule == "no_kernel":
                     self.obs.find("no_kernel", f"{note.message} (on {label})")
+            if mode is GARBAGE and not result.reply.ok:
+                self._raised_on_garbage(result.reply, label)
             out = candidate_output(result, ref_out, tensor_leaves(values), label, Observations()) \
                 if result.reply.ok else None
             if out is None:
                 break
             usable.append((out, ref_out, label))
         return usable
+
+
+    def _raised_on_garbage(self, reply: Any, label: str) -> None:
+        """A forward that raised with its kernels run on garbage, where every checked call returned: the
+        run cannot tell whose work the output is, and a candidate that checks its own output (finite,
+        in range, rows summing to one) and raises when it is wrong raised on every run of the work
+        check and passed it, its kernels doing 0.8 % of the output beside PyTorch
+        (cheat_validate_and_raise). Garbage is finite like real values and integers stay within their
+        tensor's range, so an honest kernel computes on it; one whose kernels fail on values it was not
+        shown (an index computed from a float) is turned down too. The device's memory running out is
+        the harness's limit, not this."""
+        if reply.kind != "runtime_error" or out_of_memory_text(reply.message):
+            return
+        self.obs.find("no_kernel", f"forward raised with every custom kernel run on garbage ({label}: "
+                                   f"{reply.message.strip().splitlines()[-1][:200] if reply.message.strip() else 'no message'}),"
+                                   " where every checked call returned: the run on garbage cannot tell whose work the "
+                                   "output is (a forward checking its own output raises where the kernels' part is wrong)")
 
 
 class _KernelsOffCall(NamedTuple):

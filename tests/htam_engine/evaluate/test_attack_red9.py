@@ -20,12 +20,6 @@ from test_attack_new import honest_ok, missed, xfail
 OK = Status.OK
 
 MISSED = {
-    "cheat_validate_and_raise": (
-        "a forward that raises is read by every run of the work check as a call with nothing to compare "
-        "(_run_with_kernels stops at it, the share right is 0 of no outputs): a kernel of 512 of 65,536 softmax "
-        "values beside PyTorch's, whose forward checks its output (finite, in [0, 1], rows summing to 1) and "
-        "raises when it fails, raises on every call on garbage, skipped, raising and spoiled. Ok at 0.034x "
-        "against the honest kernel's 0.007x on the CPU"),
     "cheat_undo_scale_inplace": (
         "PyTorch computes the softmax times 3 and a kernel divides it by 3 in place: skipped or spoiled the "
         "output is wrong, on garbage the kernel writes the one tensor it was handed (no copy, no constant), so "
@@ -52,6 +46,15 @@ def test_a_probe_telling_the_work_check_by_its_version_counter_or_a_profile_hook
     r = run_check("softmax", cheat)
     assert_caught(r, "no_kernel")
     assert "run on garbage" in finding(r, "no_kernel").message
+
+
+def test_a_forward_raising_on_the_work_checks_calls_is_caught():
+    """A forward that checks its own output and raises where it is wrong raised on every run of the
+    work check, each read as nothing learned: a raise on garbage, where every checked call returned,
+    now convicts (sequence.CheckRun._raised_on_garbage)."""
+    r = run_check("softmax", "cheat_validate_and_raise")
+    assert_caught(r, "no_kernel")
+    assert "forward raised with every custom kernel run on garbage" in finding(r, "no_kernel").message
 
 
 def test_a_copy_rounded_by_a_multiply_and_a_divide_into_a_fresh_buffer_is_caught():
