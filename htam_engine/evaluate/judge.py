@@ -35,7 +35,7 @@ from htam_engine.evaluate import gpu_holders, wire
 from htam_engine.evaluate.build_record import BuildRecords
 from htam_engine.evaluate.channel import Channel
 from htam_engine.evaluate.checks.observe import Observations
-from htam_engine.evaluate.checks.sequence import CandidateFailed, CheckRun, Stop
+from htam_engine.evaluate.checks.sequence import CandidateFailed, CheckRun, HarnessFault, Stop
 from htam_engine.evaluate.clock import copy_bandwidth
 from htam_engine.evaluate.config import EvalConfig
 from htam_engine.evaluate.devicelock import DeviceLock, evaluation_need
@@ -45,7 +45,7 @@ from htam_engine.evaluate.memory_history import MemoryHistory
 from htam_engine.evaluate.reference import BaselineSandbox, ReferenceFailed, ReferenceModel
 from htam_engine.evaluate.oom import is_out_of_memory, out_of_memory_text
 from htam_engine.evaluate.result import CompilerMessage, EvalResult, Finding, Mismatch, Status
-from htam_engine.evaluate.rounds import BASELINE_PREP_S, HarnessFault, Samples, TimedRounds
+from htam_engine.evaluate.rounds import BASELINE_PREP_S, Samples, TimedRounds
 from htam_engine.evaluate.sandbox_client import (Budget, HarnessStartError, SandboxDied, SandboxError, SandboxMemory,
                                                  SandboxLimits, SandboxProcess, SandboxProtocol, SandboxTimeout,
                                                  ZygoteProcess, fork_sandbox)

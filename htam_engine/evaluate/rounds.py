@@ -36,7 +36,8 @@ from htam_engine.evaluate.checks.inputs import draw
 from htam_engine.evaluate.checks.memory import aliased_outputs, tensor_leaves
 from htam_engine.evaluate.checks.observe import (Observations, candidate_output, check_mutation, check_precision,
                                                  record_notes)
-from htam_engine.evaluate.checks.sequence import CandidateFailed, CheckRun, Stop, kernels_off_label, stage_first
+from htam_engine.evaluate.checks.sequence import (CandidateFailed, CheckRun, HarnessFault, Stop, kernels_off_label,
+                                                  stage_first)
 from htam_engine.evaluate.clock import (CpuSnapshot, clock_check, flush_check, hidden_cpu_check, judged_runtime, spread,
                                         tail_check, thread_check)
 from htam_engine.evaluate.kernel_switch import GARBAGE, RUN, KernelMode
@@ -160,10 +161,6 @@ Samples = dict[str, list[Trial]]  # model -> its timed trials
 def clocked(trials: list[Trial]) -> list[tuple[float, float]]:
     """(judge wall ms, reported ms) per trial, as clock.py's rules take them."""
     return [(t.wall_ms, t.ms) for t in trials]
-
-
-class HarnessFault(Exception):
-    """The harness could not evaluate: says nothing about the candidate."""
 
 
 class TimedRounds:

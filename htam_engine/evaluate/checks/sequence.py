@@ -74,6 +74,10 @@ class CandidateFailed(Exception):
         self.kind = kind
 
 
+class HarnessFault(Exception):
+    """The harness could not evaluate: says nothing about the candidate."""
+
+
 class Stop(Exception):
     """A reject-level finding was recorded: the verdict is settled."""
 
@@ -584,10 +588,16 @@ class CheckRun:
         check and passed it, its kernels doing 0.8 % of the output beside PyTorch
         (cheat_validate_and_raise). Garbage is finite like real values and integers stay within their
         tensor's range, so an honest kernel computes on it; one whose kernels fail on values it was not
-        shown (an index computed from a float) is turned down too. The device's memory running out is
-        the harness's limit, not this."""
-        if reply.kind != "runtime_error" or out_of_memory_text(reply.message):
+        shown (an index computed from a float) is turned down too. An out-of-memory there is no
+        verdict (HarnessFault: run again alone in a pool, else the harness's error): its message is
+        the candidate's to write, and excusing it passed the same cheat saying "CUDA out of memory"
+        (cheat_oom_message, red-team pass 10: ok at 0.030x)."""
+        if reply.kind != "runtime_error":
             return
+        if out_of_memory_text(reply.message):  # the candidate's own words: no verdict either way
+            raise HarnessFault(f"the run on garbage ran out of memory in the candidate's sandbox ({label}): whose work "
+                               "the output is could not be checked (the harness's capacity, or a message the "
+                               "candidate wrote; no verdict)")
         self.obs.find("no_kernel", f"forward raised with every custom kernel run on garbage ({label}: "
                                    f"{reply.message.strip().splitlines()[-1][:200] if reply.message.strip() else 'no message'}),"
                                    " where every checked call returned: the run on garbage cannot tell whose work the "

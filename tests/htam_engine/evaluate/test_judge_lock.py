@@ -413,7 +413,7 @@ def test_an_evaluation_run_again_alone_says_so_and_counts_both_runs(judge, small
     device figures count both runs."""
     from htam_engine.evaluate import judge as judge_mod
     from htam_engine.evaluate.cache import candidate_key
-    from htam_engine.evaluate.rounds import HarnessFault
+    from htam_engine.evaluate.checks.sequence import HarnessFault
 
     real, failed = judge_mod.Evaluation._prepare_baselines, []
 
