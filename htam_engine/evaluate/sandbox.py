@@ -44,6 +44,7 @@ from htam_engine.evaluate.seeding import seed_all
 from htam_engine.evaluate.shared import attach, dtype_name, view
 from htam_engine.evaluate.timing import (POLL_BEFORE_SLEEP_NS, WARM_COPY_MAX_BYTES, L2Flusher, TrialTimes, is_cuda,
                                          poll_before_sleep_ns, run_trial)
+from htam_engine.evaluate.zygote import renew_private_compile_caches
 from htam_engine.settings import SANDBOX_TRACE_ENV
 
 CANDIDATE, REFERENCE = "candidate", "reference"
@@ -168,6 +169,7 @@ class Sandbox:
 
     def build(self, req: wire.Build) -> wire.Outcome:
         assert self.compile_cache is not None
+        renew_private_compile_caches()
         self.use_device()
         if req.backend == "triton":
             warm_triton(self.device)
@@ -197,6 +199,7 @@ class Sandbox:
     def load_reference(self, req: wire.LoadReference) -> wire.Outcome:
         from htam_engine.problems.loader import execute_source
 
+        renew_private_compile_caches()
         self.use_device()
         try:
             module = execute_source(req.source, req.label, req.overrides, keep=True)

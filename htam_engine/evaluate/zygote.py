@@ -73,8 +73,34 @@ def _private_compile_caches(root: str) -> None:
     reference sandbox compiles: see Evaluation.run.) `root` is made by the zygote, which removes
     it once the sandbox has exited (Zygote.sweep, kill_all). What this costs: a kernel an
     earlier evaluation compiled is compiled again."""
+    os.environ[PRIVATE_ROOT_ENV] = root
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(root, "inductor")
     os.environ["TRITON_CACHE_DIR"] = os.path.join(root, "triton")
+
+
+# This sandbox's compile caches' folder (_private_compile_caches), for the sandbox's own code to
+# renew them (the zygote runs as __main__: a module global would be another copy's).
+PRIVATE_ROOT_ENV = "HTAM_PRIVATE_COMPILE_ROOT"
+
+
+def renew_private_compile_caches() -> None:
+    """The sandbox's compile caches in a new folder under its own, and what was there before removed,
+    when its first request arrives: a spare sandbox is forked while the judge's current candidate
+    runs, and that candidate found the spare's caches in the shared temporary folder and planted an
+    inductor wrapper returning the product times 1.5 under the name inductor looks for; the next
+    honest torch.compile candidate was judged incorrect (cheat_spare_private_cache). The candidate
+    before is gone by then (the judge kills its tree before the next evaluation). The reference
+    sandbox renews too, for a baseline compiled in a folder no earlier candidate saw. Candidates of
+    other judges running at the same time can still reach it (README: one user's processes)."""
+    root = os.environ.get(PRIVATE_ROOT_ENV)
+    if not root or not os.path.isdir(root):
+        return
+    fresh = tempfile.mkdtemp(prefix="caches-", dir=root)
+    for entry in os.listdir(root):
+        if entry != os.path.basename(fresh):
+            shutil.rmtree(os.path.join(root, entry), ignore_errors=True)
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(fresh, "inductor")
+    os.environ["TRITON_CACHE_DIR"] = os.path.join(fresh, "triton")
 
 
 def _child(sock: socket.socket, zygote_sock: socket.socket, role: str, device: str, bounds: dict[str, Any],

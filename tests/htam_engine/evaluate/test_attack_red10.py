@@ -35,23 +35,22 @@ def own_tmp(tmp_path, monkeypatch):
     return tmp
 
 
-@xfail("the spare sandbox's compile caches are private to it, but made by tempfile.mkdtemp in the shared "
-       "temporary folder under a name that says the role (htam-candidate-compile-*), writable by every sandbox of "
-       "the user: the candidate lists them and writes an inductor wrapper returning the product times 1.5 under "
-       "the name inductor looks for; nothing reads the spare's files (the sibling check reads its limits and "
-       "scheduling). The next honest candidate using torch.compile is judged incorrect (131,123 of 262,144 "
-       "elements off, max abs error 56.8 on matmul_relu), where it was ok before the cheat")
 def test_a_wrapper_planted_in_the_spare_sandboxs_private_cache_does_not_change_the_next_result(own_tmp):
+    """The spare sandbox forked for the next candidate had its compile caches in the shared temporary
+    folder while this candidate ran: an inductor wrapper planted there (the product times 1.5) made
+    the next honest torch.compile candidate INCORRECT (131,123 of 262,144 elements off). A sandbox
+    now compiles into a folder it makes when its first request arrives, what was there before
+    removed (zygote.renew_private_compile_caches)."""
     with isolated_judge(own_tmp.parent / "judge") as j:
         honest_ok(j.run("matmul_relu", "honest_compiled_matmul_relu"))
         honest_ok(j.run("matmul_relu", "cheat_spare_private_cache"))  # an honest candidate itself
         after = j.run("matmul_relu", "honest_compiled_matmul_relu")
-    with missed():
-        assert after.status is OK, (after.status, after.diagnostics.message)
+    assert after.status is OK, (after.status, after.diagnostics.message)
 
 
-@xfail("a judge's reference sandbox compiles the torch.compile baseline while that judge's candidate is "
-       "stopped, but a candidate of another judge on the machine (htam batch --jobs N) is not: it watches the "
+@xfail("a judge's reference sandbox compiles the torch.compile baseline in a folder it made when it loaded the "
+       "problem (zygote.renew_private_compile_caches), while that judge's candidate is stopped, but a candidate of "
+       "another judge on the machine (htam batch --jobs N) is not, and every sandbox is a process of one user: it watches the "
        "shared temporary folder for a new htam-reference-compile-* folder and writes a wrapper slowed by 20 ms "
        "there under the hash inductor will look for, which the reference sandbox then loads as it is. The other "
        "judge's honest ReLU: torch.compile baseline 20.5 ms against 0.05 ms, speedup_compile 12.7x against "
@@ -78,13 +77,12 @@ def test_a_wrapper_planted_in_another_judges_reference_cache_does_not_slow_its_c
             honest.compile_ref_runtime_ms, honest.speedup_compile)
 
 
-@xfail("a forward raising on the work check's runs is turned down (sequence.CheckRun._raised_on_garbage) "
-       "unless its message reads as the device's memory running out (oom.out_of_memory_text), and the message "
-       "is the candidate's own text: raising 'CUDA out of memory' on the CPU, its kernel doing 0.8 % of the "
-       "softmax, it is ok at 0.030x against the honest 0.009x (cheat_validate_and_raise, the same but its words, "
-       "is turned down by no_kernel)")
-def test_a_forged_out_of_memory_message_on_the_work_checks_runs_is_caught():
+def test_a_forged_out_of_memory_message_on_the_work_checks_runs_gets_no_verdict():
+    """A forward raising 'CUDA out of memory' on the work check's runs, its kernel doing 0.8 % of the
+    softmax, was ok (0.030x against the honest 0.009x): the message excused the raise. An
+    out-of-memory on garbage is now no verdict either way (the harness's error, run again alone in
+    a pool), never ok."""
     honest, forged = (run_check("softmax", name) for name in ("honest_softmax", "cheat_oom_message"))
     honest_ok(honest)
-    with missed():
-        assert forged.status is not OK, (forged.status, forged.speedup_eager, honest.speedup_eager)
+    assert forged.status is Status.HARNESS_ERROR, (forged.status, forged.speedup_eager, forged.diagnostics.message)
+    assert "the run on garbage ran out of memory" in forged.diagnostics.message

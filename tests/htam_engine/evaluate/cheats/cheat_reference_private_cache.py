@@ -14,11 +14,15 @@ candidate it evaluates on the problem (it compiles once per judge), so an honest
 reports a torch.compile speedup hundreds of times too high. The candidate itself is an honest
 Triton ReLU.
 
+A sandbox compiles in a caches-* folder it makes under its root when its first request comes
+(zygote.renew_private_compile_caches): the watch plants there too.
+
 Class: baseline poisoning (files the sandbox can write: a sibling judge's reference sandbox's
 private compile cache)."""
 
 
 import os
+import tempfile
 import time
 from pathlib import Path
 
@@ -51,22 +55,30 @@ def _slowed_modules() -> dict[Path, str]:
     return slowed
 
 
-TMP = Path(os.environ["TORCHINDUCTOR_CACHE_DIR"]).parent.parent  # the zygote's temporary folder
+TMP = Path(tempfile.gettempdir())  # the zygote's temporary folder, where every sandbox's caches are
 SEEN = set(TMP.glob("htam-reference-compile-*"))  # before this candidate's own compile
 
 
 def watch_and_plant(modules: dict[Path, str], wait_s: float = 60.0) -> int:
-    """Plant the modules into every reference sandbox's folder made since import (until one got them)."""
+    """Plant the modules into the compile folder of every reference sandbox made since import, once
+    it made the folder it compiles in (renew_private_compile_caches: caches-* in its root)."""
     deadline = time.monotonic() + wait_s
+    planted: set[Path] = set()
     while time.monotonic() < deadline:
-        new = set(TMP.glob("htam-reference-compile-*")) - SEEN
-        for root in new:
-            for rel, text in modules.items():
-                dest = root / "inductor" / rel
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                dest.write_text(text)
-        if new:
-            return len(new)
+        for root in set(TMP.glob("htam-reference-compile-*")) - SEEN:
+            for caches in [*root.glob("caches-*"), root]:
+                if caches in planted:
+                    continue
+                planted.add(caches)
+                for rel, text in modules.items():
+                    dest = caches / "inductor" / rel
+                    try:
+                        dest.parent.mkdir(parents=True, exist_ok=True)
+                        dest.write_text(text)
+                    except OSError:
+                        pass
+        if any(c.name.startswith("caches-") for c in planted):
+            return len(planted)
         time.sleep(0.002)
     return 0
 
