@@ -24,7 +24,8 @@ from typing import Any
 # Modules KernelBench's package imports for generating kernels (LLM clients, a .env loader,
 # progress bars) and never uses to evaluate one. dotenv and litellm are always stood in:
 # litellm is no dependency of htam, and the real load_dotenv would copy a .env file from the
-# working folder into the environment. openai and tqdm only where this machine lacks them.
+# working folder into the environment. openai and tqdm only where they do not import here: missing,
+# or installed without what they need (openai 3.63 wheels beside no httpx2 on a GPU machine).
 ALWAYS_STOOD_IN = ("dotenv", "litellm")
 STOOD_IN_WHERE_MISSING = ("openai", "tqdm")
 
@@ -55,9 +56,17 @@ def _stand_in(name: str) -> types.ModuleType:
     return module
 
 
+def _imports(name: str) -> bool:
+    try:
+        importlib.import_module(name)
+    except Exception:  # noqa: BLE001 - any failure: stood in
+        return False
+    return True
+
+
 def install_stand_ins() -> list[str]:
     """Put the stand-ins in sys.modules; the names stood in."""
-    names = list(ALWAYS_STOOD_IN) + [n for n in STOOD_IN_WHERE_MISSING if importlib.util.find_spec(n) is None]
+    names = list(ALWAYS_STOOD_IN) + [n for n in STOOD_IN_WHERE_MISSING if not _imports(n)]
     for name in names:
         sys.modules[name] = _stand_in(name)
     return names
