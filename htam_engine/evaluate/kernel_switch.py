@@ -344,8 +344,12 @@ class KernelSwitch:
 
 EMPTY_GRID = (0, 0, 0)
 
-# sys.monitoring's tool ids (3.12 on): a tool the candidate registered sees functions start too.
+# sys.monitoring (3.12 on) and its tool ids: a tool the candidate registered sees functions start
+# too. _all_events (one call: the global events of every tool) spares the six reads per launch
+# where none is on, the usual case (130 ns a launch against 290 on 3.12).
+_MONITORING = getattr(sys, "monitoring", None)
 _MONITORING_TOOLS = range(6)
+_ANY_EVENTS = getattr(_MONITORING, "_all_events", None)
 
 
 def _hooks_off() -> tuple[Any, Any, list[tuple[int, int]]] | None:
@@ -355,13 +359,12 @@ def _hooks_off() -> tuple[Any, Any, list[tuple[int, int]]] | None:
     those calls apart (cheat_probe_profiler). What a hook sees of the launch is then the same in
     every mode. None where none is on (the usual case: two reads)."""
     profile, trace = sys.getprofile(), sys.gettrace()
-    monitoring = getattr(sys, "monitoring", None)
     events = []
-    if monitoring is not None:
+    if _MONITORING is not None and (_ANY_EVENTS is None or _ANY_EVENTS()):
         for tool in _MONITORING_TOOLS:
-            if monitoring.get_tool(tool) is not None and monitoring.get_events(tool):
-                events.append((tool, monitoring.get_events(tool)))
-                monitoring.set_events(tool, 0)
+            if _MONITORING.get_tool(tool) is not None and _MONITORING.get_events(tool):
+                events.append((tool, _MONITORING.get_events(tool)))
+                _MONITORING.set_events(tool, 0)
     if profile is None and trace is None and not events:
         return None
     sys.setprofile(None)
@@ -374,7 +377,7 @@ def _hooks_on(hooks: tuple[Any, Any, list[tuple[int, int]]] | None) -> None:
         return
     profile, trace, events = hooks
     for tool, mask in events:
-        sys.monitoring.set_events(tool, mask)
+        _MONITORING.set_events(tool, mask)
     sys.settrace(trace)
     sys.setprofile(profile)
 

@@ -203,6 +203,32 @@ def test_a_launch_hides_what_runs_below_it_from_a_profile_hook():
         assert sys.getprofile() is None
 
 
+@pytest.mark.skipif(not hasattr(__import__("sys"), "monitoring"), reason="sys.monitoring is Python 3.12's")
+def test_a_launch_hides_what_runs_below_it_from_a_monitoring_tool():
+    """A sys.monitoring tool with global PY_START events sees functions start like a profile hook;
+    its events are off between _hooks_off and _hooks_on, and back after."""
+    import sys
+
+    m = sys.monitoring
+    tool = next(t for t in range(6) if m.get_tool(t) is None)
+    seen: list[str] = []
+    m.use_tool_id(tool, "candidate")
+    try:
+        m.register_callback(tool, m.events.PY_START, lambda code, offset: seen.append(code.co_name))
+        m.set_events(tool, m.events.PY_START)
+
+        def below_the_launch() -> None:
+            pass
+
+        hooks = ks._hooks_off()
+        below_the_launch()
+        ks._hooks_on(hooks)
+        assert "below_the_launch" not in seen and m.get_events(tool) == m.events.PY_START
+    finally:
+        m.set_events(tool, 0)
+        m.free_tool_id(tool)
+
+
 def test_constant_tensors_are_told_by_their_values():
     assert ks._constant(torch.ones(5)) and ks._constant(torch.zeros(3, 4).t()) and ks._constant(torch.tensor(2.5))
     assert ks._constant(torch.full((4,), 7)) and ks._constant(torch.ones(3) * 1.001)
