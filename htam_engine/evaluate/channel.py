@@ -12,6 +12,7 @@ and each call carries a seed the judge drew for it alone.
 from __future__ import annotations
 
 import itertools
+import math
 import secrets
 import time
 from dataclasses import dataclass
@@ -42,9 +43,15 @@ BUSY_THREAD_FRACTION = 0.05
 
 
 def busy_threads(ran_ms: list[float], wall_ms: float) -> int:
-    """How many threads ran a share of a call, from each thread's CPU milliseconds during it."""
+    """How many threads ran a share of a call, from each thread's CPU milliseconds during it: each
+    one past the bar, and the threads under it together as as many more as the cores their sum
+    kept busy over the call's wall time, once it passes the bar. 24 threads each under the bar
+    did half of every call beside the main thread (cheat_thread_swarm, red-team pass 11: ok at
+    0.16x against an honest 0.09x on the CPU)."""
     bar = max(BUSY_THREAD_MS, BUSY_THREAD_FRACTION * min(wall_ms, sum(ran_ms)))
-    return sum(1 for ms in ran_ms if ms >= bar)
+    rest = sum(ms for ms in ran_ms if ms < bar)
+    swarm = math.ceil(rest / wall_ms) if rest >= bar and wall_ms > 0 else 0
+    return sum(1 for ms in ran_ms if ms >= bar) + swarm
 
 
 def fresh_seed() -> int:

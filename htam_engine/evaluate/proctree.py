@@ -78,6 +78,14 @@ def cpu_ms(pid: int) -> float:
     return precise if precise is not None else (cpu_ticks_ms(pid) or (0.0, 0.0))[0]
 
 
+def cpu_with_reaped_ms(pid: int) -> float:
+    """A process's own CPU time and that of the children it waited for, in ms: a grandchild forked
+    and reaped by a helper below the sandbox leaves its time only in the helper's children's time
+    (cheat_grandchild_reaped, red-team pass 11: half of every call there, ok at 0.21x against an
+    honest 0.09x on the CPU)."""
+    return cpu_ms(pid) + (cpu_ticks_ms(pid) or (0.0, 0.0))[1]
+
+
 def _children_files() -> bool:
     """Whether the kernel lists each thread's children (/proc/<pid>/task/<tid>/children,
     CONFIG_PROC_CHILDREN): then a tree is read in time of its own size."""

@@ -140,11 +140,12 @@ class SandboxProcess:
         stat (10 ms, which left a thread started and joined inside forward within a few ticks of
         the rule's floor); each live thread's; its children's that it waited for; and each
         process's below it (its CPU clock too: at the tick, a helper's 40 ms over the trials read
-        as anything from 30 to 50, and a snapshot's truncation left some runs within the floor)."""
+        as anything from 30 to 50, and a snapshot's truncation left some runs within the floor),
+        with the children each waited for (proctree.cpu_with_reaped_ms)."""
         precise = proctree.cpu_clock_ms(self.pid)
         ticks = proctree.cpu_ticks_ms(self.pid)
         process_ms = precise if precise is not None else ticks[0] if ticks is not None else None
-        below = {pid: proctree.cpu_ms(pid) for pid in proctree.descendants(self.pid)}
+        below = {pid: proctree.cpu_with_reaped_ms(pid) for pid in proctree.descendants(self.pid)}
         return CpuSnapshot(process_ms, 0.0 if precise is not None else proctree.TICK_MS, self.thread_cpu_ns(),
                            ticks[1] if ticks is not None else None, below)
 

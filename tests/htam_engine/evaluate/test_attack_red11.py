@@ -75,22 +75,18 @@ def test_an_unread_scheduling_slice_and_unlisted_limits_on_the_siblings_are_name
         assert "sibling_tamper" in rules(cheat), (cheat.status, cheat.integrity)
 
 
-@xfail("on the CPU the judge reads the sandbox's own CPU time, its waited-for children's and each process below it "
-       "at both ends of the timed trials; a grandchild forked per call by a lean exec'd helper and reaped by it "
-       "is none of these (its time goes to the helper's cutime, read for the sandbox only), and the helper's own "
-       "CPU (a small process's fork a call) stays under the processes rule's floor. Half of every product and "
-       "ReLU in it: ok at 0.21x against the honest 0.09x, no finding")
 def test_work_in_a_grandchild_reaped_by_a_helper_is_caught():
+    """A grandchild forked per call by a lean exec'd helper and reaped by it left its time in the
+    helper's children's time, which the judge read for the sandbox only: half of every product
+    and ReLU there was ok at 0.21x against the honest 0.09x. Each process below the sandbox now
+    counts with the children it waited for (proctree.cpu_with_reaped_ms)."""
     honest, cheat = beside_honest("cheat_grandchild_reaped")
-    with missed():
-        no_gain(cheat, honest, 1.3)
+    no_gain(cheat, honest, 1.3)
 
 
-@xfail("a thread counts as busy in a run of calls from 0.5 ms and 5 % of the run's wall time "
-       "(channel.busy_threads); 24 threads started at construction with _thread, each doing 1/48 of the output "
-       "with PyTorch (which releases the interpreter lock), stay under that bar one by one while together they "
-       "do half of every call on the second core: ok at 0.16x against the honest 0.09x, no finding")
 def test_a_swarm_of_threads_each_under_the_busy_bar_is_caught():
+    """24 threads each under the busy bar did half of every call together on the second core (ok at
+    0.16x against the honest 0.09x); the threads under the bar now count together as the cores
+    their sum kept busy (channel.busy_threads)."""
     honest, cheat = beside_honest("cheat_thread_swarm")
-    with missed():
-        no_gain(cheat, honest, 1.3)
+    no_gain(cheat, honest, 1.3)

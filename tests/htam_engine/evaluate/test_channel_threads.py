@@ -25,3 +25,11 @@ def test_many_threads_each_doing_a_small_share_all_count():
 
 def test_a_helper_that_woke_briefly_does_not_count():
     assert busy_threads([10.0, BUSY_THREAD_MS / 2], wall_ms=10.5) == 1
+
+
+def test_threads_each_under_the_bar_count_together_as_the_cores_they_kept_busy():
+    # 24 threads of 0.4 ms each beside a main thread of 10 ms: half a call's work on a second core
+    assert busy_threads([10.0] + [0.4] * 24, wall_ms=10.5) == 2
+    # the same share spread thinner still adds its core; a few stray wake-ups add none
+    assert busy_threads([10.0] + [0.05] * 200, wall_ms=10.5) == 2
+    assert busy_threads([10.0] + [0.05] * 5, wall_ms=10.5) == 1
