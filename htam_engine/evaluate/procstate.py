@@ -17,9 +17,20 @@ import os
 import resource
 from dataclasses import dataclass
 
-_LIMITS = {name: getattr(resource, name) for name in ("RLIMIT_AS", "RLIMIT_DATA", "RLIMIT_STACK", "RLIMIT_CPU",
-                                                       "RLIMIT_FSIZE", "RLIMIT_NOFILE", "RLIMIT_NPROC",
-                                                       "RLIMIT_MEMLOCK", "RLIMIT_CORE") if hasattr(resource, name)}
+# Every resource limit Linux has, by its number where Python's resource module lacks the name
+# (RLIMIT_LOCKS): the nine it read before left SIGPENDING, MSGQUEUE, RTPRIO, RTTIME, NICE, LOCKS
+# and RSS to be set on the siblings unseen (cheat_sched_attr_unseen, red-team pass 11).
+_LINUX_LIMITS = {"RLIMIT_CPU": 0, "RLIMIT_FSIZE": 1, "RLIMIT_DATA": 2, "RLIMIT_STACK": 3, "RLIMIT_CORE": 4,
+                 "RLIMIT_RSS": 5, "RLIMIT_NPROC": 6, "RLIMIT_NOFILE": 7, "RLIMIT_MEMLOCK": 8, "RLIMIT_AS": 9,
+                 "RLIMIT_LOCKS": 10, "RLIMIT_SIGPENDING": 11, "RLIMIT_MSGQUEUE": 12, "RLIMIT_NICE": 13,
+                 "RLIMIT_RTPRIO": 14, "RLIMIT_RTTIME": 15}
+_LIMITS = {name: getattr(resource, name, number) for name, number in _LINUX_LIMITS.items()}
+
+# sched_getattr(2): its number per ABI, and struct sched_attr's fields past size and policy (flags,
+# nice, priority, runtime, deadline, period, utilization clamps): an EEVDF slice (sched_runtime under
+# SCHED_OTHER) or a clamp set with sched_setattr leaves policy and nice as they were.
+_SCHED_GETATTR = {"x86_64": 315, "aarch64": 275}
+_SCHED_ATTR = "<IIQiIQQQII"
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,10 +40,34 @@ class ThreadState:
     policy: int
     nice: int
     cpus: frozenset[int]
+    attr: tuple[int, ...] = ()  # sched_getattr's flags, runtime, deadline, period and clamps (() unread)
 
     @classmethod
     def read(cls, tid: int) -> "ThreadState":
-        return cls(os.sched_getscheduler(tid), os.getpriority(os.PRIO_PROCESS, tid), frozenset(os.sched_getaffinity(tid)))
+        return cls(os.sched_getscheduler(tid), os.getpriority(os.PRIO_PROCESS, tid),
+                   frozenset(os.sched_getaffinity(tid)),
+                   _sched_attr(tid))
+
+
+def _sched_attr(tid: int) -> tuple[int, ...]:
+    """sched_getattr's fields beyond policy and nice for one thread; () where the call is not lent."""
+    import ctypes
+    import platform
+    import struct
+
+    number = _SCHED_GETATTR.get(platform.machine())
+    if number is None:
+        return ()
+    size = struct.calcsize(_SCHED_ATTR)
+    buf = ctypes.create_string_buffer(size)
+    try:
+        if ctypes.CDLL(None, use_errno=True).syscall(number, tid, buf, size, 0) != 0:
+            return ()
+    except (OSError, AttributeError):
+        return ()
+    _size, _policy, flags, _nice, _priority, runtime, deadline, period, util_min, util_max = \
+        struct.unpack(_SCHED_ATTR, buf.raw)
+    return (flags, runtime, deadline, period, util_min, util_max)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,9 +119,9 @@ def changes(before: ProcessState | None, pid: int) -> str:
 
 
 def _scheduling(was: ThreadState, now: ThreadState, whose: str) -> list[str]:
-    """What differs in the scheduling (policy, nice, CPUs) of one process or thread."""
+    """What differs in the scheduling (policy, nice, CPUs, sched_attr's other fields) of one process or thread."""
     return [f"{whose}{name} {_shown(getattr(was, name))} -> {_shown(getattr(now, name))}"
-            for name in ("policy", "nice", "cpus") if getattr(was, name) != getattr(now, name)]
+            for name in ("policy", "nice", "cpus", "attr") if getattr(was, name) != getattr(now, name)]
 
 
 def _shown(value: object) -> object:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-from cheats.harness import rules, run_check
+from cheats.harness import finding, rules, run_check
 from cheats.isolated import isolated_judge
 from htam_engine.evaluate.result import Status
 from test_attack_new import honest_ok, missed, xfail
@@ -59,20 +59,19 @@ def test_a_thread_in_an_uninterruptible_populate_beside_the_baselines_gains_at_m
     no_gain(cheat, honest, 1.6)
 
 
-@xfail("procstate compares each sibling's policy, nice value, CPU set and nine resource limits; sched_setattr's "
-       "EEVDF slice (sched_runtime under SCHED_OTHER, set to 0.1 ms on every thread of the reference and spare "
-       "sandboxes and of the zygote), the utilization clamps where the kernel has them, and RLIMIT_SIGPENDING, "
-       "MSGQUEUE, RTPRIO, RTTIME, NICE, LOCKS and RSS (all set to 0, RSS to a page) are not read: ok, no "
-       "sibling_tamper; on this idle 2-core box no effect on the baselines was measured (eager 1.67 ms against "
-       "the honest 1.63 ms), and the next honest candidate in the tampered spare was ok")
 def test_an_unread_scheduling_slice_and_unlisted_limits_on_the_siblings_are_named(own_tmp):
+    """sched_setattr's EEVDF slice (0.1 ms on every thread of the reference and spare sandboxes and
+    of the zygote) and seven resource limits procstate did not read (SIGPENDING, MSGQUEUE, RTPRIO,
+    RTTIME, NICE, LOCKS, RSS) were set unseen: ok, no finding (no effect on the baselines measured on
+    an idle 2-core box). procstate now reads every limit and sched_getattr's other fields; the
+    candidate is turned down by sibling_tamper and the next honest one in fresh siblings is ok."""
     with isolated_judge(own_tmp.parent / "judge") as j:
         cheat = j.run("matmul_relu", "cheat_sched_attr_unseen")
         after = j.run("matmul_relu", "honest_matmul_relu")
-    assert cheat.status is OK, (cheat.status, cheat.diagnostics.message)  # the settings took (it raises otherwise)
+    assert "sibling_tamper" in rules(cheat), (cheat.status, cheat.integrity)
+    said = finding(cheat, "sibling_tamper").message
+    assert "attr" in said and "RLIMIT_RTTIME" in said, said
     honest_ok(after)
-    with missed():
-        assert "sibling_tamper" in rules(cheat), (cheat.status, cheat.integrity)
 
 
 def test_work_in_a_grandchild_reaped_by_a_helper_is_caught():

@@ -69,3 +69,17 @@ def test_another_thread_reniced_or_pinned_is_named(threaded):
     assert f"thread {tid}'s nice 0 -> 9" in said, said
     assert (f"thread {tid}'s cpus" in said) == (len(cpus) > 1), said
     assert "nice 0" not in said.replace(f"thread {tid}'s nice", "")  # the main thread is untouched
+
+
+def test_every_resource_limit_and_the_scheduling_attributes_are_read():
+    """All sixteen of Linux's limits (RLIMIT_LOCKS by its number) and sched_getattr's fields beyond
+    policy and nice: a sched_setattr slice or a lowered RLIMIT_RTTIME left policy, nice and the nine
+    limits read before as they were (cheat_sched_attr_unseen)."""
+    import os
+
+    from htam_engine.evaluate import procstate
+
+    state = procstate.ProcessState.read(os.getpid())
+    assert state is not None
+    assert {name for name, *_ in state.limits} >= {"RLIMIT_LOCKS", "RLIMIT_RTTIME", "RLIMIT_SIGPENDING", "RLIMIT_RSS"}
+    assert len(state.main.attr) == 6  # flags, runtime, deadline, period, util_min, util_max
