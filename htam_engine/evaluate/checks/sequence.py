@@ -599,9 +599,9 @@ class CheckRun:
                                "the output is could not be checked (the harness's capacity, or a message the "
                                "candidate wrote; no verdict)")
         self.obs.find("no_kernel", f"forward raised with every custom kernel run on garbage ({label}: "
-                                   f"{reply.message.strip().splitlines()[-1][:200] if reply.message.strip() else 'no message'}),"
-                                   " where every checked call returned: the run on garbage cannot tell whose work the "
-                                   "output is (a forward checking its own output raises where the kernels' part is wrong)")
+                                   f"{reply.message or 'no message'}), where every checked call returned: the run on "
+                                   "garbage cannot tell whose work the output is (a forward checking its own output "
+                                   "raises where the kernels' part is wrong)")
 
 
 class _KernelsOffCall(NamedTuple):
