@@ -62,6 +62,11 @@ def _close_all_but(*keep: int) -> None:
                 pass
 
 
+# This sandbox's compile caches' folder (_private_compile_caches), for the sandbox's own code to
+# renew them (the zygote runs as __main__: a module global would be another copy's).
+PRIVATE_ROOT_ENV = "HTAM_PRIVATE_COMPILE_ROOT"
+
+
 def _private_compile_caches(root: str) -> None:
     """Every sandbox compiles (torch.compile, Triton) into caches of its own, made now and empty:
     inductor and Triton load a generated module or kernel they find in their cache folder as it
@@ -74,20 +79,14 @@ def _private_compile_caches(root: str) -> None:
     it once the sandbox has exited (Zygote.sweep, kill_all). What this costs: a kernel an
     earlier evaluation compiled is compiled again."""
     os.environ[PRIVATE_ROOT_ENV] = root
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(root, "inductor")
-    os.environ["TRITON_CACHE_DIR"] = os.path.join(root, "triton")
-
-
-# This sandbox's compile caches' folder (_private_compile_caches), for the sandbox's own code to
-# renew them (the zygote runs as __main__: a module global would be another copy's).
-PRIVATE_ROOT_ENV = "HTAM_PRIVATE_COMPILE_ROOT"
+    renew_private_compile_caches()
 
 
 def renew_private_compile_caches() -> None:
-    """The sandbox's compile caches in a new folder under its own, and what was there before removed,
-    when its first request arrives: a spare sandbox is forked while the judge's current candidate
-    runs, and that candidate found the spare's caches in the shared temporary folder and planted an
-    inductor wrapper returning the product times 1.5 under the name inductor looks for; the next
+    """The sandbox's compile caches in a new folder under its root, what was there before removed:
+    at the fork, and again when its first request arrives. A spare sandbox is forked while the
+    judge's current candidate runs, and that candidate found the spare's caches in the shared
+    temporary folder and planted an inductor wrapper returning the product times 1.5 under the name inductor looks for; the next
     honest torch.compile candidate was judged incorrect (cheat_spare_private_cache). The candidate
     before is gone by then (the judge kills its tree before the next evaluation). The reference
     sandbox renews too, for a baseline compiled in a folder no earlier candidate saw. Candidates of
