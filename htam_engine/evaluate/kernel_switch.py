@@ -758,14 +758,17 @@ def _unwritten_region_made_real(t: Any, was: Any, recipe: Callable[..., Any], st
     if not t.is_floating_point() or t.numel() < 2 * REGION_MIN_ELEMENTS:
         return
     try:
-        moments = torch.zeros(2, 3, dtype=torch.float64, device=t.device)  # (left, written) x (n, sum, sum of squares)
+        # (all, left) x (n, sum, sum of squares); the written side is all less left
+        moments = torch.zeros(2, 3, dtype=torch.float64, device=t.device)
         for piece, garbage in _drawn_again(t, recipe, states):
             left = (bits_of(piece) == bits_of(garbage)).reshape(-1)
             g = garbage.reshape(-1).double()
-            for side, mask in enumerate((left, ~left)):
-                x = torch.where(mask, g, 0.0)
-                moments[side] += torch.stack((mask.sum(dtype=torch.float64), x.sum(), (x * x).sum()))
-        (n_left, s_left, q_left), (n_written, s_written, q_written) = moments.tolist()
+            kept = torch.where(left, g, 0.0)
+            moments[0, 0] += g.numel()
+            moments[0, 1:] += torch.stack((g.sum(), (g * g).sum()))
+            moments[1] += torch.stack((left.sum(dtype=torch.float64), kept.sum(), (kept * kept).sum()))
+        (n, s, q), (n_left, s_left, q_left) = moments.tolist()
+        n_written, s_written, q_written = n - n_left, s - s_left, q - q_left
         if min(n_left, n_written) < REGION_MIN_ELEMENTS or not _alike(n_left, s_left, q_left, n_written, s_written,
                                                                         q_written):
             return
