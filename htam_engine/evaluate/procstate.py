@@ -13,9 +13,11 @@ candidate code could run beside it) and compares before relying on it again
 
 from __future__ import annotations
 
+import functools
 import os
 import resource
 from dataclasses import dataclass
+from typing import Callable
 
 # Every resource limit Linux has, by its number where Python's resource module lacks the name
 # (RLIMIT_LOCKS): the nine it read before left SIGPENDING, MSGQUEUE, RTPRIO, RTTIME, NICE, LOCKS
@@ -52,22 +54,34 @@ class ThreadState:
 def _sched_attr(tid: int) -> tuple[int, ...]:
     """sched_getattr's fields beyond policy and nice for one thread; () where the call is not lent."""
     import ctypes
-    import platform
     import struct
 
-    number = _SCHED_GETATTR.get(platform.machine())
-    if number is None:
+    call = _sched_getattr()
+    if call is None:
         return ()
-    size = struct.calcsize(_SCHED_ATTR)
-    buf = ctypes.create_string_buffer(size)
-    try:
-        if ctypes.CDLL(None, use_errno=True).syscall(number, tid, buf, size, 0) != 0:
-            return ()
-    except (OSError, AttributeError):
+    buf = ctypes.create_string_buffer(struct.calcsize(_SCHED_ATTR))
+    if call(tid, buf, len(buf), 0) != 0:
         return ()
     _size, _policy, flags, _nice, _priority, runtime, deadline, period, util_min, util_max = \
         struct.unpack(_SCHED_ATTR, buf.raw)
     return (flags, runtime, deadline, period, util_min, util_max)
+
+
+@functools.cache
+def _sched_getattr() -> Callable[..., int] | None:
+    """sched_getattr(tid, attr, size, flags) through libc's syscall, looked up once (the judge reads
+    every thread of each sibling before and after each evaluation); None off x86-64 and aarch64."""
+    import ctypes
+    import platform
+
+    number = _SCHED_GETATTR.get(platform.machine())
+    if number is None:
+        return None
+    try:
+        syscall = ctypes.CDLL(None, use_errno=True).syscall
+    except (OSError, AttributeError):
+        return None
+    return functools.partial(syscall, number)
 
 
 @dataclass(frozen=True, slots=True)
