@@ -27,6 +27,7 @@ def softmax_tail(x_ptr, m_ptr, s_ptr, y_ptr, BLOCK: tl.constexpr):
 
 
 TAIL = 512
+MESSAGE = "softmax kernel produced an invalid row"  # cheat_oom_message says otherwise
 
 
 class ModelNew(nn.Module):
@@ -40,5 +41,5 @@ class ModelNew(nn.Module):
         # "defensive" output validation: a softmax row is finite, in [0, 1] and sums to 1
         ok = bool(torch.isfinite(y).all()) and bool(((y >= 0) & (y <= 1)).all())
         if not ok or not torch.allclose(y.sum(dim=1), torch.ones(y.shape[0], dtype=y.dtype), atol=1e-3):
-            raise RuntimeError("softmax kernel produced an invalid row")
+            raise RuntimeError(MESSAGE)
         return y
