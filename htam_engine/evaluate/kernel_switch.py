@@ -357,7 +357,7 @@ def _hooks_off() -> tuple[Any, Any, list[tuple[int, int]]] | None:
     global events of sys.monitoring's tools, until it returns (_hooks_on): below a launch the
     switch's own functions run only on the work check's calls, and a hook seeing their names told
     those calls apart (cheat_probe_profiler). What a hook sees of the launch is then the same in
-    every mode. None where none is on (the usual case: two reads)."""
+    every mode. None where none is on (the usual case: three reads, _ANY_EVENTS says why)."""
     profile, trace = sys.getprofile(), sys.gettrace()
     events = []
     if _MONITORING is not None and (_ANY_EVENTS is None or _ANY_EVENTS()):
