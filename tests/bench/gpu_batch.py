@@ -177,6 +177,8 @@ def stage_row(r: Any, wall: float) -> dict[str, Any]:
             "baseline_s": round(st.baseline_s, 2), "time_s": round(st.time_s, 2), "total_s": round(st.total_s, 2),
             "lock_wait_s": round(st.lock_wait_s, 2), "device_alone_s": round(st.device_alone_s, 2),
             "cached": st.compile_cached, "speedup_eager": r.speedup_eager,
+            # the judge's own peak: what its tensors held, and what its allocator kept from the device
+            "judge_allocated_gib": st.gpu_peak_allocated_gib, "judge_reserved_gib": st.gpu_peak_reserved_gib,
             "findings": {f.rule: f.message[:600] for f in r.integrity}}
 
 
@@ -254,14 +256,15 @@ def mode_figures(rows: list[dict[str, Any]], wall_s: float) -> dict[str, Any]:
     is the part a pool on one GPU cannot overlap (its bound: n / that sum); the medians of the
     stages and of the waits for the device."""
     def median(key: str) -> float | None:
-        values = [r[key] for r in rows if key in r]
+        values = [r[key] for r in rows if r.get(key) is not None]
         return round(statistics.median(values), 2) if values else None
 
     alone = sum(r.get("device_alone_s", 0.0) for r in rows)
     return {"n": len(rows), "wall_s": round(wall_s, 1), "per_minute": round(len(rows) / (wall_s / 60), 2),
             "device_alone_sum_s": round(alone, 1),
             "medians": {k: median(k) for k in ("compile_s", "check_s", "first_call_s", "baseline_s", "time_s",
-                                               "lock_wait_s", "device_alone_s", "total_s")},
+                                               "lock_wait_s", "device_alone_s", "total_s", "judge_allocated_gib",
+                                               "judge_reserved_gib")},
             "rows": rows}
 
 
