@@ -78,7 +78,10 @@ class _Prepared:
     in_tensors: list[torch.Tensor]
     targets: dict[str, torch.Tensor]
     sizes: set[int]
-    marks: list[tuple[str, int]]  # (phase, perf_counter_ns) for the trace (README, "Diagnosing the judge")
+    # (phase, perf_counter_ns) for the trace (README, "Diagnosing the judge"): each phase lasts from the
+    # mark before it; "go" and "finish" end spans that hold the run's other calls (they are trials
+    # back to back, then replies), so what is this call's own work lies between them
+    marks: list[tuple[str, int]]
     launches: int = 0
 
 
@@ -311,7 +314,8 @@ class Sandbox:
         marks = prep.marks
         ms = {name: round((t - marks[i][1]) / 1e6, 4) for i, (name, t) in enumerate(marks[1:])}
         with contextlib.suppress(OSError), open(self.trace, "a") as f:
-            f.write(json.dumps({"role": self.role, "model": arm.model_id, "pid": os.getpid(), "phases_ms": ms,
+            f.write(json.dumps({"role": self.role, "model": arm.model_id, "pid": os.getpid(),
+                                "calls_in_go": len(arm.calls), "phases_ms": ms,
                                 "trial_ms": reply.ms, "tail_ms": reply.tail_ms, "flush_ms": reply.flush_ms}) + "\n")
 
     def _traced(self, model: Any, marks: list[tuple[str, int]]) -> Any:
@@ -331,7 +335,9 @@ class Sandbox:
         self._last_call = call.inputs  # what the shared buffers hold from now on, whatever this call does
         model = self.models[arm.model_id]
         launches0 = self.kernels.launches
+        prep.marks.append(("go", time.perf_counter_ns()))
         seed_all(call.seed)
+        prep.marks.append(("seed", time.perf_counter_ns()))
         try:
             with self.kernels.switched(arm.kernels):
                 times = run_trial(self._traced(model, prep.marks), prep.args, self.device, _MARKERS[call.marker],
@@ -351,11 +357,14 @@ class Sandbox:
         the last call of its Go, the guards' look (every trial of the Go has run by then, so one look
         sees what any of them changed) and the copy of its inputs the next warm-up is shaped as."""
         marks = prep.marks
+        marks.append(("finish", time.perf_counter_ns()))
         leaves = self._deliver(times.out, prep.in_tensors, prep.targets)
         marks.append(("deliver", time.perf_counter_ns()))
         if last:
             self._keep_decoy(arm.model_id, call.inputs, prep.args, prep.in_tensors)
+        marks.append(("decoy", time.perf_counter_ns()))
         reused = self._returned.reused(times.out)
+        marks.append(("reused", time.perf_counter_ns()))
         notes = [wire.Note(f.rule, f.message) for f in _verify(self.guards)] if last else []
         marks.append(("verify", time.perf_counter_ns()))
         notes += [wire.Note("no_kernel", message) for message in self.kernels.no_kernel]

@@ -84,7 +84,7 @@ def _kb_timed(self, *args):
 ModelNew.forward = _kb_timed
 """
 SUFFIXES = {"kb loop": KB_LOOP}
-PHASES = ("resolve", "before_forward", "forward_host", "trial", "deliver", "verify")
+PHASES = ("seed", "before_forward", "forward_host", "trial", "deliver", "decoy", "reused", "verify")
 
 
 def quartiles(xs: list[float]) -> str:

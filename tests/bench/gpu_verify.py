@@ -153,6 +153,21 @@ def ordered_names(names: list[str], limit: int | None) -> list[str]:
     return ordered[:limit] if limit else ordered
 
 
+def clock_figures(r: Any) -> dict[str, Any]:
+    """Where htam's figure came from: the sandbox's reported median trial, the figure the verdict used
+    (the judge's clock replaces a reported median below it: clock.judged_runtime), the median
+    overhead each sandbox's calls showed on the judge's wall clock beyond their reported times, and
+    the evaluation's findings by rule. A candidate whose overhead exceeds the reference's has the
+    difference counted in its time, which KernelBench's in-process events do not see."""
+    reported = r.runtime_spread.median_ms if r.runtime_spread else None
+    clock = r.clock
+    return {"reported_ms": reported, "used_ms": r.runtime_ms,
+            "candidate_overhead_ms": round(clock.candidate_overhead_ms, 4) if clock else None,
+            "reference_overhead_ms": round(clock.reference_overhead_ms, 4) if clock else None,
+            "margin_ms": round(clock.margin_ms, 4) if clock else None,
+            "findings": sorted({f.rule for f in r.integrity})}
+
+
 def verify_all(pairs: list[tuple[Any, Path]], checkout: Any, device: str, settings: Any, deadline: float,
                batch_x: dict[str, float | None], label: str) -> list[dict[str, Any]]:
     from htam_engine.loop.report import times
@@ -185,8 +200,11 @@ def verify_all(pairs: list[tuple[Any, Path]], checkout: Any, device: str, settin
             print(f"    KernelBench: {v.kernelbench.error}", flush=True)
         if v.htam.diagnostics.message:  # why htam's verdict is not ok: the row alone does not say
             print(f"    htam: {v.htam.diagnostics.message}", flush=True)
+        clock = clock_figures(v.htam)
+        print(f"    htam clock: {clock}", flush=True)
         doc = v.to_dict()
         doc["htam"].pop("result")
+        doc["htam_clock"] = clock
         doc["batch_speedup"] = bx
         doc["batch_gap"] = (bx - v.kernelbench.speedup) / v.kernelbench.speedup if bx and v.kernelbench.speedup else None
         rows.append(doc)
