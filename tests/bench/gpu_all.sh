@@ -19,6 +19,8 @@
 #   bash tests/bench/gpu_all.sh verify       htam verify over the exported solutions in VERIFY_EXPORTS (a folder, carried
 #                                            to the machine), else the exports of kbtable's batch (VERIFY_BATCH, or kbtable run
 #                                            before it in this call), else of gpu_verify.py's own 33-problem batch
+#                                            (VERIFY_RESUME: an earlier call's verify folder to go on from, e.g. the
+#                                            returned htam-gpu-out/verify carried as .verify-work)
 #   bash tests/bench/gpu_all.sh throughput   the worker pool against one at a time (gpu_batch.py --parts throughput)
 #   bash tests/bench/gpu_all.sh tritonfirst  where a Triton candidate's first call in a fresh sandbox spends its time
 #   bash tests/bench/gpu_all.sh kbtable      the KernelBench level 1+2 table alone (its --deadline, default 480 s, + 2 min; needs
@@ -56,6 +58,9 @@ for part in $parts; do
              unset HTAM_JUDGE_MEMORY_HISTORY ;;
     verify)  # VERIFY_BATCH, else kbtable's batch if this call ran one, else gpu_verify.py's own batch of its 33 problems
              vbatch=${VERIFY_BATCH:-$OUT/kb_table}; [ -n "${VERIFY_BATCH:-}" ] || [ -f "$vbatch/results.json" ] || vbatch=
+             # VERIFY_RESUME: an earlier call's $OUT/verify, carried to the machine: copied, not used in place,
+             # since the next call's carry replaces the carried folder while this part may still run
+             if [ -n "${VERIFY_RESUME:-}" ]; then mkdir -p "$OUT/verify" && cp -r "$VERIFY_RESUME"/. "$OUT/verify"/; fi
              timeout ${VERIFY_S:-400} python3 tests/bench/gpu_verify.py --parts alone ${VERIFY_EXPORTS:+--exports "$VERIFY_EXPORTS"} ${vbatch:+--batch "$vbatch"} --work "$OUT/verify" \
                ${VERIFY_ARGS:---deadline 330} > "$OUT/gpu_verify.txt" 2>&1; tail -40 "$OUT/gpu_verify.txt" ;;
     tritonfirst) timeout ${TRITONFIRST_S:-120} python3 tests/bench/gpu_triton_first_call.py > "$OUT/gpu_triton_first_call.txt" 2>&1; cat "$OUT/gpu_triton_first_call.txt" ;;
