@@ -70,7 +70,7 @@ def is_experiment(path: str) -> bool:
 def print_experiments(paths: list[str], *, as_json: bool) -> int:
     """The ablation tables of each experiment, recomputed from its run records."""
     from htam_engine.experiment import load_outcome
-    from htam_engine.experiment.report import facts, grids, summary_doc
+    from htam_engine.experiment.report import facts, grids, measured_view, summary_doc
     from htam_engine.experiment.stats import summarize
 
     done = []
@@ -83,7 +83,6 @@ def print_experiments(paths: list[str], *, as_json: bool) -> int:
         print_json([summary_doc(o, s) for _, o, s in done])
         return 0
     from rich.console import Console
-    from rich.table import Table
 
     console = Console(file=sys.stdout, width=200)
     for path, outcome, summary in done:
@@ -91,10 +90,22 @@ def print_experiments(paths: list[str], *, as_json: bool) -> int:
         for line in facts(outcome, summary):
             console.print(line, highlight=False)
         for g in grids(summary):
-            t = Table(title=g.title)
-            for i, col in enumerate(g.columns):
-                t.add_column(col, justify="left" if i == 0 else "right")
-            for row in g.rows:
-                t.add_row(*row)
-            console.print(t)
+            console.print(_table(g))
+        measured = measured_view(outcome)
+        if measured is not None:
+            console.print(measured[0], highlight=False)
+            for g in measured[1]:
+                console.print(_table(g))
     return 0
+
+
+def _table(g: Any) -> Any:
+    """A report grid as a rich table."""
+    from rich.table import Table
+
+    t = Table(title=g.title)
+    for i, col in enumerate(g.columns):
+        t.add_column(col, justify="left" if i == 0 else "right")
+    for row in g.rows:
+        t.add_row(*row)
+    return t

@@ -117,6 +117,12 @@ class ExperimentSpec:
                 for i in range(self.bank_seeds)]
 
 
+# A step's status in replay mode when its candidate was not in the evaluation table: it counts as a
+# failed step (the search went on), but no GPU ever judged it, so the statistics can leave its
+# (problem, seed) out for every arm (stats.measured_only).
+UNMEASURED = "unmeasured"
+
+
 @dataclass(slots=True)
 class StepRow:
     """One step of a run, as the statistics need it."""
@@ -126,7 +132,7 @@ class StepRow:
     mode: str  # the selection mode: argmax, random, flat, ...
     template: str | None
     code_hash: str | None  # the evaluated candidate (None: no candidate)
-    status: str  # the outcome's evaluation status, or failed / vetoed / skipped
+    status: str  # the outcome's evaluation status, or failed / vetoed / skipped, or UNMEASURED
     speedup: float | None  # the outcome's speedup over eager when correct
     best: float | None  # the run's best correct speedup after this step
 

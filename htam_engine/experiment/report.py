@@ -11,7 +11,8 @@ from typing import Any
 
 from htam_engine.experiment.plan import Start
 from htam_engine.experiment.run import Outcome
-from htam_engine.experiment.stats import THRESHOLD, Interval, Paired, Summary, summarize
+from htam_engine.experiment.stats import (THRESHOLD, Interval, Paired, Summary, measured_only, summarize,
+                                         unmeasured_steps)
 from htam_engine.experiment.table import TableMode
 
 START_TITLES = {
@@ -122,7 +123,24 @@ def facts(outcome: Outcome, summary: Summary) -> list[str]:
     if summary.unsolved:
         lines.append(f"No run found a correct kernel for {len(summary.unsolved)} problem(s), left out of the step "
                      f"counts: {', '.join(summary.unsolved)}.")
+    unmeasured = {cell: n for cell, n in unmeasured_steps(outcome.records).items() if n}
+    if unmeasured:
+        lines.append("Steps that asked for a candidate the table lacks (each counted as a failed step): "
+                     + ", ".join(f"{arm.value} {start.value} {n}" for (start, arm), n in sorted(unmeasured.items()))
+                     + ".")
     return lines
+
+
+def measured_view(outcome: Outcome) -> tuple[str, list[Grid]] | None:
+    """Where some steps asked for candidates the table lacks: a note and the tables again on the
+    (problem, seed) pairs no run of any arm touched them in (stats.measured_only); None otherwise."""
+    if not any(unmeasured_steps(outcome.records).values()):
+        return None
+    kept, pairs, of = measured_only(outcome.records)
+    note = (f"The same on measured candidates only: the {pairs} of {of} (problem, seed) pairs where no run, of "
+            "any arm or start, asked for a candidate the table lacks (the warm bank is still the one learned "
+            "above). A subset chosen by the arms' own choices: read it beside the tables above, not instead.")
+    return note, grids(summarize(outcome.spec, kept, outcome.bank_records)) if kept else []
 
 
 def render_markdown(outcome: Outcome, summary: Summary | None = None) -> str:
@@ -131,6 +149,12 @@ def render_markdown(outcome: Outcome, summary: Summary | None = None) -> str:
     parts = ["# htam ablation experiment", "", *(f"- {f}" for f in facts(outcome, summary)), ""]
     for g in grids(summary):
         parts += [markdown_grid(g), ""]
+    measured = measured_view(outcome)
+    if measured is not None:
+        note, apart = measured
+        parts += [f"**{note}**", ""]
+        for g in apart or []:
+            parts += [markdown_grid(g), ""]
     parts += [
         f"Steps to {pct}: the first step after which a run's best correct speedup reaches {pct} of the best any "
         f"run found for that problem (never: {summary.budget + 1}). best@k: a run's best correct speedup over "
@@ -145,5 +169,8 @@ def render_markdown(outcome: Outcome, summary: Summary | None = None) -> str:
 
 def summary_doc(outcome: Outcome, summary: Summary) -> dict[str, Any]:
     """The experiment as one JSON document: its record, the statistics and the tables' text."""
+    measured = measured_view(outcome)
     return {"spec": outcome.spec.to_dict(), "meta": outcome.meta, "mode": mode_line(outcome.meta),
-            "summary": asdict(summary), "tables": [asdict(g) for g in grids(summary)]}
+            "summary": asdict(summary), "tables": [asdict(g) for g in grids(summary)],
+            "measured_only": None if measured is None else {"note": measured[0],
+                                                            "tables": [asdict(g) for g in measured[1]]}}

@@ -32,8 +32,8 @@ from typing import Any, Callable
 from htam_engine.errors import InputError, UsageError
 from htam_engine.storage import atomic_write_text
 from htam_engine.evaluate.config import EvalConfig
-from htam_engine.experiment.plan import Arm, ExperimentSpec, RunKey, RunRecord, Start, StepRow
-from htam_engine.experiment.table import TableCounts, code_hash
+from htam_engine.experiment.plan import UNMEASURED, Arm, ExperimentSpec, RunKey, RunRecord, Start, StepRow
+from htam_engine.experiment.table import MISSING_MESSAGE, TableCounts, code_hash
 from htam_engine.loop.engine import Engine
 from htam_engine.memory import HTG, load_bank, merge_session, save_bank
 from htam_engine.problems.model import Problem
@@ -100,7 +100,7 @@ def record_of(key: RunKey, problem: Problem, session: Session, wall_s: float, fi
         res = out.result if out is not None else None
         code = candidate_code(out) if out is not None else None
         if res is not None:
-            status = res.status.value
+            status = UNMEASURED if res.diagnostics.message == MISSING_MESSAGE else res.status.value
         elif out is not None and out.decision is not None:
             status = "vetoed" if out.decision.action == "veto" else out.decision.action
         else:

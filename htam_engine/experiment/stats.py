@@ -31,7 +31,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 from scipy import stats as sps
 
-from htam_engine.experiment.plan import Arm, ExperimentSpec, RunRecord, Start
+from htam_engine.experiment.plan import UNMEASURED, Arm, ExperimentSpec, RunRecord, Start
 
 THRESHOLD = 0.95
 BEST_AT = (3, 6)
@@ -177,6 +177,26 @@ def paired(reference: Values, other: Values) -> Paired | None:
 def _steps(records: list[RunRecord], reference: dict[str, float], budget: int) -> Values:
     return {(r.key.problem, r.key.seed): float(steps_to_reach(r, reference[r.key.problem], budget))
             for r in records if r.key.problem in reference}
+
+
+def unmeasured_steps(records: Iterable[RunRecord]) -> dict[tuple[Start, Arm], int]:
+    """(start, arm) -> how many of its steps asked for a candidate the replayed table lacks."""
+    out: dict[tuple[Start, Arm], int] = defaultdict(int)
+    for r in records:
+        out[(r.key.start, r.key.arm)] += sum(s.status == UNMEASURED for s in r.steps)
+    return dict(out)
+
+
+def measured_only(records: list[RunRecord]) -> tuple[list[RunRecord], int, int]:
+    """The runs of every (problem, seed) for which no run, of any arm or start, asked for an
+    unmeasured candidate; and how many (problem, seed) pairs were kept of how many. Dropping the
+    pair for every arm keeps the comparisons paired; an arm that asks for candidates the table
+    lacks more often than another (one whose choices changed since the table was measured) is no
+    longer charged a failed step for each, but its pairs are chosen by that, so both tables are
+    shown, never this one alone."""
+    pairs = {(r.key.problem, r.key.seed) for r in records}
+    touched = {(r.key.problem, r.key.seed) for r in records if any(s.status == UNMEASURED for s in r.steps)}
+    return [r for r in records if (r.key.problem, r.key.seed) not in touched], len(pairs - touched), len(pairs)
 
 
 def summarize(spec: ExperimentSpec, records: list[RunRecord], bank_records: Iterable[RunRecord] = ()) -> Summary:

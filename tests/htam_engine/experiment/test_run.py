@@ -8,12 +8,14 @@ import json
 
 import pytest
 
+from htam_engine.cli import main
 from htam_engine.errors import UsageError
 from htam_engine.evaluate.config import EvalConfig
 from htam_engine.experiment import Arm, EvalTable, Experiment, ExperimentSpec, Start, TablePool, load_outcome
 from htam_engine.experiment.report import render_markdown
 from htam_engine.experiment.run import BANK, BANK_RUNS, RUNS
-from htam_engine.experiment.stats import summarize
+from htam_engine.experiment.plan import UNMEASURED
+from htam_engine.experiment.stats import measured_only, summarize
 from tests.support.toy_search import CHAIN, GAIN, ToyEvaluator, ToyProposer, toy_problem
 
 TEST = [toy_problem(f"t{i}") for i in range(6)]
@@ -104,6 +106,27 @@ def test_replaying_the_table_gives_the_same_searches_without_evaluating(measured
     key = lambda r: (r.key.text(), [(s.direction, s.code_hash, s.best) for s in r.steps])  # noqa: E731
     assert sorted(map(key, replay.records)) == sorted(map(key, outcome.records))
     assert "Mode: replayed from the evaluation table" in table_text(replay)
+
+
+def test_a_replay_missing_candidates_marks_their_steps_and_shows_the_measured_pairs_apart(measured, tmp_path, capsys):
+    out, outcome, _ = measured
+    lines = (out / "table.jsonl").read_text().splitlines()
+    thinned = tmp_path / "thinned.jsonl"
+    thinned.write_text("\n".join(lines[:1] + lines[1::2]) + "\n")  # the header kept, half the evaluations gone
+    replay = asyncio.run(experiment(tmp_path / "replay", thinned).run(PROBLEMS))
+    unmeasured = [s for r in replay.records for s in r.steps if s.status == UNMEASURED]
+    assert unmeasured and replay.meta["table_counts"]["missing"] >= len(unmeasured)
+    kept, pairs, of = measured_only(replay.records)
+    touched = {(r.key.problem, r.key.seed) for r in replay.records if any(s.status == UNMEASURED for s in r.steps)}
+    assert of == len({(r.key.problem, r.key.seed) for r in replay.records}) and pairs == of - len(touched)
+    assert all((r.key.problem, r.key.seed) not in touched for r in kept)
+    text = table_text(replay)
+    assert "Steps that asked for a candidate the table lacks" in text
+    assert f"the {pairs} of {of} (problem, seed) pairs" in text
+    assert "The same on measured candidates only" not in table_text(outcome)  # nothing missing, nothing apart
+    capsys.readouterr()
+    assert main(["compare", str(tmp_path / "replay")]) == 0  # the terminal table says the same
+    assert f"the {pairs} of {of} (problem, seed) pairs" in capsys.readouterr().out
 
 
 def test_a_deadline_stops_the_experiment_and_the_report_says_what_finished(tmp_path):
