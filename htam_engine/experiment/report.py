@@ -140,7 +140,7 @@ def measured_view(outcome: Outcome) -> tuple[str, list[Grid]] | None:
     note = (f"The same on measured candidates only: the {pairs} of {of} (problem, seed) pairs where no run, of "
             "any arm or start, asked for a candidate the table lacks (the warm bank is still the one learned "
             "above). A subset chosen by the arms' own choices: read it beside the tables above, not instead.")
-    return note, grids(summarize(outcome.spec, kept, outcome.bank_records)) if kept else []
+    return note, (grids(summarize(outcome.spec, kept, outcome.bank_records)) if kept else [])
 
 
 def render_markdown(outcome: Outcome, summary: Summary | None = None) -> str:
@@ -153,7 +153,7 @@ def render_markdown(outcome: Outcome, summary: Summary | None = None) -> str:
     if measured is not None:
         note, apart = measured
         parts += [f"**{note}**", ""]
-        for g in apart or []:
+        for g in apart:
             parts += [markdown_grid(g), ""]
     parts += [
         f"Steps to {pct}: the first step after which a run's best correct speedup reaches {pct} of the best any "
