@@ -323,8 +323,38 @@ def run_throughput(args: argparse.Namespace) -> dict[str, Any]:
     sequential(rows_s, wall_s)  # the mode's wall, its pool's close included, as the pool's has
     ok_compiles = [r["compile_s"] for r in rows_s if "compile_s" in r and not r.get("cached")]
     out["median_compile_s_one_at_a_time"] = round(statistics.median(ok_compiles), 1) if ok_compiles else None
+    for slots in args.pool_slots:
+        pool_with_slots(out, cands, warm, args.workers, slots)
     out["finished"] = True
     return out
+
+
+def pool_with_slots(out: dict[str, Any], cands: list[Any], warm: list[Any], workers: int, slots: int) -> None:
+    """The same pool again with the device's memory cut into `slots` units (the gpu_check_slots
+    setting: at most that many evaluations hold state at once), from a fresh cache warmed as before:
+    whether fewer evaluations at once, none of them run again alone for want of memory, evaluate
+    more a minute than the default admission's (out["parallel"]). The ratio is against the same
+    one-at-a-time figure."""
+    before = os.environ.get("HTAM_GPU_CHECK_SLOTS")
+    os.environ["HTAM_GPU_CHECK_SLOTS"] = str(slots)  # the judges the pool starts read it
+    try:
+        fresh_cache(f"slots{slots}")
+        asyncio.run(evaluate_all(warm, 1))
+        wall, rows, memory = asyncio.run(evaluate_all(cands, workers))
+    finally:
+        if before is None:
+            os.environ.pop("HTAM_GPU_CHECK_SLOTS", None)
+        else:
+            os.environ["HTAM_GPU_CHECK_SLOTS"] = before
+    key = f"parallel_slots_{slots}"
+    out[key] = mode_figures(rows, wall)
+    out[key]["gpu_memory"] = memory
+    rate = (out.get("sequential") or {}).get("per_minute")
+    out[key]["speedup_of_rate"] = round(out[key]["per_minute"] / rate, 2) if rate else None
+    alone = sum(1 for r in rows if "ran_alone" in (r.get("findings") or {}))
+    progress(out, f"  pool with {slots} slots: {len(rows)} in {wall:.1f} s, {out[key]['per_minute']} a minute, "
+                  f"{out[key]['speedup_of_rate']}x one at a time; {alone} run again alone; the device alone "
+                  f"{out[key]['device_alone_sum_s']} s in all; medians {out[key]['medians']}")
 
 
 # ---------------------------------------------------------------------------- compile time
@@ -440,6 +470,9 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 8)
     ap.add_argument("--parallel", type=int, default=32, help="distinct candidates for the parallel pool")
     ap.add_argument("--sequential", type=int, default=6, help="of those, how many one at a time")
+    ap.add_argument("--pool-slots", type=lambda v: [int(x) for x in v.split(",") if x], default=[],
+                    help="after both modes, the pool again with the device's memory cut into each of these "
+                         "numbers of units (gpu_check_slots), e.g. 4,8")
     ap.add_argument("--reps", type=int, default=2, help="compiles per variant in the compile part")
     ap.add_argument("--batch-deadline", type=float, default=3600.0,
                     help="seconds after which the batch part stops and reports what finished")
