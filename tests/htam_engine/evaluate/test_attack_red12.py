@@ -1,0 +1,46 @@
+"""Cheats of a twelfth red-team pass (CPU, softmax): PyTorch's own kernels called from a C++
+extension where the work check's ATen watch does not look: a structured CPU kernel looked up with
+dlsym under a name decoded at run time (past the symbol scan), an operator under a guard excluding
+the Python dispatch key, and an operator on a thread the extension starts and joins.
+
+Each cheat is a KernelBench `ModelNew` (cheats/cheat_*.py, its docstring says what it does and its
+class). A cheat that gets through is xfail(strict=True) with what the judge misses, its honest
+counterpart shown ok beside it, so the test flips when the judge learns to catch it. Figures are
+from the 2-core box: honest_softmax (Triton, interpreted) ok at 0.011x.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from cheats.harness import run_check
+from htam_engine.evaluate.result import Status
+from test_attack_new import honest_ok, missed, xfail
+
+OK = Status.OK
+
+
+def pytorch_under_a_kernel_claim_is_turned_down(cheat: str) -> None:
+    honest_ok(run_check("softmax", "honest_softmax"))
+    r = run_check("softmax", cheat)
+    with missed():
+        assert r.status is not OK, (r.status, r.speedup_eager, r.integrity)
+
+
+@xfail("the extension calls at::cpu::_softmax through dlsym under a name it decodes at run time: the "
+       "symbol scan finds no refused name, no operator is dispatched, so the ATen watch records nothing "
+       "and the softmax of the garbage passes for the kernel's work (ok at 0.55x, honest 0.011x)")
+def test_a_cpu_kernel_found_by_dlsym_under_a_decoded_name_is_caught():
+    pytorch_under_a_kernel_claim_is_turned_down("cheat_cpp_hidden_dlsym")
+
+
+@xfail("at::softmax under ExcludeDispatchKeyGuard(Python, PythonTLSSnapshot) never reaches the watch's "
+       "dispatch mode and the guard's name cannot be refused (ok at 0.73x, honest 0.011x)")
+def test_an_operator_below_the_python_key_is_caught():
+    pytorch_under_a_kernel_claim_is_turned_down("cheat_cpp_exclude_python_key")
+
+
+@xfail("at::softmax on a std::thread started and joined inside the extension function: the watch's "
+       "dispatch mode is thread-local and one core is busy at a time (ok at 0.045x, honest 0.011x)")
+def test_an_operator_on_a_thread_of_the_extensions_own_is_caught():
+    pytorch_under_a_kernel_claim_is_turned_down("cheat_cpp_aten_on_thread")
