@@ -130,6 +130,11 @@ GARBAGE_SCALE = 3.0
 # names too, so a guard excluding the Python key around an operator still gets through.
 _HIDDEN_OPERATOR_SYMBOLS = (b"tls_set_dispatch_key", b"_force_tls_local_dispatch_key_set", b"redispatch",
                             b"_ZN2at6native", b"_ZN2at3cpu")
+# ... and what one names when it looks functions up by name at run time: a name it builds then (red-team
+# pass 12 decoded _ZN2at3cpu8_softmax... byte by byte and called the CPU kernel through dlsym) is in no
+# file. An honest extension links what it calls: none of the 68 built on this project's CPU box names
+# these, and torch links a CUDA extension's runtime dynamically (-lcudart), whose static archive would.
+_RUNTIME_LOOKUP_SYMBOLS = (b"dlsym", b"dlvsym", b"dlopen", b"dlmopen", b"dl_iterate_phdr")
 
 
 class HiddenOperators(ImportError):
@@ -145,10 +150,16 @@ def _refuse_hidden_operators(module: Any) -> None:
             data = f.read()
     except OSError:
         return
+    name = getattr(module, '__name__', path)
     named = [s.decode() for s in _HIDDEN_OPERATOR_SYMBOLS if s in data]
     if named:
-        raise HiddenOperators(f"extension {getattr(module, '__name__', path)} calls PyTorch's operators out of the "
-                              f"dispatcher's sight ({', '.join(named)}): the judge cannot tell them from its own work")
+        raise HiddenOperators(f"extension {name} calls PyTorch's operators out of the dispatcher's sight "
+                              f"({', '.join(named)}): the judge cannot tell them from its own work")
+    looked_up = [s.decode() for s in _RUNTIME_LOOKUP_SYMBOLS if s in data]
+    if looked_up:
+        raise HiddenOperators(f"extension {name} looks functions up by name at run time ({', '.join(looked_up)}): "
+                              "what it calls that way (PyTorch's own kernels among them) the judge cannot tell "
+                              "from its own work; link what the kernel calls instead")
 
 
 class KernelsDisabled(RuntimeError):

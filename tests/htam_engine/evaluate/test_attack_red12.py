@@ -1,7 +1,8 @@
 """Cheats of a twelfth red-team pass (CPU, softmax): PyTorch's own kernels called from a C++
 extension where the work check's ATen watch does not look: a structured CPU kernel looked up with
-dlsym under a name decoded at run time (past the symbol scan), an operator under a guard excluding
-the Python dispatch key, and an operator on a thread the extension starts and joins.
+dlsym under a name decoded at run time (past the symbol scan; refused since: an extension naming a
+run-time lookup), an operator under a guard excluding the Python dispatch key, and an operator on a
+thread the extension starts and joins.
 
 Each cheat is a KernelBench `ModelNew` (cheats/cheat_*.py, its docstring says what it does and its
 class). A cheat that gets through is xfail(strict=True) with what the judge misses, its honest
@@ -27,11 +28,15 @@ def pytorch_under_a_kernel_claim_is_turned_down(cheat: str) -> None:
         assert r.status is not OK, (r.status, r.speedup_eager, r.integrity)
 
 
-@xfail("the extension calls at::cpu::_softmax through dlsym under a name it decodes at run time: the "
-       "symbol scan finds no refused name, no operator is dispatched, so the ATen watch records nothing "
-       "and the softmax of the garbage passes for the kernel's work (ok at 0.55x, honest 0.011x)")
-def test_a_cpu_kernel_found_by_dlsym_under_a_decoded_name_is_caught():
-    pytorch_under_a_kernel_claim_is_turned_down("cheat_cpp_hidden_dlsym")
+def test_a_cpu_kernel_found_by_dlsym_under_a_decoded_name_is_refused():
+    """The extension calls at::cpu::_softmax through dlsym under a name it decodes at run time: no
+    refused name in the library, no operator dispatched, so the ATen watch recorded nothing and the
+    softmax of the garbage passed for the kernel's work (ok at 0.55x, honest 0.011x). An extension
+    naming dlsym (or another run-time lookup) is now refused at import (kernel_switch)."""
+    honest_ok(run_check("softmax", "honest_softmax"))
+    r = run_check("softmax", "cheat_cpp_hidden_dlsym")
+    assert r.status is Status.COMPILE_ERROR, (r.status, r.speedup_eager)
+    assert "looks functions up by name at run time (dlsym)" in r.diagnostics.message
 
 
 @xfail("at::softmax under ExcludeDispatchKeyGuard(Python, PythonTLSSnapshot) never reaches the watch's "

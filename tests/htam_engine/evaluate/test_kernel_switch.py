@@ -287,3 +287,15 @@ def test_an_extension_library_naming_a_redispatch_is_refused(tmp_path):
     with pytest.raises(ks.HiddenOperators, match="redispatch"):
         ks._refuse_hidden_operators(types.SimpleNamespace(__file__=str(hidden), __name__="hidden"))
     ks._refuse_hidden_operators(types.SimpleNamespace(__file__=str(plain), __name__="plain"))
+
+
+@pytest.mark.parametrize("lookup", [b"dlsym", b"dlvsym", b"dlopen", b"dlmopen", b"dl_iterate_phdr"])
+def test_an_extension_library_looking_functions_up_at_run_time_is_refused(tmp_path, lookup):
+    """A name built at run time is in no file (red-team pass 12 decoded at::cpu::_softmax's): a
+    library that imports a run-time lookup is refused at import, saying which."""
+    import types
+
+    lib = tmp_path / "lookup.so"
+    lib.write_bytes(b"\x7fELF....GLIBC_2.34\x00" + lookup + b"\x00_ZN2at8internal15invoke_parallel...")
+    with pytest.raises(ks.HiddenOperators, match=f"by name at run time \\({lookup.decode()}\\)"):
+        ks._refuse_hidden_operators(types.SimpleNamespace(__file__=str(lib), __name__="lookup"))
