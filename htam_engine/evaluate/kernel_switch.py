@@ -562,6 +562,11 @@ def _on_garbage(run: Callable[[], Any], skipped: Callable[[], Any], handed: Any,
                 if aten.python_ran and no_kernel is not None:
                     no_kernel.append(f"an extension function or operator ran the candidate's Python inside it "
                                      f"({aten.python_ran}): a kernel's work is done in the kernel")
+                if aten.hidden and no_kernel is not None:
+                    no_kernel.append(f"an extension function dispatched PyTorch's operators where the work check's "
+                                     f"watch does not look ({', '.join(sorted(set(aten.hidden)))}: on a thread of "
+                                     "its own, or below the Python dispatch key): a kernel's work is done in the "
+                                     "kernel")
             for t, was, left, (recipe, states) in zip(tensors, kept, unwritten, drawn):
                 if left:
                     t.copy_(was)

@@ -86,3 +86,22 @@ def test_python_of_the_candidates_run_inside_the_call_is_noted_and_the_harness_o
     with AtenWatch() as watch:
         candidate_function(x)
     assert "candidate_function" in watch.python_ran
+
+
+def test_an_operator_on_another_thread_is_hidden_and_one_the_mode_saw_is_not():
+    """The dispatch mode is the calling thread's; the global trace beside it sees every thread. An
+    operator it saw at the top of the call of which the mode saw nothing is `hidden`; one the mode saw,
+    itself or an operator below it (matmul decomposes to mm above the Python key), is not."""
+    import threading
+
+    x = torch.randn(8, 16)
+    with AtenWatch() as watch:
+        worker = threading.Thread(target=lambda: torch.softmax(x, 1))
+        worker.start()
+        worker.join()
+    assert watch.hidden == ["aten::softmax"]
+    with AtenWatch() as watch:
+        torch.softmax(x, 1)
+        torch.matmul(x, x.t())
+        torch.empty(3)  # plumbing is never counted
+    assert watch.hidden == [] and {"aten::_softmax", "aten::mm"} <= watch.seen

@@ -2,7 +2,7 @@
 extension where the work check's ATen watch does not look: a structured CPU kernel looked up with
 dlsym under a name decoded at run time (past the symbol scan; refused since: an extension naming a
 run-time lookup), an operator under a guard excluding the Python dispatch key, and an operator on a
-thread the extension starts and joins.
+thread the extension starts and joins (both caught since by a global trace beside the watch).
 
 Each cheat is a KernelBench `ModelNew` (cheats/cheat_*.py, its docstring says what it does and its
 class). A cheat that gets through is xfail(strict=True) with what the judge misses, its honest
@@ -14,18 +14,9 @@ from __future__ import annotations
 
 import pytest
 
-from cheats.harness import run_check
+from cheats.harness import finding, run_check
 from htam_engine.evaluate.result import Status
-from test_attack_new import honest_ok, missed, xfail
-
-OK = Status.OK
-
-
-def pytorch_under_a_kernel_claim_is_turned_down(cheat: str) -> None:
-    honest_ok(run_check("softmax", "honest_softmax"))
-    r = run_check("softmax", cheat)
-    with missed():
-        assert r.status is not OK, (r.status, r.speedup_eager, r.integrity)
+from test_attack_new import assert_caught, honest_ok
 
 
 def test_a_cpu_kernel_found_by_dlsym_under_a_decoded_name_is_refused():
@@ -39,13 +30,14 @@ def test_a_cpu_kernel_found_by_dlsym_under_a_decoded_name_is_refused():
     assert "looks functions up by name at run time (dlsym)" in r.diagnostics.message
 
 
-@xfail("at::softmax under ExcludeDispatchKeyGuard(Python, PythonTLSSnapshot) never reaches the watch's "
-       "dispatch mode and the guard's name cannot be refused (ok at 0.73x, honest 0.011x)")
-def test_an_operator_below_the_python_key_is_caught():
-    pytorch_under_a_kernel_claim_is_turned_down("cheat_cpp_exclude_python_key")
-
-
-@xfail("at::softmax on a std::thread started and joined inside the extension function: the watch's "
-       "dispatch mode is thread-local and one core is busy at a time (ok at 0.045x, honest 0.011x)")
-def test_an_operator_on_a_thread_of_the_extensions_own_is_caught():
-    pytorch_under_a_kernel_claim_is_turned_down("cheat_cpp_aten_on_thread")
+@pytest.mark.parametrize("cheat", ["cheat_cpp_exclude_python_key", "cheat_cpp_aten_on_thread"])
+def test_an_operator_dispatched_where_the_watch_does_not_look_is_caught(cheat):
+    """at::softmax under ExcludeDispatchKeyGuard(Python, PythonTLSSnapshot), and on a std::thread the
+    extension starts and joins: the work check's dispatch mode saw neither (ok at 0.73x and 0.045x,
+    honest 0.011x). The execution trace observer beside it sees every thread below every key
+    (aten_watch.GlobalTrace): an operator it saw at the top of the call, of which the mode saw
+    nothing, convicts."""
+    honest_ok(run_check("softmax", "honest_softmax"))
+    r = run_check("softmax", cheat)
+    assert_caught(r, "no_kernel")
+    assert "where the work check's watch does not look (aten::softmax" in finding(r, "no_kernel").message
