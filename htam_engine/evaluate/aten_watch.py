@@ -26,8 +26,9 @@ started (red-team pass 12: at::softmax so, ok at 0.73x and 0.045x). That is `hid
 turns the candidate down for it (kernel_switch), whatever the output holds.
 
 What it does not see: a kernel of PyTorch's called with no dispatch at all (an address found in
-memory; a name looked up at run time is refused at import, kernel_switch); an output that is an
-operator's result permuted (a transpose copied out);
+memory; a name looked up at run time is refused at import, kernel_switch), or native code that
+turns the observer off inside the call (one registered by the candidate beforehand is removed
+first); an output that is an operator's result permuted (a transpose copied out);
 a result computed from memory the function made itself (a from_blob of a raw pointer: no real
 value to replay it on). A dispatch mode active inside the function is what the candidate could ask
 for, as it could ask for the operator gate's.
@@ -238,6 +239,9 @@ class GlobalTrace:
         fd, path = tempfile.mkstemp(prefix="htam-aten-trace-", suffix=".json")
         os.close(fd)
         try:
+            # One observer a process: one the candidate registered first (at import) would take the
+            # trace into its own file and leave this one empty, so it goes first.
+            profiler._remove_execution_trace_observer()
             if not profiler._add_execution_trace_observer(path):
                 raise RuntimeError("no observer")
             profiler._enable_execution_trace_observer()

@@ -88,10 +88,8 @@ def test_python_of_the_candidates_run_inside_the_call_is_noted_and_the_harness_o
     assert "candidate_function" in watch.python_ran
 
 
-def test_an_operator_on_another_thread_is_hidden_and_one_the_mode_saw_is_not():
-    """The dispatch mode is the calling thread's; the global trace beside it sees every thread. An
-    operator it saw at the top of the call of which the mode saw nothing is `hidden`; one the mode saw,
-    itself or an operator below it (matmul decomposes to mm above the Python key), is not."""
+def softmax_on_a_thread_watched() -> AtenWatch:
+    """A watch around a call that runs softmax on a thread of its own and joins it."""
     import threading
 
     x = torch.randn(8, 16)
@@ -99,9 +97,24 @@ def test_an_operator_on_another_thread_is_hidden_and_one_the_mode_saw_is_not():
         worker = threading.Thread(target=lambda: torch.softmax(x, 1))
         worker.start()
         worker.join()
-    assert watch.hidden == ["aten::softmax"]
+    return watch
+
+
+def test_an_operator_on_another_thread_is_hidden_and_one_the_mode_saw_is_not():
+    """The dispatch mode is the calling thread's; the global trace beside it sees every thread. An
+    operator it saw at the top of the call of which the mode saw nothing is `hidden`; one the mode saw,
+    itself or an operator below it (matmul decomposes to mm above the Python key), is not."""
+    assert softmax_on_a_thread_watched().hidden == ["aten::softmax"]
+    x = torch.randn(8, 16)
     with AtenWatch() as watch:
         torch.softmax(x, 1)
         torch.matmul(x, x.t())
         torch.empty(3)  # plumbing is never counted
     assert watch.hidden == [] and {"aten::_softmax", "aten::mm"} <= watch.seen
+
+
+def test_an_observer_the_candidate_registered_first_does_not_take_the_trace(tmp_path):
+    """One execution trace observer a process: a candidate's, registered at import, would have taken
+    the trace into its own file; the watch removes it before adding its own."""
+    torch._C._profiler._add_execution_trace_observer(str(tmp_path / "theirs.json"))
+    assert softmax_on_a_thread_watched().hidden == ["aten::softmax"]
