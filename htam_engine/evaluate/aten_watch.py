@@ -37,9 +37,11 @@ for, as it could ask for the operator gate's.
 from __future__ import annotations
 
 import functools
+import json
 import math
 import os
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -133,7 +135,7 @@ class AtenWatch:
     records: list[_Record] = field(default_factory=list)
     python_ran: str = ""  # the first function of the candidate's Python the call ran, if any
     seen: set[str] = field(default_factory=set)  # every operator the mode saw, "aten::softmax"
-    hidden: list[str] = field(default_factory=list)  # operators dispatched where the mode does not look
+    hidden: list[str] = field(default_factory=list)  # operators dispatched where the mode does not look, sorted
     _mode: Any = None
     _profile: Any = None
     _trace: Any = None
@@ -173,8 +175,8 @@ class AtenWatch:
         finally:
             sys.setprofile(self._profile)
             if self._trace is not None:
-                self.hidden = [name for name, below in self._trace.stop()
-                               if _computes(name) and not ({name, *below} & self.seen)]
+                self.hidden = sorted({name for name, below in self._trace.stop()
+                                      if _computes(name) and not ({name, *below} & self.seen)})
 
     def _watch_python(self) -> None:
         """Note the first Python function run inside the call that is none of PyTorch's, Triton's,
@@ -229,8 +231,6 @@ class GlobalTrace:
 
     @classmethod
     def start(cls) -> "GlobalTrace | None":
-        import tempfile
-
         import torch
 
         profiler = getattr(torch._C, "_profiler", None)
@@ -252,8 +252,6 @@ class GlobalTrace:
 
     def stop(self) -> list[tuple[str, set[str]]]:
         """(name, names of the operators below it) for each operator at the top of the span."""
-        import json
-
         import torch
 
         try:
@@ -268,16 +266,16 @@ class GlobalTrace:
         names = {n["id"]: n.get("name", "") for n in nodes}
         children: dict[Any, list[Any]] = {}
         for n in nodes:
-            children.setdefault(n.get("ctrl_deps"), []).append(n["id"])
+            if n.get("ctrl_deps") != n["id"]:  # the process node is its own parent
+                children.setdefault(n.get("ctrl_deps"), []).append(n["id"])
 
         def below(i: Any) -> set[str]:
             out: set[str] = set()
             stack = list(children.get(i, []))
             while stack:
                 j = stack.pop()
-                if j != i:
-                    out.add(names[j])
-                    stack.extend(k for k in children.get(j, []) if k != j)
+                out.add(names[j])
+                stack.extend(children.get(j, []))
             return out
 
         # the top of the span: an operator whose parent is one of the observer's own nodes ("[pytorch|...]")

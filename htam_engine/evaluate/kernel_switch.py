@@ -135,6 +135,14 @@ _HIDDEN_OPERATOR_SYMBOLS = (b"tls_set_dispatch_key", b"_force_tls_local_dispatch
 # file. An honest extension links what it calls: none of the 68 built on this project's CPU box names
 # these, and torch links a CUDA extension's runtime dynamically (-lcudart), whose static archive would.
 _RUNTIME_LOOKUP_SYMBOLS = (b"dlsym", b"dlvsym", b"dlopen", b"dlmopen", b"dl_iterate_phdr")
+# (names, what naming one says the extension does, why it is refused), in the order they are looked for
+_REFUSED = (
+    (_HIDDEN_OPERATOR_SYMBOLS, "calls PyTorch's operators out of the dispatcher's sight",
+     "the judge cannot tell them from its own work"),
+    (_RUNTIME_LOOKUP_SYMBOLS, "looks functions up by name at run time",
+     "what it calls that way (PyTorch's own kernels among them) the judge cannot tell from its own work; link "
+     "what the kernel calls instead"),
+)
 
 
 class HiddenOperators(ImportError):
@@ -150,16 +158,10 @@ def _refuse_hidden_operators(module: Any) -> None:
             data = f.read()
     except OSError:
         return
-    name = getattr(module, '__name__', path)
-    named = [s.decode() for s in _HIDDEN_OPERATOR_SYMBOLS if s in data]
-    if named:
-        raise HiddenOperators(f"extension {name} calls PyTorch's operators out of the dispatcher's sight "
-                              f"({', '.join(named)}): the judge cannot tell them from its own work")
-    looked_up = [s.decode() for s in _RUNTIME_LOOKUP_SYMBOLS if s in data]
-    if looked_up:
-        raise HiddenOperators(f"extension {name} looks functions up by name at run time ({', '.join(looked_up)}): "
-                              "what it calls that way (PyTorch's own kernels among them) the judge cannot tell "
-                              "from its own work; link what the kernel calls instead")
+    for symbols, what, why in _REFUSED:
+        named = [s.decode() for s in symbols if s in data]
+        if named:
+            raise HiddenOperators(f"extension {getattr(module, '__name__', path)} {what} ({', '.join(named)}): {why}")
 
 
 class KernelsDisabled(RuntimeError):
@@ -564,7 +566,7 @@ def _on_garbage(run: Callable[[], Any], skipped: Callable[[], Any], handed: Any,
                                      f"({aten.python_ran}): a kernel's work is done in the kernel")
                 if aten.hidden and no_kernel is not None:
                     no_kernel.append(f"an extension function dispatched PyTorch's operators where the work check's "
-                                     f"watch does not look ({', '.join(sorted(set(aten.hidden)))}: on a thread of "
+                                     f"watch does not look ({', '.join(aten.hidden)}: on a thread of "
                                      "its own, or below the Python dispatch key): a kernel's work is done in the "
                                      "kernel")
             for t, was, left, (recipe, states) in zip(tensors, kept, unwritten, drawn):

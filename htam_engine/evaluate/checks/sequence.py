@@ -580,7 +580,6 @@ class CheckRun:
             usable.append((out, ref_out, label))
         return usable
 
-
     def _raised_on_garbage(self, reply: Any, label: str) -> None:
         """A forward that raised with its kernels run on garbage, where every checked call returned: the
         run cannot tell whose work the output is, and a candidate that checks its own output (finite,
