@@ -27,7 +27,7 @@ from typing import Any
 # working folder into the environment. openai and tqdm only where they do not import here: missing,
 # or installed without what they need (openai 3.63 wheels beside no httpx2 on a GPU machine).
 ALWAYS_STOOD_IN = ("dotenv", "litellm")
-STOOD_IN_WHERE_MISSING = ("openai", "tqdm")
+STOOD_IN_WHERE_UNIMPORTABLE = ("openai", "tqdm")
 
 # The fields of KernelBench's KernelExecResult.
 RESULT_FIELDS = ("compiled", "correctness", "runtime", "runtime_stats", "ref_runtime", "ref_runtime_stats",
@@ -66,7 +66,7 @@ def _imports(name: str) -> bool:
 
 def install_stand_ins() -> list[str]:
     """Put the stand-ins in sys.modules; the names stood in."""
-    names = list(ALWAYS_STOOD_IN) + [n for n in STOOD_IN_WHERE_MISSING if not _imports(n)]
+    names = list(ALWAYS_STOOD_IN) + [n for n in STOOD_IN_WHERE_UNIMPORTABLE if not _imports(n)]
     for name in names:
         sys.modules[name] = _stand_in(name)
     return names

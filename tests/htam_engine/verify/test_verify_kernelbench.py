@@ -69,7 +69,7 @@ def in_this_process(monkeypatch):
     from htam_engine.verify import kb_child
 
     monkeypatch.setattr(sys, "path", list(sys.path))
-    names = (*kb_child.ALWAYS_STOOD_IN, *kb_child.STOOD_IN_WHERE_MISSING)
+    names = (*kb_child.ALWAYS_STOOD_IN, *kb_child.STOOD_IN_WHERE_UNIMPORTABLE)
     before = {name: sys.modules.get(name) for name in names}
     yield
     for name in [n for n in sys.modules if n.split(".")[0] in ("kernelbench", "temp_module")]:
@@ -152,7 +152,7 @@ def test_a_module_installed_without_what_it_needs_is_stood_in(in_this_process, t
 
     (tmp_path / "needs_more.py").write_text("import a_module_nobody_has\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(kb_child, "STOOD_IN_WHERE_MISSING", ("needs_more",))
+    monkeypatch.setattr(kb_child, "STOOD_IN_WHERE_UNIMPORTABLE", ("needs_more",))
     monkeypatch.delitem(sys.modules, "needs_more", raising=False)
     assert "needs_more" in kb_child.install_stand_ins()
     assert "stand-in" in (sys.modules.pop("needs_more").__doc__ or "")
