@@ -25,7 +25,7 @@ import sys
 import time
 import traceback
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 # The role comes from the zygote; everything below is imported in the zygote, before it forks.
 import torch
@@ -318,6 +318,12 @@ class Sandbox:
                                 "calls_in_go": len(arm.calls), "phases_ms": ms,
                                 "trial_ms": reply.ms, "tail_ms": reply.tail_ms, "flush_ms": reply.flush_ms}) + "\n")
 
+    def _marker(self, marks: list[tuple[str, int]]) -> Callable[[str], None] | None:
+        """While tracing, what marks the phases inside a trial (timing.run_trial); else None."""
+        if not self.trace:
+            return None
+        return lambda phase: marks.append((phase, time.perf_counter_ns()))
+
     def _traced(self, model: Any, marks: list[tuple[str, int]]) -> Any:
         """`model`, or while tracing, a call of it that marks when forward began and returned."""
         if not self.trace:
@@ -341,7 +347,7 @@ class Sandbox:
         try:
             with self.kernels.switched(arm.kernels):
                 times = run_trial(self._traced(model, prep.marks), prep.args, self.device, _MARKERS[call.marker],
-                                  prep.sizes, self.flusher)
+                                  prep.sizes, self.flusher, self._marker(prep.marks))
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - the forward's fault becomes a status
             if is_cuda(self.device):
                 with contextlib.suppress(Exception):

@@ -89,22 +89,31 @@ class TrialTimes(NamedTuple):
 
 
 def run_trial(forward: Callable[..., Any], args: list[Any], device: str, marker: float,
-              poison_sizes: Iterable[int], flusher: L2Flusher | None) -> TrialTimes:
+              poison_sizes: Iterable[int], flusher: L2Flusher | None,
+              mark: Callable[[str], None] | None = None) -> TrialTimes:
     """One forward under the protocol above.
 
     The tail (CUDA only; 0 on the CPU): how long the device still worked once the end event on
     the current stream had passed, by the host clock between that event and the device-wide
     synchronize. Work forward queued on a stream the current one never waits for runs there,
     outside the events; an honest forward's tail is the synchronize's own latency, the same in
-    the reference sandbox's calls, which the judge compares it with (clock.tail_check)."""
+    the reference sandbox's calls, which the judge compares it with (clock.tail_check). mark(phase),
+    where given (the sandbox's trace), notes when the poison and the synchronize after it ended and
+    when the flush was queued."""
     poison(device, poison_sizes, marker)
+    if mark is not None:
+        mark("poison")
     with _no_grad():
         if flusher is not None:
             _synchronize(device)
+            if mark is not None:
+                mark("synchronize")
             before, start, end = (_Event(enable_timing=True) for _ in range(3))
             before.record()
             flusher()
             start.record()
+            if mark is not None:
+                mark("flush_queued")
             out = forward(*args)
             end.record()
             _event_synchronize(end)
