@@ -296,7 +296,7 @@ class Sandbox:
             done, ran[k] = ran[k], None  # each output freed once delivered
             called.append(done if isinstance(done, wire.Called) else
                           self._finish(req.seq, arm, call, prep, done, last=k == len(ran) - 1))
-            self._write_trace(arm, prep, called[-1])
+            self._write_trace(arm, prep, called[-1], k)
         return called[0] if len(arm.calls) == 1 else wire.Ran(req.seq, called)
 
     def _prepare(self, call: wire.Call) -> "_Prepared":
@@ -308,14 +308,15 @@ class Sandbox:
         marks.append(("resolve", time.perf_counter_ns()))
         return _Prepared(args, in_tensors, targets, sizes, marks)
 
-    def _write_trace(self, arm: wire.Arm, prep: "_Prepared", reply: wire.Called) -> None:
+    def _write_trace(self, arm: wire.Arm, prep: "_Prepared", reply: wire.Called, index: int) -> None:
         if not self.trace:
             return
         marks = prep.marks
         ms = {name: round((t - marks[i][1]) / 1e6, 4) for i, (name, t) in enumerate(marks[1:])}
         with contextlib.suppress(OSError), open(self.trace, "a") as f:
             f.write(json.dumps({"role": self.role, "model": arm.model_id, "pid": os.getpid(),
-                                "calls_in_go": len(arm.calls), "phases_ms": ms,
+                                "calls_in_go": len(arm.calls), "index_in_go": index,
+                                "kernels": str(getattr(arm.kernels, "value", arm.kernels)), "phases_ms": ms,
                                 "trial_ms": reply.ms, "tail_ms": reply.tail_ms, "flush_ms": reply.flush_ms}) + "\n")
 
     def _marker(self, marks: list[tuple[str, int]]) -> Callable[[str], None] | None:

@@ -210,6 +210,8 @@ def print_trace(path: Path) -> None:
     rows: dict[tuple[str, str], list[dict[str, float]]] = {}
     for line in path.read_text().splitlines() if path.exists() else []:
         doc = json.loads(line)
+        if doc.get("kernels", "run") != "run":  # the work check's calls do the switch's work besides
+            continue
         rows.setdefault((doc["role"], doc["model"]), []).append({**doc["phases_ms"], "trial_ms": doc["trial_ms"],
                                                                  "tail_ms": doc["tail_ms"],
                                                                  "flush_ms": doc.get("flush_ms", 0.0)})

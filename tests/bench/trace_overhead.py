@@ -30,7 +30,8 @@ def summarize(rows: list[dict], skip: int) -> dict[tuple[str, str], dict[str, fl
     reported time) and 'untimed' (own less reported), over each group's calls after its first `skip` (warm-ups, compiles)."""
     groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for r in rows:
-        groups[(r["role"], r["model"])].append(r)
+        if r.get("kernels", "run") == "run":  # the work check's calls do the switch's work besides
+            groups[(r["role"], r["model"])].append(r)
     out = {}
     for key, calls in groups.items():
         calls = calls[skip:] or calls
