@@ -10,6 +10,8 @@
 #                                            SOLUTION PROBLEM; gpu_probe_timing.py)
 #   bash tests/bench/gpu_all.sh probe:SOLUTION:levelN/NAME   the same for one export of a KernelBench problem
 #                                            (several such parts run in one call; gpu_session.sh's probe94, probe12)
+#   bash tests/bench/gpu_all.sh probeeval:SOLUTION:levelN/NAME   htam's traced evaluation of it alone (each
+#                                            sandbox's phases, ~30 s; gpu_session.sh's probeeval: 1/12, 1/88, 1/94)
 #   bash tests/bench/gpu_all.sh probehost    the same solution with its process pinned, its gc off, the sandbox's guards off
 #                                            (PROBE_ARGS; gpu_probe_host.py): what slows its forward's launch there
 #   bash tests/bench/gpu_all.sh probeconv    eager, torch.compile and the convolution in each layout (PROBECONV_ARGS:
@@ -68,10 +70,10 @@ for part in $parts; do
                ${THROUGHPUT_ARGS:---workers 16 --parallel 16 --sequential 3} > "$OUT/gpu_throughput.txt" 2>&1; tail -20 "$OUT/gpu_throughput.txt" ;;
     probe)   timeout ${PROBE_S:-200} python3 tests/bench/gpu_probe_timing.py ${PROBE_ARGS:?PROBE_ARGS: SOLUTION PROBLEM} \
                > "$OUT/gpu_probe_timing.txt" 2>&1; tail -40 "$OUT/gpu_probe_timing.txt" ;;
-    probe:*) IFS=: read -r _ psol pprob <<< "$part"   # probe:SOLUTION:levelN/NAME (of $HTAM_KERNELBENCH/KernelBench)
-             plog="$OUT/gpu_probe_timing_$(basename "$pprob").txt"
+    probe:*|probeeval:*) IFS=: read -r pkind psol pprob <<< "$part"   # probe:SOLUTION:levelN/NAME (of $HTAM_KERNELBENCH/KernelBench)
+             plog="$OUT/gpu_probe_$([ "$pkind" = probeeval ] && echo evaluate || echo timing)_$(basename "$pprob").txt"
              timeout ${PROBE_S:-200} python3 tests/bench/gpu_probe_timing.py "$psol" "${HTAM_KERNELBENCH:?}/KernelBench/$pprob.py" \
-               > "$plog" 2>&1; tail -40 "$plog" ;;
+               $([ "$pkind" = probeeval ] && echo --evaluate-only) > "$plog" 2>&1; tail -40 "$plog" ;;
     probehost) timeout ${PROBEHOST_S:-200} python3 tests/bench/gpu_probe_host.py ${PROBE_ARGS:?PROBE_ARGS: SOLUTION PROBLEM} \
                > "$OUT/gpu_probe_host.txt" 2>&1; tail -30 "$OUT/gpu_probe_host.txt" ;;
     probeconv) timeout ${PROBECONV_S:-300} python3 tests/bench/gpu_probe_conv.py ${PROBECONV_ARGS:?PROBECONV_ARGS: level/number...} \

@@ -12,7 +12,8 @@
 # 200 for the copy rule's and the 1 GiB probe's cases); the machine's
 # start took about 6 minutes of the session's 30 the last time. By name: probe94, probe12 and
 # probe88 (the exports of tests/bench/data/exports under every variant of the protocol, 180 s each;
-# 1/88 runs one call a run, its set and output being over RUN_MAX_BYTES), and
+# 1/88 runs one call a run, its set and output being over RUN_MAX_BYTES); probeeval: the same three
+# exports' traced evaluations alone (each sandbox's phases; about 2 minutes together), and
 # the other parts of gpu_all.sh (kbtable, kbcuda, ablation, ...).
 # KernelBench comes from $HTAM_KERNELBENCH (default .kb/, a copy of its KernelBench/ and src/).
 set -u
@@ -26,12 +27,17 @@ mode=${1:?start or collect}; shift || true
 if [ "$mode" = collect ]; then exec bash "$(dirname "$0")/gpu_detached.sh" collect; fi
 parts=${*:-"tests throughput memory verify"}
 # probeNN: the probe part on tests/bench/data/exports' export of level-1 problem NN
+exports=tests/bench/data/exports
+declare -A probed=(
+  [94]="$exports/kernelbench_level1_94_MSELoss.py:level1/94_MSELoss"
+  [12]="$exports/kernelbench_level1_12_Matmul_with_diagonal_matrices.py:level1/12_Matmul_with_diagonal_matrices_"
+  [88]="$exports/kernelbench_level1_88_MinGPTNewGelu.py:level1/88_MinGPTNewGelu"
+)
 expanded=""
 for p in $parts; do
   case $p in
-    probe94) expanded="$expanded probe:tests/bench/data/exports/kernelbench_level1_94_MSELoss.py:level1/94_MSELoss" ;;
-    probe12) expanded="$expanded probe:tests/bench/data/exports/kernelbench_level1_12_Matmul_with_diagonal_matrices.py:level1/12_Matmul_with_diagonal_matrices_" ;;
-    probe88) expanded="$expanded probe:tests/bench/data/exports/kernelbench_level1_88_MinGPTNewGelu.py:level1/88_MinGPTNewGelu" ;;
+    probe94|probe12|probe88) expanded="$expanded probe:${probed[${p#probe}]}" ;;
+    probeeval) for n in 12 88 94; do expanded="$expanded probeeval:${probed[$n]}"; done ;;
     *) expanded="$expanded $p" ;;
   esac
 done
