@@ -42,6 +42,7 @@ import torch
 
 from htam_engine.evaluate.proctree import TICK_MS
 from htam_engine.evaluate.result import ClockCheck, Spread
+from htam_engine.evaluate.timing import FLUSH_WRITES
 
 MARGIN_SPREADS = 3.0
 MARGIN_FRACTION = {"cpu": 0.5, "cuda": 0.05}
@@ -57,9 +58,10 @@ TAIL_FLOOR_MS = 0.01
 # after the baselines' 0.09 ms ones). Work hidden past the end event gains a cheat at most this
 # share of its reported time, and the fast cheats report almost none.
 TAIL_FRACTION = 0.02
-# A candidate's median L2 flush (timing.run_trial: the same 256 MB fill on the same device as in the
+# A candidate's median L2 flush (timing.run_trial: the same 256 MB fills on the same device as in the
 # baselines' trials, interleaved with them) may exceed the baselines' median by MARGIN_SPREADS x
-# their IQR + this share of it + this floor. Only device work the forward started on a stream that
+# their IQR + this share of one fill (the median over timing.FLUSH_WRITES: the same bound in ms as
+# when the flush was one fill) + this floor. Only device work the forward started on a stream that
 # does not wait for the current one runs beside the flush (the device is synchronized before it);
 # an honest forward's inputs are written on the current stream, so it never starts before it.
 FLUSH_FRACTION = 0.05
@@ -131,7 +133,7 @@ def flush_check(candidate: Sequence[float], reference: Sequence[float]) -> str |
     """The finding's message when the L2 flush ahead of the candidate's trials took longer than in
     the baselines' (work of the candidate's ran beside it, before the start event), else None. On
     the CPU both report no flush (0)."""
-    over = _over_baselines(candidate, reference, lambda ref: FLUSH_FRACTION * ref + FLUSH_FLOOR_MS)
+    over = _over_baselines(candidate, reference, lambda ref: FLUSH_FRACTION * ref / FLUSH_WRITES + FLUSH_FLOOR_MS)
     if over is None:
         return None
     cand, ref, bound = over

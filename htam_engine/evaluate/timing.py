@@ -2,7 +2,8 @@
 
 On CUDA it is KernelBench's `time_execution_with_cuda_event`: synchronize the device, flush
 L2 by filling a 256 MB buffer (queued, not waited for: the host launches the forward while the
-GPU still flushes, so launch latency is not counted, as in KernelBench), record the start
+GPU still flushes, so launch latency is not counted, as in KernelBench; filled FLUSH_WRITES
+times, where KernelBench fills it once, for a sandbox's colder launch path), record the start
 event, forward, record the end event, synchronize the device. One event more than KernelBench's,
 before the flush, times the flush itself: a forward that starts work on a stream of its own that
 does not wait for the current one runs it beside the flush, before the start event, where the
@@ -58,6 +59,17 @@ POLL_MAX_NS = 100_000_000
 
 # KernelBench's L2 flush: 32 * 1024 * 1024 int64 = 256 MB, larger than any current GPU's L2.
 L2_FLUSH_ELEMENTS = 32 * 1024 * 1024
+# ... written this many times ahead of each trial's start event. KernelBench writes it once, which
+# the device takes about 0.09 ms for on an H100 (0.055 on an H200) while the host launches the
+# forward; a launch path longer than that is timed as an idle device. In KernelBench's loop of
+# back-to-back calls the host's code is hot; in a sandbox the forward follows the harness's own work:
+# on the H100 an offline Triton kernel's forward took 0.109 ms on the host there against 0.065-0.085
+# in one process (tests/bench/gpu_probe_timing.py, 1/12), and the sandbox reported 0.079 ms where
+# KernelBench's loop timed 0.050. Four writes give the launch 0.2-0.35 ms, so the events time the
+# forward's device work as KernelBench's hot loop does. It stays bandwidth-bound work on the current
+# stream: a kernel started beside it on a stream of its own slows it as it slowed one write
+# (clock.flush_check).
+FLUSH_WRITES = 4
 
 
 def poll_before_sleep_ns(input_bytes: int) -> int:
@@ -70,13 +82,16 @@ def is_cuda(device: str) -> bool:
 
 
 class L2Flusher:
-    """KernelBench's clear_l2_cache, with the buffer allocated once per sandbox."""
+    """KernelBench's clear_l2_cache, with the buffer allocated once per sandbox and written `writes`
+    times (FLUSH_WRITES says why; 1 is KernelBench's own)."""
 
-    def __init__(self, device: str):
+    def __init__(self, device: str, writes: int = FLUSH_WRITES):
         self._buf = torch.empty(L2_FLUSH_ELEMENTS, dtype=torch.int64, device=device)
+        self.writes = writes
 
     def __call__(self) -> None:
-        self._buf.fill_(42)
+        for _ in range(self.writes):
+            self._buf.fill_(42)
 
 
 class TrialTimes(NamedTuple):

@@ -4,6 +4,8 @@ caching allocator are caught."""
 
 from __future__ import annotations
 
+import statistics
+
 import pytest
 
 from cheats.caught import TIMING_RULES
@@ -21,6 +23,16 @@ def test_honest_triton_passes_on_cuda():
     assert r.status is Status.OK, (r.diagnostics.message, r.integrity)
     assert r.device == "cuda" and r.runtime_ms > 0 and r.ref_runtime_ms > 0
     assert r.clock.candidate_overhead_ms <= r.clock.reference_overhead_ms + r.clock.margin_ms
+
+
+def test_a_forward_slow_to_launch_is_timed_by_its_device_work():
+    # 0.1 ms of host work before the launch, on top of the launch itself: with KernelBench's single
+    # flush write (~0.055-0.09 ms) the device idled inside the events for the rest (timing.FLUSH_WRITES)
+    plain = run_check("relu", "honest_relu_triton", BIG, device="cuda", trials=20)
+    slow = run_check("relu", "honest_relu_triton_slow_launch", BIG, device="cuda", trials=20)
+    assert plain.status is Status.OK and slow.status is Status.OK, (slow.diagnostics.message, slow.integrity)
+    reported = {name: statistics.median(r.timings) for name, r in (("plain", plain), ("slow", slow))}
+    assert reported["slow"] <= 1.2 * reported["plain"] + 0.01, reported
 
 
 def test_side_stream_joined_before_returning_is_honest():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from htam_engine.evaluate.clock import FLUSH_FLOOR_MS, FLUSH_FRACTION, TAIL_FLOOR_MS, TAIL_FRACTION, flush_check, tail_check
+from htam_engine.evaluate.timing import FLUSH_WRITES
 
 
 def test_gpu_work_left_running_past_the_end_event_is_named():
@@ -17,19 +18,24 @@ def test_gpu_work_left_running_past_the_end_event_is_named():
 
 
 def test_work_run_beside_the_l2_flush_is_named():
-    # flushes as timing.run_trial measures them (the H200's 256 MB fill: ~0.065 ms); a kernel started
-    # on a stream that does not wait for the current one shares the device with the flush and
-    # lengthens it by the part it ran there, which the events that start after it never see
-    baselines = [0.065, 0.066, 0.064, 0.065, 0.067, 0.065]
-    honest = [0.066, 0.065, 0.065, 0.068, 0.064, 0.066]
-    beside = [0.065 + 0.03] * 5 + [0.066]
+    # flushes as timing.run_trial measures them (FLUSH_WRITES of the H200's 256 MB fill, ~0.065 ms
+    # each); a kernel started on a stream that does not wait for the current one shares the device
+    # with the flush and lengthens it by the part it ran there, which the events that start after it
+    # never see
+    one = 0.065
+    baselines = [x * FLUSH_WRITES for x in (0.065, 0.066, 0.064, 0.065, 0.067, 0.065)]
+    honest = [x * FLUSH_WRITES for x in (0.066, 0.065, 0.065, 0.068, 0.064, 0.066)]
+    beside = [one * FLUSH_WRITES + 0.03] * 5 + [0.066 * FLUSH_WRITES]
     assert flush_check(honest, baselines) is None
     message = flush_check(beside, baselines)
-    assert message is not None and "0.095 ms" in message and "before the events began timing" in message
-    # within the bound: the baselines' median, a share of it and the floor
-    edge = 0.065 * (1 + FLUSH_FRACTION) + FLUSH_FLOOR_MS
-    assert flush_check([edge - 0.0005] * 6, [0.065] * 6) is None
-    assert flush_check([edge + 0.0005] * 6, [0.065] * 6) is not None
+    assert message is not None and f"{one * FLUSH_WRITES + 0.03:.4g} ms" in message
+    assert "before the events began timing" in message
+    # within the bound: the baselines' median, a share of one write (the same bound in ms however
+    # many writes the flush is) and the floor
+    flush = one * FLUSH_WRITES
+    edge = flush + FLUSH_FRACTION * one + FLUSH_FLOOR_MS
+    assert flush_check([edge - 0.0005] * 6, [flush] * 6) is None
+    assert flush_check([edge + 0.0005] * 6, [flush] * 6) is not None
     # on the CPU there is no flush: both report 0
     assert flush_check([0.0] * 6, [0.0] * 6) is None
 
