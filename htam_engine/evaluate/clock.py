@@ -66,6 +66,12 @@ TAIL_FRACTION = 0.02
 # an honest forward's inputs are written on the current stream, so it never starts before it.
 FLUSH_FRACTION = 0.05
 FLUSH_FLOOR_MS = 0.005
+# ... and may not fall below this share of it: the flush is the harness's object in the candidate's
+# process, and one whose buffer was swapped for a small one, or whose writes were cut to none, leaves
+# the L2 warm for the trials (fewer writes gain nothing: one flushes the L2, the others only give
+# the launch its head start). The honest candidates' and the baselines' medians lie within a few
+# percent of each other (0.0925 and 0.0930 ms on the H100).
+FLUSH_SHORT_SHARE = 0.5
 
 
 def spread(samples: Sequence[float]) -> Spread | None:
@@ -141,6 +147,18 @@ def flush_check(candidate: Sequence[float], reference: Sequence[float]) -> str |
             f"against {ref:.4g} ms in the baselines' (bound {bound:.4g} ms): forward started device work "
             "on a stream that does not wait for the current one, which ran beside the flush, before the events "
             "began timing")
+
+
+def short_flush_check(candidate: Sequence[float], reference: Sequence[float]) -> str | None:
+    """The finding's message when the L2 flush ahead of the candidate's trials took less than
+    FLUSH_SHORT_SHARE of the baselines' (the flush cut short in the candidate's process), else None.
+    On the CPU both report no flush (0)."""
+    cand, ref = spread(candidate), spread(reference)
+    if cand is None or ref is None or ref.median_ms <= 0 or cand.median_ms >= FLUSH_SHORT_SHARE * ref.median_ms:
+        return None
+    return (f"the L2 flush before the start event took a median {cand.median_ms:.4g} ms in the candidate's trials "
+            f"against {ref.median_ms:.4g} ms in the baselines': the harness's flush was cut short in the "
+            "candidate's process, so its trials ran on an L2 the flush did not clear")
 
 
 def judged_runtime(candidate: Sequence[tuple[float, float]],

@@ -38,8 +38,8 @@ from htam_engine.evaluate.checks.observe import (Observations, candidate_output,
                                                  record_notes)
 from htam_engine.evaluate.checks.sequence import (CandidateFailed, CheckRun, HarnessFault, Stop, kernels_off_label,
                                                   stage_first)
-from htam_engine.evaluate.clock import (CpuSnapshot, clock_check, flush_check, hidden_cpu_check, judged_runtime, spread,
-                                        tail_check, thread_check)
+from htam_engine.evaluate.clock import (CpuSnapshot, clock_check, flush_check, hidden_cpu_check, judged_runtime,
+                                        short_flush_check, spread, tail_check, thread_check)
 from htam_engine.evaluate.kernel_switch import GARBAGE, RUN, KernelMode
 from htam_engine.evaluate.reference import BaselineSandbox, input_bytes
 from htam_engine.evaluate.sandbox_client import SandboxError
@@ -515,6 +515,9 @@ class TimedRounds:
         early = flush_check([t.flush_ms for t in cand], [t.flush_ms for t in baselines])
         if early:
             self.obs.find("flush_overlap", early)
+        cut = short_flush_check([t.flush_ms for t in cand], [t.flush_ms for t in baselines])
+        if cut:
+            self.obs.find("harness_tamper", cut)
         if not self.device.startswith("cuda") and self.cfg.cpu_threads:  # a thread limit to hold it to
             threads = thread_check([t.busy_threads for t in cand], [t.busy_threads for t in baselines],
                                    self.cfg.cpu_threads)

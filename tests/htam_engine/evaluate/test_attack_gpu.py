@@ -45,6 +45,11 @@ def test_a_kernel_started_beside_the_l2_flush_is_caught():
         assert_caught(r, "flush_overlap", "clock", "side_stream")
 
 
+def test_a_flush_cut_short_is_caught():
+    # the flusher's writes set to none from the candidate's process: its trials run on a warm L2
+    assert_caught(run_check("relu", "cheat_flush_skip", BIG, device="cuda", trials=20), "harness_tamper")
+
+
 def test_work_queued_in_the_seed_call_is_caught_on_cuda():
     assert_caught(run_check("relu", "cheat_seed_hook", BIG, device="cuda", trials=20), "clock", "harness_tamper")
 

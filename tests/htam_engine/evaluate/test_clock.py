@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from htam_engine.evaluate.clock import FLUSH_FLOOR_MS, FLUSH_FRACTION, TAIL_FLOOR_MS, TAIL_FRACTION, flush_check, tail_check
+from htam_engine.evaluate.clock import (FLUSH_FLOOR_MS, FLUSH_FRACTION, TAIL_FLOOR_MS, TAIL_FRACTION, flush_check,
+                                        short_flush_check, tail_check)
 from htam_engine.evaluate.timing import FLUSH_WRITES
 
 
@@ -38,6 +39,18 @@ def test_work_run_beside_the_l2_flush_is_named():
     assert flush_check([edge + 0.0005] * 6, [flush] * 6) is not None
     # on the CPU there is no flush: both report 0
     assert flush_check([0.0] * 6, [0.0] * 6) is None
+
+
+def test_a_flush_cut_short_in_the_candidates_process_is_named():
+    # the flush is the harness's object in the candidate's process: its buffer swapped for a small one
+    # or its writes cut to none leaves the trials an L2 the flush did not clear
+    baselines = [x * FLUSH_WRITES for x in (0.065, 0.066, 0.064, 0.065, 0.067, 0.065)]
+    honest = [x * FLUSH_WRITES for x in (0.064, 0.063, 0.065, 0.064, 0.066, 0.064)]
+    assert short_flush_check(honest, baselines) is None
+    for cut in ([0.002] * 6, [0.065] * 6):  # no write (the two events back to back); one write of four
+        message = short_flush_check(cut, baselines)
+        assert message is not None and "cut short" in message
+    assert short_flush_check([0.0] * 6, [0.0] * 6) is None  # the CPU: no flush either side
 
 
 def test_one_slow_synchronize_is_not_a_hidden_stream():
