@@ -22,7 +22,9 @@
 #                                            to the machine), else the exports of kbtable's batch (VERIFY_BATCH, or kbtable run
 #                                            before it in this call), else of gpu_verify.py's own 33-problem batch
 #                                            (VERIFY_RESUME: an earlier call's verify folder to go on from, e.g. the
-#                                            returned htam-gpu-out/verify carried as .verify-work)
+#                                            returned htam-gpu-out/verify carried as .verify-work; VERIFY_ARGS="--resume
+#                                            FILE": an earlier call's gpu_verify.json, its rows kept, with
+#                                            HTAM_BENCH_COMMIT=<commit> since the machine's copy has no git history)
 #   bash tests/bench/gpu_all.sh throughput   the worker pool against one at a time (gpu_batch.py --parts throughput)
 #   bash tests/bench/gpu_all.sh tritonfirst  where a Triton candidate's first call in a fresh sandbox spends its time
 #   bash tests/bench/gpu_all.sh kbtable      the KernelBench level 1+2 table alone (its --deadline, default 480 s, + 2 min; needs

@@ -15,6 +15,10 @@ place of KernelBench, whose evaluation needs CUDA):
 
     HTAM_KERNELBENCH=/work/kb python3 tests/bench/gpu_verify.py --limit 3 --load-problems 2
 
+With --resume FILE (an earlier call's gpu_verify.json, of the same commit) its rows are kept and
+their problems not verified again, so a table of 30 grows over device sessions whose parts each
+verify what their time allows (KernelBench's own eval of one export takes 10-125 s at official sizes).
+
 With --exports DIR it verifies a folder of exported solutions instead (an earlier batch's
 DIR/solutions, carried to the machine): no batch runs, so a device session's time goes to
 verifying (`VERIFY_EXPORTS=DIR bash tests/bench/gpu_all.sh verify`).
@@ -173,7 +177,6 @@ def verify_all(pairs: list[tuple[Any, Path]], checkout: Any, device: str, settin
     from htam_engine.loop.report import times
     from htam_engine.problems import load_problem
     from htam_engine.verify import report
-    from htam_engine.verify.settings import AGREEMENT
     from htam_engine.verify.side_by_side import verify_solution
 
     rows = []
@@ -208,13 +211,51 @@ def verify_all(pairs: list[tuple[Any, Path]], checkout: Any, device: str, settin
         doc["batch_speedup"] = bx
         doc["batch_gap"] = (bx - v.kernelbench.speedup) / v.kernelbench.speedup if bx and v.kernelbench.speedup else None
         rows.append(doc)
+    summarize(rows)
+    return rows
+
+
+def summarize(rows: list[dict[str, Any]], label: str = "") -> None:
+    """How many rows agree with KernelBench: the verdict, htam verify's speedup and the batch's own."""
+    from htam_engine.verify.settings import AGREEMENT
+
     gaps = [r["speedup_gap"] for r in rows if r["speedup_gap"] is not None]
     bgaps = [r["batch_gap"] for r in rows if r["batch_gap"] is not None]
     within = lambda gs: sum(abs(g) <= AGREEMENT for g in gs)  # noqa: E731
-    print(f"same verdict: {sum(r['verdicts_agree'] for r in rows)} of {len(rows)}; htam verify within "
-          f"{100 * AGREEMENT:g} % of KernelBench: {within(gaps)} of {len(gaps)}; the batch's own speedup "
-          f"within {100 * AGREEMENT:g} %: {within(bgaps)} of {len(bgaps)}", flush=True)
-    return rows
+    print(f"{label + ': ' if label else ''}same verdict: {sum(r['verdicts_agree'] for r in rows)} of {len(rows)}; "
+          f"htam verify within {100 * AGREEMENT:g} % of KernelBench: {within(gaps)} of {len(gaps)}; the batch's "
+          f"own speedup within {100 * AGREEMENT:g} %: {within(bgaps)} of {len(bgaps)}", flush=True)
+
+
+def problem_name(ident: str) -> str:
+    """A problem's file name from its id or list entry: kernelbench:level1/88_MinGPTNewGelu, level1/88_MinGPTNewGelu
+    and (a shrunk copy, on the CPU) 88_MinGPTNewGelu all give 88_MinGPTNewGelu."""
+    return ident.rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+
+
+def current_commit() -> str | None:
+    """The checkout's commit: HTAM_BENCH_COMMIT where set (a device's copy of the working tree has
+    no history: name it in the command), else git's, else None."""
+    if os.environ.get("HTAM_BENCH_COMMIT"):
+        return os.environ["HTAM_BENCH_COMMIT"][:7]
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short=7", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                             timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def resumed_rows(path: Path, commit: str | None) -> list[dict[str, Any]]:
+    """The verified rows of an earlier call's report, refused (SystemExit, one line) when both
+    commits are known and differ: rows of other code do not belong in one table."""
+    try:
+        earlier = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        sys.exit(f"--resume {path}: cannot read it ({exc})")
+    if commit and earlier.get("commit") and earlier["commit"] != commit:
+        sys.exit(f"--resume {path}: its rows are of commit {earlier['commit']}, this is {commit}")
+    return list(earlier.get("alone") or [])
 
 
 def main() -> int:
@@ -226,6 +267,9 @@ def main() -> int:
     ap.add_argument("--limit", type=int, default=None, help="first N problems of the list (default all 33)")
     ap.add_argument("--skip", default="", help="comma-separated problems (levelN/NAME) not to verify: those an "
                                                "earlier call verified")
+    ap.add_argument("--resume", default=None,
+                    help="an earlier call's gpu_verify.json (same commit): its verified rows are kept, their "
+                         "problems skipped, and the summary covers both")
     ap.add_argument("--load-problems", type=int, default=8, help="how many exports to verify again under load")
     ap.add_argument("--deadline", type=float, default=480, help="seconds for the whole run; parts stop early after it")
     ap.add_argument("--budget-mb", type=float, default=None, help="shrink inputs (default: official on CUDA, 1 on the CPU)")
@@ -268,13 +312,18 @@ def main() -> int:
     elif args.batch:
         names = names_in_batch(Path(args.batch), args.limit or len(PROBLEMS))
     skipped = set(filter(None, args.skip.split(",")))
-    names = [n for n in names if n not in skipped]
+    commit = current_commit()
+    earlier = resumed_rows(Path(args.resume), commit) if args.resume else []
+    done = {problem_name(row["problem"]) for row in earlier}
+    names = [n for n in names if n not in skipped and problem_name(n) not in done]
     print(f"device {device}; KernelBench: {checkout.root}{'' if gpu else ' (test double: KernelBench needs CUDA)'}; "
           f"settings {settings.to_dict()}; sizes {'official' if budget is None else f'shrunk to {budget_mb:g} MiB'}")
     print(f"problems ({len(names)}): {', '.join(names)}", flush=True)
     files = problem_files(kb_root / "KernelBench", names, budget, work)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    doc: dict[str, Any] = {"device": device, "problems": names, "settings": settings.to_dict()}
+    doc: dict[str, Any] = {"device": device, "commit": commit, "problems": names, "settings": settings.to_dict()}
+    if earlier:
+        print(f"kept from {args.resume}: {len(earlier)} verified rows ({', '.join(sorted(done))})", flush=True)
 
     from htam_engine.loop.batch import Batch, BatchSpec
     from htam_engine.problems import load_problem
@@ -303,8 +352,10 @@ def main() -> int:
         print(f"  not verified: {pid}: {why}", flush=True)
     doc["skipped"] = skipped
     if "alone" in args.parts:
-        doc["alone"] = verify_all(pairs, checkout, device, settings, deadline, batch_x,
-                                  "verified with the GPU otherwise idle")
+        doc["alone"] = earlier + verify_all(pairs, checkout, device, settings, deadline, batch_x,
+                                            "verified with the GPU otherwise idle")
+        if earlier:
+            summarize(doc["alone"], "with the kept rows")
     if "load" in args.parts:
         for old in ("load-batch", "load-cache"):  # a fresh batch with nothing cached: it compiles too
             shutil.rmtree(work / old, ignore_errors=True)
