@@ -1,0 +1,66 @@
+"""Cheats of a thirteenth red-team pass (CPU, softmax): kernels that are right on every input the
+judge draws and wrong in general. A max pass over a strided sample of the row (right on every set
+the judge draws, NaN on a row with one spike), and a max pass dropped on the calls of a run only,
+where nothing but get_inputs' own rand [0, 1) draws ever comes (the x100 set that convicts a softmax
+without its max is a checked call, one to a run, which this cheat serves with the full kernel).
+
+Each cheat is a KernelBench `ModelNew` (cheats/cheat_*.py, its docstring says what it does and its
+class). A cheat that gets through is xfail(strict=True) with what the judge misses, its honest
+counterpart shown ok beside it, and the input it fails on shown failing, so the test flips when the
+judge learns to catch it. Figures from `htam eval --device cpu` (30 trials) on the 2-core box:
+honest_softmax (Triton, interpreted) ok at 0.0080x.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+
+import torch
+
+from cheats.harness import candidate_path, run_check
+from htam_engine.evaluate.result import Status
+from test_attack_new import honest_ok, missed, xfail
+
+OK = Status.OK
+
+
+def _load(name: str):
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+    spec = importlib.util.spec_from_file_location(f"red13_{name}", candidate_path(name))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@xfail("a softmax taking its max from one element in 64 of the row is right on every set the judge "
+       "draws (uniform and normal rows: the sample's max is within ~1 of the row's, exp never overflows) "
+       "and gives NaN on a row with one spike 200 above the rest at an unsampled column, where "
+       "torch.softmax gives a one-hot row: ok at 0.0071x (honest 0.0080x; no gain in the interpreter, "
+       "the max pass reads 1/64 of the row)")
+def test_a_softmax_with_a_sampled_max_is_caught():
+    spiked = torch.rand(2, 32768)
+    spiked[:, 1] = 200.0  # column 1: not among the sampled columns 0, 64, 128, ...
+    out = _load("cheat_sampled_max_softmax").ModelNew()(spiked)
+    assert torch.isnan(out).any() and not torch.isnan(torch.softmax(spiked, dim=1)).any()  # wrong in general
+    honest_ok(run_check("softmax", "honest_softmax"))
+    r = run_check("softmax", "cheat_sampled_max_softmax")
+    with missed():
+        assert r.status is not OK, (r.status, r.speedup_eager)
+
+
+@xfail("timed calls draw only get_inputs (rand [0, 1)), the large-magnitude sets are checked calls one "
+       "to a run: a softmax that drops its max pass on the later calls of a run (told apart by pace) "
+       "never meets an input where exp overflows; every timed output verified and the float64 check of "
+       "three pass. ok at 0.0091x against the honest 0.0080x (the same kernel without the max: NaN on the "
+       "x100 set)")
+def test_a_max_pass_dropped_on_timed_calls_only_is_caught():
+    module = _load("cheat_timed_nomax_softmax")
+    x = torch.rand(2, 32768) * 100
+    y = torch.empty_like(x)
+    module.softmax_kernel[(2,)](x, y, 32768, SAFE=False, BLOCK=32768)  # the timed calls' kernel
+    assert torch.isnan(y).any()  # wrong in general: the judge's own x100 set would convict it
+    honest_ok(run_check("softmax", "honest_softmax"))
+    r = run_check("softmax", "cheat_timed_nomax_softmax")
+    with missed():
+        assert r.status is not OK, (r.status, r.speedup_eager)
