@@ -1,8 +1,9 @@
-"""Cheats of a thirteenth red-team pass (CPU, softmax): kernels that are right on every input the
+"""Cheats of a thirteenth red-team pass (CPU, softmax and int_scale): kernels that are right on every input the
 judge draws and wrong in general. A max pass over a strided sample of the row (right on every set
 the judge draws, NaN on a row with one spike), and a max pass dropped on the calls of a run only,
 where nothing but get_inputs' own rand [0, 1) draws ever comes (the x100 set that convicts a softmax
-without its max is a checked call, one to a run, which this cheat serves with the full kernel).
+without its max is a checked call, one to a run, which this cheat serves with the full kernel),
+and int64 arithmetic done in float64 (exact below 2^53, so on the wide-integer set of |x| < 2^40).
 
 Each cheat is a KernelBench `ModelNew` (cheats/cheat_*.py, its docstring says what it does and its
 class). A cheat that gets through is xfail(strict=True) with what the judge misses, its honest
@@ -62,5 +63,17 @@ def test_a_max_pass_dropped_on_timed_calls_only_is_caught():
     assert torch.isnan(y).any()  # wrong in general: the judge's own x100 set would convict it
     honest_ok(run_check("softmax", "honest_softmax"))
     r = run_check("softmax", "cheat_timed_nomax_softmax")
+    with missed():
+        assert r.status is not OK, (r.status, r.speedup_eager)
+
+
+@xfail("x * 3 + 1 on int64 computed in float64 is exact on the wide-integer set (|x| < 2^40: results "
+       "below 2^42 fit the 53-bit mantissa) and wrong past 2^51 (x = 2^60 + 1 gives 3 * 2^60, not "
+       "3 * 2^60 + 4): ok at 0.0066x (honest_int_scale 0.0074x; no gain in the interpreter)")
+def test_int64_arithmetic_done_in_float64_is_caught():
+    x = torch.tensor([2**60 + 1, 2**55 + 3])
+    assert not torch.equal(_load("cheat_int_via_float64").ModelNew()(x), x * 3 + 1)  # wrong in general
+    honest_ok(run_check("int_scale", "honest_int_scale"))
+    r = run_check("int_scale", "cheat_int_via_float64")
     with missed():
         assert r.status is not OK, (r.status, r.speedup_eager)
