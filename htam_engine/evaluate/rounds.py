@@ -10,7 +10,13 @@ reference for its inputs. Then, with the candidate's whole process tree stopped,
 to the reference sandbox's eager and compiled models (their outputs verified as well). A run's
 inputs are all in place before its first call, so a candidate could compute later calls' outputs
 in an earlier one: one run is one sample, the mean of its calls, which counts such work wherever
-it was done. Once the candidate's sandbox is gone the baselines are timed alone for a few more
+it was done. One more run, in a place drawn at random among the timed ones, has large-magnitude
+sets at every call (fresh draws times sequence.CheckRun.check_large_magnitude's largest scale the
+reference stayed finite at), every output verified and no sample taken: the checked sets come one
+to a Go, so a candidate telling a run's later calls by their pace could serve the
+checked sets its full kernel and the timed calls, which otherwise only ever see get_inputs' own
+draws, one that is wrong in general (a softmax without its max pass: cheat_timed_nomax_softmax).
+Once the candidate's sandbox is gone the baselines are timed alone for a few more
 runs; a baseline that was slower beside the candidate is replaced by its figure alone. The clock
 rule (clock.py) compares the candidate's overhead with the reference sandbox's.
 
@@ -27,17 +33,18 @@ import secrets
 import statistics
 import time
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any, Iterator, NamedTuple
 
 from htam_engine.evaluate import wire
 from htam_engine.evaluate.channel import Channel, Staging, fresh_seed
 from htam_engine.evaluate.checks.compare import compare_outputs, tensors
-from htam_engine.evaluate.checks.inputs import draw
+from htam_engine.evaluate.checks.inputs import draw, large_magnitude
 from htam_engine.evaluate.checks.memory import aliased_outputs, tensor_leaves
 from htam_engine.evaluate.checks.observe import (Observations, candidate_output, check_mutation, check_precision,
-                                                 record_notes)
+                                                 nonfinite, record_notes)
 from htam_engine.evaluate.checks.sequence import (CandidateFailed, CheckRun, HarnessFault, Stop, kernels_off_label,
-                                                  stage_first)
+                                                  noise_of, stage_first)
 from htam_engine.evaluate.clock import (CpuSnapshot, clock_check, flush_check, hidden_cpu_check, judged_runtime,
                                         short_flush_check, spread, tail_check, thread_check)
 from htam_engine.evaluate.kernel_switch import GARBAGE, RUN, KernelMode
@@ -124,6 +131,13 @@ def timed_stage_runs(warmup: int, trials: int, per_run: int) -> list[range | Non
     return [*warm, *timed[:place], None, *timed[place:]]
 
 
+class ExtraRun(Enum):
+    """A run of the timed stage besides the warm-up and timed runs (the run on garbage is None in
+    timed_stage_runs' list)."""
+
+    LARGE = "large"  # a large-magnitude set among a run's calls (TimedRounds._large_run)
+
+
 class Trial(NamedTuple):
     """One run of timed calls as the judge keeps it: one sample."""
 
@@ -153,6 +167,9 @@ class RoundSet:
     values: list[Any] | None
     exact: Any  # the float64 yardstick, where the reference changes its inputs (needed first); else None
     ref_out: Any
+    # A large-magnitude set among a run's calls (_large_run): compared as the checked sets are, against
+    # its yardstick (exact, computed with it), and no sample.
+    scaled: bool = False
 
 
 Samples = dict[str, list[Trial]]  # model -> its timed trials
@@ -256,12 +273,20 @@ class TimedRounds:
         self.per_run = 1 if checks.reference_mutates else \
             trials_per_run(input_bytes(first.values), out_bytes, trials)
         base_ms = self.baseline_channel.last_call_ms if self.baseline_channel is not None else 0.0
-        calls = warmup + trials + self.per_run  # the run on garbage is as long as a timed run
+        runs: list[range | None | ExtraRun] = list(timed_stage_runs(warmup, trials, self.per_run))
+        if checks.finite_scales and not checks.reference_mutates:  # a mutating reference's sets are drawn again
+            first_timed = len(runs_of(0, warmup, self.per_run))
+            runs.insert(first_timed + secrets.randbelow(len(runs) - first_timed + 1), ExtraRun.LARGE)
+        calls = warmup + trials + self.per_run * (len(runs) - len(runs_of(0, warmup, self.per_run))
+                                                  - len(runs_of(warmup, trials, self.per_run)))  # the extra runs
         with self._stretch(calls, [self.channel.last_call_ms] + [base_ms] * len(models)):
-            for run in timed_stage_runs(warmup, trials, self.per_run):
-                if run is None:
+            for run in runs:
+                if run is None or run is ExtraRun.LARGE:
                     first = None  # with no warm-up run, round 0's set is drawn again after it: one run's sets at a time
-                    self._garbage_run(checks, models, picked, samples)
+                    if run is None:
+                        self._garbage_run(checks, models, picked, samples)
+                    else:
+                        self._large_run(checks, models, picked, samples, max(checks.finite_scales))
                     continue
                 with judge.lock.checking():  # the judge's own device work: beside other judges' checks
                     sets = [first if i == 0 and first is not None else self._round_set(i, checks.reference_mutates)
@@ -312,6 +337,31 @@ class TimedRounds:
             sets = [self._round_set(-1, False, label) for label in labels]
         self._time_run(checks, models, sets, picked, samples, GARBAGE)
 
+    def _large_run(self, checks: CheckRun, models: list[str], picked: set[int], samples: Samples, scale: float) -> None:
+        """A run as long as a timed run, made as a timed run's (module docstring), on fresh draws times
+        `scale`; every output verified as the checked sets are (against its yardstick), no sample. A
+        call whose draw the reference does not stay finite on gets a plain fresh draw instead (the run
+        is still made, and as long: the count and length of runs say nothing). Every call of it scaled,
+        so a candidate that tells calls apart by their place in a run meets the scale at every place."""
+        sets: list[RoundSet] = []
+        with self.judge.lock.checking():
+            for k in range(self.per_run):
+                label = f"large-magnitude x{scale:g} (call {k + 1} of a run of timed calls)"
+                draw_seed, seed = fresh_seed(), fresh_seed()
+                values = large_magnitude(draw(self.loaded.main.get_inputs, draw_seed), scale)
+                ref_out = self.reference.outputs(values, seed, label)
+                if nonfinite(ref_out):
+                    del values, ref_out
+                    plain = self._round_set(-1, False, f"call {k + 1} of a large-magnitude run (plain: the "
+                                                       "reference overflows on this draw scaled)")
+                    plain.timed = False  # verified, no sample
+                    sets.append(plain)
+                    continue
+                sets.append(RoundSet(-1, label, False, draw_seed, seed, values, self.reference.exact(values, seed),
+                                     ref_out, scaled=True))
+                del values, ref_out
+        self._time_run(checks, models, sets, picked, samples)
+
     def _judge_garbage_run(self, checks: CheckRun, results: list[Any], sets: list[RoundSet]) -> None:
         """The run on garbage's outputs judged; Stop where that settled the verdict."""
         usable = checks.usable_outputs(results, [(rs.label, rs.values, rs.ref_out) for rs in sets], GARBAGE)
@@ -356,7 +406,7 @@ class TimedRounds:
                 if kernels is GARBAGE:
                     self._judge_garbage_run(checks, results, sets)
                     return
-                outs = [self._verify_timed(checks, res, rs.values, rs.ref_out, rs.label)
+                outs = [self._verify_timed(checks, res, rs.values, rs.ref_out, rs.label, rs.exact if rs.scaled else None)
                         for res, rs in zip(results, sets)]
                 for k, (rs, out) in enumerate(zip(sets, outs)):
                     self._check_picked(rs, out, picked, base[k] if base is not None else None)
@@ -467,9 +517,11 @@ class TimedRounds:
                         samples[model_id].append(trial)
         return samples
 
-    def _verify_timed(self, checks: CheckRun, res: Any, values: list[Any], ref_out: Any, label: str) -> Any:
+    def _verify_timed(self, checks: CheckRun, res: Any, values: list[Any], ref_out: Any, label: str,
+                      exact: Any = None) -> Any:
         """A timed call's reply, output and values checked (precision is the caller's, for the
-        trials it picked): its output when that matched the reference, else None."""
+        trials it picked): its output when that matched the reference, else None. exact: a
+        large-magnitude set's yardstick, compared against as the checked sets are (check_set)."""
         reply = res.reply
         if not reply.ok:
             raise CandidateFailed(f"ModelNew.forward raised on {label}: {reply.message}", reply.kind)
@@ -482,8 +534,9 @@ class TimedRounds:
             self.obs.find("changed_during_timing", f"on {label} the output no longer had the reference's form "
                                                    f"({self.obs.mismatch.note if self.obs.mismatch else 'see findings'})")
         else:
-            noise = lambda path: checks.timing_noise.get(path)  # noqa: E731
-            m = compare_outputs(out, ref_out, self.cfg.tolerances, label, noise)
+            noise = noise_of(ref_out, exact) if exact is not None else \
+                (lambda path: checks.timing_noise.get(path))  # noqa: E731
+            m = compare_outputs(out, ref_out, self.cfg.tolerances, label, noise, exact)
             checks.note_stale(out, m, label)
             if m is not None and not any(f.rule == "caching" for f in self.obs.findings):
                 self.obs.find("changed_during_timing", f"on {label} the output does not match the reference for "

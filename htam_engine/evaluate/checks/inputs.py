@@ -9,7 +9,8 @@ the tensors they do not replace) as they are:
 - large magnitude: floating inputs times 30 and 100 (a softmax without its max pass
   overflows there), used only where the reference stays finite;
 - wide integers: integer inputs drawn across a range far past 32 bits (an int64
-  computation done in 32 bits wraps), used only where the reference accepts them.
+  computation done in 32 bits wraps), for int64 at every bit length up to 62 (one done in
+  float64 rounds past 2^53), used only where the reference accepts them.
 Every seed comes from the judge (secrets), per evaluation; none is ever sent to a sandbox.
 """
 
@@ -24,8 +25,14 @@ from htam_engine.evaluate.checks.compare import runs
 from htam_engine.evaluate.seeding import seeded
 
 LARGE_SCALES = (30.0, 100.0)
-# Half-width of the wide integer range, by dtype: past 32 bits for int64, the full range otherwise.
-_WIDE = {torch.int64: 1 << 40, torch.int32: 1 << 31, torch.int16: 1 << 15, torch.int8: 1 << 7, torch.uint8: 1 << 7}
+# Half-width of the wide integer range, by dtype: the full range (int64: to 2^62, so that x * 3 + 1 of
+# one stays in range).
+_WIDE = {torch.int64: 1 << 62, torch.int32: 1 << 31, torch.int16: 1 << 15, torch.int8: 1 << 7, torch.uint8: 1 << 7}
+# int64 values are shifted down by a random count of up to this many bits each, so that every bit
+# length comes (uniform draws over +-2^62 are nearly all past 2^60): small values where a 32-bit
+# computation is exact beside values past 2^53, where a float64 one rounds (cheat_int_via_float64:
+# exact on draws below 2^40, the range before).
+_INT64_SHIFT = 62
 
 
 def draw(get_inputs: Callable[[], Any], seed: int) -> list[Any]:
@@ -109,5 +116,8 @@ def wide_integers(values: list[Any], seed: int, positive: bool = False) -> list[
                 continue
             low = 0 if positive or x.dtype == torch.uint8 else -half
             high = 2 * half if x.dtype == torch.uint8 else half
-            out.append(torch.randint(low, high, x.shape, dtype=x.dtype, device=x.device))
+            wide = torch.randint(low, high, x.shape, dtype=x.dtype, device=x.device)
+            if x.dtype == torch.int64:
+                wide.bitwise_right_shift_(torch.randint(0, _INT64_SHIFT, x.shape, dtype=x.dtype, device=x.device))
+            out.append(wide)
     return out

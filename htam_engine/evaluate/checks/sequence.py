@@ -183,6 +183,9 @@ class CheckRun:
         self.prints: list[tuple[str, tuple[float, ...]]] = []  # every right output so far, for the stale rule
         self.constant: set[tuple[float, ...]] = set()  # right outputs two different input sets both got
         self.reference_mutates = False
+        # The large-magnitude scales the reference stayed finite at (check_large_magnitude): the timed
+        # stage puts a set of the largest among a run's calls too (rounds.TimedRounds._large_run).
+        self.finite_scales: list[float] = []
         self.timing_noise: dict[str, float | None] = {}
         self.last_out: Any = None  # the candidate's output on the latest call (None: not comparable)
         self.extension_ops = False  # the build registered torch.ops operators (their calls are not counted)
@@ -361,8 +364,9 @@ class CheckRun:
             def scaled(draw_seed: int, scale: float = scale) -> list[Any]:
                 return large_magnitude(draw(self.loaded.main.get_inputs, draw_seed), scale)
             try:
-                self.check_set(f"large-magnitude x{scale:g}", functools.partial(scaled, fresh_seed()), self.reference,
-                               finite_only=True)
+                if self.check_set(f"large-magnitude x{scale:g}", functools.partial(scaled, fresh_seed()),
+                                  self.reference, finite_only=True) is not None:
+                    self.finite_scales.append(scale)
             except ReferenceFailed:
                 continue
 

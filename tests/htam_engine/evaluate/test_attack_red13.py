@@ -21,7 +21,7 @@ import torch
 
 from cheats.harness import candidate_path, run_check
 from htam_engine.evaluate.result import Status
-from test_attack_new import honest_ok, missed, xfail
+from test_attack_new import assert_caught, honest_ok, missed, xfail
 
 OK = Status.OK
 
@@ -50,12 +50,11 @@ def test_a_softmax_with_a_sampled_max_is_caught():
         assert r.status is not OK, (r.status, r.speedup_eager)
 
 
-@xfail("timed calls draw only get_inputs (rand [0, 1)), the large-magnitude sets are checked calls one "
-       "to a run: a softmax that drops its max pass on the later calls of a run (told apart by pace) "
-       "never meets an input where exp overflows; every timed output verified and the float64 check of "
-       "three pass. ok at 0.0091x against the honest 0.0080x (the same kernel without the max: NaN on the "
-       "x100 set)")
 def test_a_max_pass_dropped_on_timed_calls_only_is_caught():
+    """Timed calls drew only get_inputs (rand [0, 1)) and the large-magnitude sets were checked calls
+    one to a Go: a softmax dropping its max pass on the later calls of a run (told apart by pace) never
+    met an input where exp overflows (ok at 0.0091x against the honest 0.0080x). A run of timed
+    calls on large-magnitude sets now comes among the timed runs (rounds.TimedRounds._large_run)."""
     module = _load("cheat_timed_nomax_softmax")
     x = torch.rand(2, 32768) * 100
     y = torch.empty_like(x)
@@ -63,17 +62,17 @@ def test_a_max_pass_dropped_on_timed_calls_only_is_caught():
     assert torch.isnan(y).any()  # wrong in general: the judge's own x100 set would convict it
     honest_ok(run_check("softmax", "honest_softmax"))
     r = run_check("softmax", "cheat_timed_nomax_softmax")
-    with missed():
-        assert r.status is not OK, (r.status, r.speedup_eager)
+    assert_caught(r, "changed_during_timing")
+    assert "a run of timed calls" in r.diagnostics.message
 
 
-@xfail("x * 3 + 1 on int64 computed in float64 is exact on the wide-integer set (|x| < 2^40: results "
-       "below 2^42 fit the 53-bit mantissa) and wrong past 2^51 (x = 2^60 + 1 gives 3 * 2^60, not "
-       "3 * 2^60 + 4): ok at 0.0066x (honest_int_scale 0.0074x; no gain in the interpreter)")
 def test_int64_arithmetic_done_in_float64_is_caught():
+    """x * 3 + 1 on int64 computed in float64 was exact on the wide-integer set (|x| < 2^40: results
+    below 2^42 fit the 53-bit mantissa) and is wrong past 2^51 (ok at 0.0066x, honest_int_scale
+    0.0074x). The set's int64 values now come at every bit length up to 62 (inputs.wide_integers)."""
     x = torch.tensor([2**60 + 1, 2**55 + 3])
     assert not torch.equal(_load("cheat_int_via_float64").ModelNew()(x), x * 3 + 1)  # wrong in general
     honest_ok(run_check("int_scale", "honest_int_scale"))
     r = run_check("int_scale", "cheat_int_via_float64")
-    with missed():
-        assert r.status is not OK, (r.status, r.speedup_eager)
+    assert r.status is Status.INCORRECT and not r.correct, (r.status, r.speedup_eager)
+    assert "wide-integers" in r.diagnostics.message and "exact comparison for torch.int64" in r.diagnostics.message

@@ -38,6 +38,14 @@ def test_mismatch_names_the_worst_element_shapes_dtypes_and_input_set():
     assert m.input_set == "get_inputs#0" and "2 of 20 elements" in m.note
 
 
+def test_integers_past_2_53_that_differ_by_one_show_their_difference():
+    # an int64 result computed in float64 (cheat_int_via_float64): the two are equal as float64
+    ref = torch.tensor([3 * 2**60 + 4, 7])
+    new = torch.tensor([3 * 2**60, 7])
+    m = cmp(new, ref)
+    assert m.where == [0] and m.max_abs_error == 4.0 and "1 of 2 elements differ" in m.note
+
+
 def test_all_zeros_softmax_passes_elementwise_but_not_the_whole_output_bound():
     ref = torch.softmax(torch.rand(2, 4096), dim=1)
     assert float(ref.max()) < 1e-2  # every element under atol
