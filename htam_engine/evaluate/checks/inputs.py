@@ -8,6 +8,9 @@ the tensors they do not replace) as they are:
   and scalar reductions, where a closed-form estimate of the expected value would pass;
 - large magnitude: floating inputs times 30 and 100 (a softmax without its max pass
   overflows there), used only where the reference stays finite;
+- sparse spikes: SPIKES floating elements of each tensor raised far above the rest (a max,
+  or a norm, taken from a sample of the elements misses them: a softmax whose max comes from
+  every 64th element overflows in exp), used only where the reference stays finite;
 - wide integers: integer inputs drawn across a range far past 32 bits (an int64
   computation done in 32 bits wraps), for int64 at every bit length up to 62 (one done in
   float64 rounds past 2^53), used only where the reference accepts them.
@@ -25,6 +28,12 @@ from htam_engine.evaluate.checks.compare import runs
 from htam_engine.evaluate.seeding import seeded
 
 LARGE_SCALES = (30.0, 100.0)
+# The sparse spikes: SPIKES elements of each floating tensor, at random places, set to SPIKE_SIZE times
+# its RMS magnitude (173 for rand [0, 1): exp of a spike less a row's other values overflows float32).
+# Few, so that a row holding one has no other a sample could hit: at one in 1024 elements a 32768-wide
+# softmax row held 32, and a max from every 64th element caught one in 40 % of the rows.
+SPIKES = 8
+SPIKE_SIZE = 300.0
 # Half-width of the wide integer range, by dtype: the full range (int64: to 2^62, so that x * 3 + 1 of
 # one stays in range).
 _WIDE = {torch.int64: 1 << 62, torch.int32: 1 << 31, torch.int16: 1 << 15, torch.int8: 1 << 7, torch.uint8: 1 << 7}
@@ -89,6 +98,19 @@ def heavy_tailed(values: list[Any], seed: int, positive: bool = False) -> list[A
         return (t.abs_() if positive else t).mul_(_scale(x))
 
     return _replace_floats(values, student_t, seed)
+
+
+def sparse_spikes(values: list[Any], seed: int) -> list[Any]:
+    """Floating tensors with SPIKES elements, drawn at random, set to SPIKE_SIZE times their RMS
+    magnitude; the rest as drawn."""
+
+    def spiked(x: torch.Tensor) -> torch.Tensor:
+        y = x.clone(memory_format=torch.contiguous_format)
+        if y.numel():
+            y.view(-1)[torch.randint(y.numel(), (SPIKES,), device=y.device)] = SPIKE_SIZE * _scale(x)
+        return y
+
+    return _replace_floats(values, spiked, seed)
 
 
 def large_magnitude(values: list[Any], scale: float) -> list[Any]:

@@ -32,6 +32,7 @@ work; then skipped with their tensors spoiled: an output still mostly right was 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
@@ -40,8 +41,9 @@ import torch
 
 from htam_engine.evaluate.channel import Channel, Staged, Staging, fresh_seed
 from htam_engine.evaluate.checks.compare import compare_outputs, flatten, fraction_right, noise_norm, runs, tensors
-from htam_engine.evaluate.checks.inputs import (LARGE_SCALES, draw, has_floats, has_integers, heavy_tailed,
-                                                large_magnitude, signed_normal, wide_integers)
+from htam_engine.evaluate.checks.inputs import (LARGE_SCALES, SPIKE_SIZE, draw, has_floats, has_integers,
+                                                heavy_tailed, large_magnitude, signed_normal, sparse_spikes,
+                                                wide_integers)
 from htam_engine.evaluate.checks.memory import clone_inputs, same_values, tensor_leaves
 from htam_engine.evaluate.checks.observe import (Observations, candidate_output, check_mutation, check_native_threads,
                                                  check_precision, nonfinite, output_fingerprint, record_notes)
@@ -369,6 +371,13 @@ class CheckRun:
                     self.finite_scales.append(scale)
             except ReferenceFailed:
                 continue
+        spike_seed = fresh_seed()
+
+        def spiked(draw_seed: int) -> list[Any]:
+            return sparse_spikes(draw(self.loaded.main.get_inputs, draw_seed), spike_seed)
+        with contextlib.suppress(ReferenceFailed):
+            self.check_set(f"sparse spikes x{SPIKE_SIZE:g}", functools.partial(spiked, fresh_seed()), self.reference,
+                           finite_only=True)
 
     def check_wide_integers(self, facts: ReferenceFacts) -> None:
         if not self.cfg.check_other_distribution or not self._has(has_integers):

@@ -1,14 +1,15 @@
-"""Cheats of a thirteenth red-team pass (CPU, softmax and int_scale): kernels that are right on every input the
-judge draws and wrong in general. A max pass over a strided sample of the row (right on every set
-the judge draws, NaN on a row with one spike), and a max pass dropped on the calls of a run only,
-where nothing but get_inputs' own rand [0, 1) draws ever comes (the x100 set that convicts a softmax
-without its max is a checked call, one to a run, which this cheat serves with the full kernel),
-and int64 arithmetic done in float64 (exact below 2^53, so on the wide-integer set of |x| < 2^40).
+"""Cheats of a thirteenth red-team pass (CPU, softmax and int_scale): kernels that were right on
+every input the judge drew and are wrong in general, all three ok then and caught since. A max pass
+over a strided sample of the row (NaN on a row with one spike: caught by the sparse-spikes set), a
+max pass dropped on the later calls of a run only, where nothing but get_inputs' own rand [0, 1)
+draws came (the x100 set that convicts a softmax without its max was a checked call, one to a Go:
+caught by the run of large-magnitude sets among the timed runs), and int64 arithmetic done in
+float64 (exact below 2^53, the wide-integer set's |x| < 2^40 then: caught by its values at every
+bit length up to 62).
 
 Each cheat is a KernelBench `ModelNew` (cheats/cheat_*.py, its docstring says what it does and its
-class). A cheat that gets through is xfail(strict=True) with what the judge misses, its honest
-counterpart shown ok beside it, and the input it fails on shown failing, so the test flips when the
-judge learns to catch it. Figures from `htam eval --device cpu` (30 trials) on the 2-core box:
+class). Each test shows the input the cheat fails on failing, its honest counterpart ok, and the
+judge catching it. Figures from `htam eval --device cpu` (30 trials) on the 2-core box:
 honest_softmax (Triton, interpreted) ok at 0.0080x.
 """
 
@@ -21,9 +22,8 @@ import torch
 
 from cheats.harness import candidate_path, run_check
 from htam_engine.evaluate.result import Status
-from test_attack_new import assert_caught, honest_ok, missed, xfail
+from test_attack_new import assert_caught, honest_ok
 
-OK = Status.OK
 
 
 def _load(name: str):
@@ -34,20 +34,20 @@ def _load(name: str):
     return module
 
 
-@xfail("a softmax taking its max from one element in 64 of the row is right on every set the judge "
-       "draws (uniform and normal rows: the sample's max is within ~1 of the row's, exp never overflows) "
-       "and gives NaN on a row with one spike 200 above the rest at an unsampled column, where "
-       "torch.softmax gives a one-hot row: ok at 0.0071x (honest 0.0080x; no gain in the interpreter, "
-       "the max pass reads 1/64 of the row)")
 def test_a_softmax_with_a_sampled_max_is_caught():
+    """A softmax taking its max from one element in 64 of the row was right on every set the judge
+    drew (uniform and normal rows: the sample's max is within ~1 of the row's, exp never overflows)
+    and gives NaN on a row with one spike 200 above the rest at an unsampled column, where
+    torch.softmax gives a one-hot row (ok at 0.0071x, honest 0.0080x). A set of sparse spikes is
+    checked now (inputs.sparse_spikes)."""
     spiked = torch.rand(2, 32768)
     spiked[:, 1] = 200.0  # column 1: not among the sampled columns 0, 64, 128, ...
     out = _load("cheat_sampled_max_softmax").ModelNew()(spiked)
     assert torch.isnan(out).any() and not torch.isnan(torch.softmax(spiked, dim=1)).any()  # wrong in general
     honest_ok(run_check("softmax", "honest_softmax"))
     r = run_check("softmax", "cheat_sampled_max_softmax")
-    with missed():
-        assert r.status is not OK, (r.status, r.speedup_eager)
+    assert r.status is Status.INCORRECT and not r.correct, (r.status, r.speedup_eager)
+    assert "sparse spikes" in r.diagnostics.message
 
 
 def test_a_max_pass_dropped_on_timed_calls_only_is_caught():
