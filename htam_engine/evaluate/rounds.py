@@ -121,6 +121,13 @@ def garbage_place(timed_runs: int) -> int:
     return secrets.randbelow(timed_runs + 1)
 
 
+def large_place(runs: int) -> int:
+    """Before which of the timed stage's `runs` runs after the warm-up (the timed runs and the run on
+    garbage) the run on large-magnitude sets comes (`runs`: after the last), at random, every place
+    alike."""
+    return secrets.randbelow(runs + 1)
+
+
 def timed_stage_runs(warmup: int, trials: int, per_run: int) -> list[range | None]:
     """The runs of the timed stage in order: the warm-up runs, then the timed runs with the work
     check's run on garbage (None) in the place garbage_place draws, one run more than the trials
@@ -167,9 +174,9 @@ class RoundSet:
     values: list[Any] | None
     exact: Any  # the float64 yardstick, where the reference changes its inputs (needed first); else None
     ref_out: Any
-    # A large-magnitude set among a run's calls (_large_run): compared as the checked sets are, against
-    # its yardstick (exact, computed with it), and no sample.
-    scaled: bool = False
+    # A large-magnitude set among a run's calls (_large_run): its inputs times this scale, compared as
+    # the checked sets are, against its yardstick (TimedRounds._yardstick), and no sample.
+    scale: float | None = None
 
 
 Samples = dict[str, list[Trial]]  # model -> its timed trials
@@ -276,7 +283,7 @@ class TimedRounds:
         runs: list[range | None | ExtraRun] = list(timed_stage_runs(warmup, trials, self.per_run))
         if checks.finite_scales and not checks.reference_mutates:  # a mutating reference's sets are drawn again
             first_timed = len(runs_of(0, warmup, self.per_run))
-            runs.insert(first_timed + secrets.randbelow(len(runs) - first_timed + 1), ExtraRun.LARGE)
+            runs.insert(first_timed + large_place(len(runs) - first_timed), ExtraRun.LARGE)
         calls = warmup + trials + self.per_run * (len(runs) - len(runs_of(0, warmup, self.per_run))
                                                   - len(runs_of(warmup, trials, self.per_run)))  # the extra runs
         with self._stretch(calls, [self.channel.last_call_ms] + [base_ms] * len(models)):
@@ -357,8 +364,7 @@ class TimedRounds:
                     plain.timed = False  # verified, no sample
                     sets.append(plain)
                     continue
-                sets.append(RoundSet(-1, label, False, draw_seed, seed, values, self.reference.exact(values, seed),
-                                     ref_out, scaled=True))
+                sets.append(RoundSet(-1, label, False, draw_seed, seed, values, None, ref_out, scale))
                 del values, ref_out
         self._time_run(checks, models, sets, picked, samples)
 
@@ -406,10 +412,17 @@ class TimedRounds:
                 if kernels is GARBAGE:
                     self._judge_garbage_run(checks, results, sets)
                     return
-                outs = [self._verify_timed(checks, res, rs.values, rs.ref_out, rs.label, rs.exact if rs.scaled else None)
-                        for res, rs in zip(results, sets)]
-                for k, (rs, out) in enumerate(zip(sets, outs)):
-                    self._check_picked(rs, out, picked, base[k] if base is not None else None)
+                for k, (res, rs) in enumerate(zip(results, sets)):
+                    staged_base = base[k] if base is not None else None
+                    if rs.scale is not None:  # as the checked sets are: against its yardstick, then its precision
+                        exact = self._yardstick(rs, staged_base)
+                        out = self._verify_timed(checks, res, rs.values, rs.ref_out, rs.label, exact)
+                        if out is not None:
+                            check_precision(out, rs.ref_out, exact, rs.label, self.obs)
+                        del exact
+                        continue
+                    out = self._verify_timed(checks, res, rs.values, rs.ref_out, rs.label)
+                    self._check_picked(rs, out, picked, staged_base)
                 if sets[0].timed:
                     samples["main"].append(Trial.of(results))
                 for model_id, trial in baseline_trials.items():
@@ -441,19 +454,26 @@ class TimedRounds:
             rs.exact = None
             return
         exact, rs.exact = rs.exact, None
-        if exact is None and base is not None and stage_first(rs.values, self.device) and \
-                not aliased_outputs(rs.ref_out, tensor_leaves(rs.values)):
-            # Beside both sandboxes' input buffers, the judge's own draw and the float64 copy
-            # made this the evaluation's peak (5x the set); without the draw, 4x.
-            rs.values = None
-            exact = self.reference.exact(base.values(), rs.seed)
-            rs.values = draw(self.loaded.main.get_inputs, rs.draw_seed)
-        elif exact is None:
-            exact = self.reference.exact(rs.values, rs.seed)
+        if exact is None:
+            exact = self._yardstick(rs, base)
         check_precision(out, rs.ref_out, exact, rs.label, self.obs)
         del exact
         if any(f.rule == "lower_precision" for f in self.obs.findings):
             raise Stop()  # the verdict is settled: no more trials to time
+
+    def _yardstick(self, rs: RoundSet, base: Any) -> Any:
+        """The float64 yardstick of a run's set, taken after its calls: from the reference sandbox's
+        staged copy where the set is large (stage_first), the judge's own draw freed meanwhile and
+        drawn again after (beside both sandboxes' input buffers, the draw and the float64 copy made this
+        the evaluation's peak: 5x the set; without the draw, 4x); else from the draw."""
+        if base is not None and stage_first(rs.values, self.device) and \
+                not aliased_outputs(rs.ref_out, tensor_leaves(rs.values)):
+            rs.values = None
+            exact = self.reference.exact(base.values(), rs.seed)
+            values = draw(self.loaded.main.get_inputs, rs.draw_seed)
+            rs.values = values if rs.scale is None else large_magnitude(values, rs.scale)
+            return exact
+        return self.reference.exact(rs.values, rs.seed)
 
     @contextlib.contextmanager
     def reference_runs(self) -> Iterator[None]:

@@ -259,7 +259,8 @@ def test_the_work_check_runs_kernels_on_garbage_before_it_skips_them(monkeypatch
     per_run = runs[-1][2]
     timed = (RUN, Stage.TIME, per_run)
     in_place = [(GARBAGE, Stage.TIME, per_run), timed] if where == "first" else [timed, (GARBAGE, Stage.TIME, per_run)]
-    assert runs[-7:] == [(GARBAGE, Stage.CHECK, 1), (RUN, Stage.TIME, 1), *in_place, (SKIP, Stage.CHECK, per_run),
+    large = (RUN, Stage.TIME, per_run)  # the run on large-magnitude sets, put last here (garbage_placed)
+    assert runs[-8:] == [(GARBAGE, Stage.CHECK, 1), (RUN, Stage.TIME, 1), *in_place, large, (SKIP, Stage.CHECK, per_run),
                          (RAISE, Stage.CHECK, per_run), (SPOIL, Stage.CHECK, per_run)], runs
 
 
@@ -284,10 +285,12 @@ def test_a_kernel_scaling_by_a_one_packed_beside_the_output_is_caught():
 
 def garbage_placed(monkeypatch, where: str) -> None:
     """The work check's run on garbage put "first" or "last" among the timed stage's runs after the
-    warm-up (rounds.garbage_place draws it at random)."""
+    warm-up (rounds.garbage_place draws it at random), and the run on large-magnitude sets after all
+    of them (rounds.large_place)."""
     from htam_engine.evaluate import rounds
 
     monkeypatch.setattr(rounds, "garbage_place", lambda timed_runs: 0 if where == "first" else timed_runs)
+    monkeypatch.setattr(rounds, "large_place", lambda runs: runs)
 
 
 @pytest.mark.parametrize("where", ["first", "last"])
