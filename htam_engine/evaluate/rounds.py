@@ -420,6 +420,8 @@ class TimedRounds:
                         if out is not None:
                             check_precision(out, rs.ref_out, exact, rs.label, self.obs)
                         del exact
+                        if self.obs.rejected:
+                            raise Stop()  # the verdict is settled: no more trials to time
                         continue
                     out = self._verify_timed(checks, res, rs.values, rs.ref_out, rs.label)
                     self._check_picked(rs, out, picked, staged_base)
