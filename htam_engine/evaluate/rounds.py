@@ -281,11 +281,12 @@ class TimedRounds:
             trials_per_run(input_bytes(first.values), out_bytes, trials)
         base_ms = self.baseline_channel.last_call_ms if self.baseline_channel is not None else 0.0
         runs: list[range | None | ExtraRun] = list(timed_stage_runs(warmup, trials, self.per_run))
+        extra_runs = 1  # the run on garbage, as long as a timed run
         if checks.finite_scales and not checks.reference_mutates:  # a mutating reference's sets are drawn again
             first_timed = len(runs_of(0, warmup, self.per_run))
             runs.insert(first_timed + large_place(len(runs) - first_timed), ExtraRun.LARGE)
-        calls = warmup + trials + self.per_run * (len(runs) - len(runs_of(0, warmup, self.per_run))
-                                                  - len(runs_of(warmup, trials, self.per_run)))  # the extra runs
+            extra_runs += 1
+        calls = warmup + trials + self.per_run * extra_runs
         with self._stretch(calls, [self.channel.last_call_ms] + [base_ms] * len(models)):
             for run in runs:
                 if run is None or run is ExtraRun.LARGE:

@@ -38,7 +38,7 @@ from htam_engine.evaluate.checks.guards import Guards, install_guards
 from htam_engine.evaluate.checks.memory import NAN, SENTINEL, HeldOutputs, clone_inputs, nbytes, overlaps, tensor_leaves
 from htam_engine.evaluate.compile_cache import CompileCache, candidate_file, clear_stale_batons, import_candidate
 from htam_engine.evaluate.diagnostics import exception_messages, one_line, trim_log
-from htam_engine.evaluate.kernel_switch import KernelSwitch
+from htam_engine.evaluate.kernel_switch import KernelMode, KernelSwitch
 from htam_engine.evaluate.protocol import ProtocolError, recv_request, send_reply
 from htam_engine.evaluate.seeding import seed_all
 from htam_engine.evaluate.shared import attach, dtype_name, view
@@ -316,7 +316,7 @@ class Sandbox:
         with contextlib.suppress(OSError), open(self.trace, "a") as f:
             f.write(json.dumps({"role": self.role, "model": arm.model_id, "pid": os.getpid(),
                                 "calls_in_go": len(arm.calls), "index_in_go": index,
-                                "kernels": str(getattr(arm.kernels, "value", arm.kernels)), "phases_ms": ms,
+                                "kernels": KernelMode(arm.kernels).value, "phases_ms": ms,
                                 "trial_ms": reply.ms, "tail_ms": reply.tail_ms, "flush_ms": reply.flush_ms}) + "\n")
 
     def _marker(self, marks: list[tuple[str, int]]) -> Callable[[str], None] | None:
