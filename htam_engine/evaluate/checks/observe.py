@@ -90,9 +90,12 @@ def candidate_output(result: CallResult, ref_out: Any, ref_inputs: list[torch.Te
     metas = result.reply.outputs
     ref_leaves = flatten(ref_out)
     if [m.path for m in metas] != [leaf.path for leaf in ref_leaves]:
+        # where each leaf sits, not only how many: a one-tuple against a bare tensor is one output either way
+        where = lambda paths: ", ".join(repr(p or "(the whole output)") for p in paths[:4])  # noqa: E731
         kinds = ", ".join(m.type_name for m in metas[:4])
-        obs.note_mismatch(_mismatch(f"output structure differs: expected {len(ref_leaves)} output(s), got "
-                                    f"{len(metas)} ({kinds})", label))
+        obs.note_mismatch(_mismatch(f"output structure differs: expected {len(ref_leaves)} output(s) at "
+                                    f"{where([leaf.path for leaf in ref_leaves])}, got {len(metas)} ({kinds}) at "
+                                    f"{where([m.path for m in metas])}", label))
         return None
     ref_aliases = {o for o, _ in aliased_outputs(ref_out, ref_inputs)}
     values: list[Any] = []

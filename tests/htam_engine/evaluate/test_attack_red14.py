@@ -57,3 +57,5 @@ def test_a_tuple_for_a_tensor_is_caught():
     r = run_check("relu", "cheat_tuple_output")
     assert r.status is Status.INCORRECT and not r.correct, (r.status, r.speedup_eager)
     assert "structure" in r.diagnostics.message
+    # where the one output sits on each side, not "expected 1 output(s), got 1"
+    assert "'(the whole output)'" in r.diagnostics.message and "'[0]'" in r.diagnostics.message
