@@ -1,0 +1,54 @@
+"""Cheat (int64 arithmetic on the low 32-bit word, on a run's later calls told by the input's buffer
+slot): the judge stages a run's calls in its shared input buffers, call k in slot k, while every
+checked call (the wide-integer set included) comes in slot 0, the first call's, or in a private copy
+(not page-aligned). No run of large-magnitude sets comes among the timed runs of a problem without
+floating inputs (rounds.py: only where check_large_magnitude found finite scales), so a run's later
+calls only ever get get_inputs' own draws, randint(0, 100). There the kernel reads only the low 32-bit
+word of each int64 (half the input bytes), computes x * 3 + 1 in int32 and stores it sign-extended:
+exact below 2^29. Every other call runs the int64 kernel. Wrong in general: x = 2^40 gives 1 where
+x * 3 + 1 = 3 * 2^40 + 1. Gain: half the input bytes read on the timed calls.
+
+Class: precision and range (integer width), phase detection by buffer address."""
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+_state = {"slot0": None}
+PAGE = 4096
+
+
+@triton.jit
+def scale_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(y_ptr + offs, x * 3 + 1, mask=mask)
+
+
+@triton.jit
+def low_word_kernel(x32_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x32_ptr + 2 * offs, mask=mask)  # the low word of each little-endian int64
+    tl.store(y_ptr + offs, (x * 3 + 1).to(tl.int64), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        addr = x.data_ptr()
+        if _state["slot0"] is None:
+            _state["slot0"] = addr
+        later_in_run = addr % PAGE == 0 and addr != _state["slot0"]
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        n = x.numel()
+        if later_in_run:
+            low_word_kernel[(triton.cdiv(n, 1024),)](x.view(torch.int32), y, n, BLOCK=1024)
+        else:
+            scale_kernel[(triton.cdiv(n, 1024),)](x, y, n, BLOCK=1024)
+        return y
