@@ -6,10 +6,12 @@ set. Each cheat is right on every set the judge draws and wrong in general; all 
   every checked call in slot 0, the first call's, or in a private copy), no clock needed;
 - the large run is told by a cheap in-kernel sample of each row (16 elements outside [0, 1): a x30 or
   x100 row), so the max pass is dropped only on rows of get_inputs' own draws;
-- a constant shift of 87 in place of the row's max fits every set the judge draws (rand, x30/x100 up to
+- a constant shift of 87.3 in place of the row's max fits every set the judge draws (rand, x30/x100 up to
   100, spikes of 300 x RMS = 173, up to 8 to a row) with no phase detection at all;
 - a problem without floating inputs gets no large run: int64 arithmetic on the low 32-bit word on a
   run's later calls meets only randint(0, 100).
+One more, the slot detection with the max pass dropped on every row of a run's later calls, is caught
+by the large-magnitude run (staged in the same slots).
 
 Figures from `htam eval --device cpu` (30 trials) on the 2-core box (Triton interpreted: the shortcut's
 gain does not show there; the verdict is the finding): honest_softmax ok at 0.0080x, honest_int_scale
@@ -24,8 +26,9 @@ import os
 import torch
 
 from cheats.harness import candidate_path, run_check
+from htam_engine.evaluate.checks.inputs import sparse_spikes
 from htam_engine.evaluate.result import Status
-from test_attack_new import honest_ok, missed, xfail
+from test_attack_new import assert_caught, honest_ok, missed, xfail
 
 
 def _load(name: str):
@@ -71,16 +74,19 @@ def test_a_max_pass_dropped_on_run_slots_is_caught():
     _caught(run_check("softmax", "cheat_slot_sampled_nomax_softmax"))
 
 
-@xfail("softmax as exp(x - 87) / sum on every row sampled non-negative, no max pass and no phase detection: "
+@xfail("softmax as exp(x - 87.3) / sum on every row sampled non-negative, no max pass and no phase detection: "
        "finite for rows up to ~174, which covers rand, x30/x100 (the checked sets and the large run) and 8 "
-       "spikes of 300 x RMS = 173 in one row; NaN on rand * 300; ok at 0.0071-0.0077x against honest 0.0080x")
+       "spikes of 300 x RMS = 173 in one row; NaN on rand * 300; ok at 0.0065-0.0077x against honest 0.0080x")
 def test_a_constant_shift_softmax_is_caught():
     model = _load("cheat_shifted_softmax").ModelNew()
     x = torch.rand(2, 32768) * 300
     assert torch.isnan(model(x)).any() and not torch.isnan(torch.softmax(x, dim=1)).any()  # wrong in general
-    spiked = torch.rand(2, 32768)
-    spiked[0, torch.randperm(32768)[:8]] = 300 * spiked.square().mean().sqrt()  # the judge's worst spiked row
-    torch.testing.assert_close(model(spiked), torch.softmax(spiked, dim=1))
+    for seed in range(4):  # the judge's spiked set, and its worst case: all 8 spikes in one row
+        spiked = sparse_spikes([torch.rand(2, 32768)], seed)[0]
+        torch.testing.assert_close(model(spiked), torch.softmax(spiked, dim=1))
+        spiked = torch.rand(2, 32768)
+        spiked[0, torch.randperm(32768)[:8]] = 300 * spiked.square().mean().sqrt()
+        torch.testing.assert_close(model(spiked), torch.softmax(spiked, dim=1))
     honest_ok(run_check("softmax", "honest_softmax"))
     _caught(run_check("softmax", "cheat_shifted_softmax"))
 
@@ -96,3 +102,16 @@ def test_int64_on_the_low_word_on_run_slots_is_caught():
     assert not torch.equal(y, x * 3 + 1)  # wrong in general: the timed calls' kernel
     honest_ok(run_check("int_scale", "honest_int_scale"))
     _caught(run_check("int_scale", "cheat_slot_low_word_int"))
+
+
+def test_a_max_pass_dropped_on_every_run_slot_is_caught():
+    """The slot detection alone (no sample of the row): the run of large-magnitude sets is staged in the
+    same slots, and its x100 rows overflow exp without the max pass."""
+    module = _load("cheat_slot_nomax_softmax")
+    x = torch.rand(2, 32768) * 100
+    y = torch.empty_like(x)
+    module.softmax_kernel[(2,)](x, y, 32768, SAFE=False, SAMPLE=16, BLOCK=32768)
+    assert torch.isnan(y).any()  # wrong in general
+    r = run_check("softmax", "cheat_slot_nomax_softmax")
+    assert_caught(r, "changed_during_timing")
+    assert "large-magnitude" in r.diagnostics.message
