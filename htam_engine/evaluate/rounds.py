@@ -10,12 +10,15 @@ reference for its inputs. Then, with the candidate's whole process tree stopped,
 to the reference sandbox's eager and compiled models (their outputs verified as well). A run's
 inputs are all in place before its first call, so a candidate could compute later calls' outputs
 in an earlier one: one run is one sample, the mean of its calls, which counts such work wherever
-it was done. One more run, in a place drawn at random among the timed ones, has large-magnitude
-sets at every call (fresh draws times sequence.CheckRun.check_large_magnitude's largest scale the
-reference stayed finite at), every output verified and no sample taken: the checked sets come one
-to a Go, so a candidate telling a run's later calls by their pace could serve the
-checked sets its full kernel and the timed calls, which otherwise only ever see get_inputs' own
-draws, one that is wrong in general (a softmax without its max pass: cheat_timed_nomax_softmax).
+it was done. One more run, in a place drawn at random among the timed ones, has a checked set at
+every call, the kinds the reference accepted in turn from a random order (large magnitude at
+its largest finite scale, sparse spikes, wide integers: sequence.CheckRun.run_sets), every output
+verified as the checked sets are and no sample taken. The checked sets come one to a Go, in the
+first call's slot, so a candidate telling a run's later calls apart (by their pace, by their
+buffers' addresses) could serve the checked sets its full kernel and the timed calls, which
+otherwise only ever see get_inputs' own draws, one that is wrong in general (a softmax without its
+max pass: cheat_timed_nomax_softmax, cheat_slot_sampled_nomax_softmax; int64 on its low word:
+cheat_slot_low_word_int).
 Once the candidate's sandbox is gone the baselines are timed alone for a few more
 runs; a baseline that was slower beside the candidate is replaced by its figure alone. The clock
 rule (clock.py) compares the candidate's overhead with the reference sandbox's.
@@ -29,17 +32,18 @@ one by the order of the calls; it is no sample (sequence.CheckRun.judge_garbage_
 from __future__ import annotations
 
 import contextlib
+import functools
 import secrets
 import statistics
 import time
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Iterator, NamedTuple
+from typing import Any, Callable, Iterator, NamedTuple
 
 from htam_engine.evaluate import wire
 from htam_engine.evaluate.channel import Channel, Staging, fresh_seed
 from htam_engine.evaluate.checks.compare import compare_outputs, tensors
-from htam_engine.evaluate.checks.inputs import draw, large_magnitude
+from htam_engine.evaluate.checks.inputs import draw
 from htam_engine.evaluate.checks.memory import aliased_outputs, tensor_leaves
 from htam_engine.evaluate.checks.observe import (Observations, candidate_output, check_mutation, check_precision,
                                                  nonfinite, record_notes)
@@ -48,7 +52,7 @@ from htam_engine.evaluate.checks.sequence import (CandidateFailed, CheckRun, Har
 from htam_engine.evaluate.clock import (CpuSnapshot, clock_check, flush_check, hidden_cpu_check, judged_runtime,
                                         short_flush_check, spread, tail_check, thread_check)
 from htam_engine.evaluate.kernel_switch import GARBAGE, RUN, KernelMode
-from htam_engine.evaluate.reference import BaselineSandbox, input_bytes
+from htam_engine.evaluate.reference import BaselineSandbox, ReferenceFailed, input_bytes
 from htam_engine.evaluate.sandbox_client import SandboxError
 from htam_engine.evaluate.stages import Stage
 from htam_engine.problems.loader import LoadedProblem
@@ -121,10 +125,9 @@ def garbage_place(timed_runs: int) -> int:
     return secrets.randbelow(timed_runs + 1)
 
 
-def large_place(runs: int) -> int:
+def checked_place(runs: int) -> int:
     """Before which of the timed stage's `runs` runs after the warm-up (the timed runs and the run on
-    garbage) the run on large-magnitude sets comes (`runs`: after the last), at random, every place
-    alike."""
+    garbage) the run of checked sets comes (`runs`: after the last), at random, every place alike."""
     return secrets.randbelow(runs + 1)
 
 
@@ -142,7 +145,7 @@ class ExtraRun(Enum):
     """A run of the timed stage besides the warm-up and timed runs (the run on garbage is None in
     timed_stage_runs' list)."""
 
-    LARGE = "large"  # a large-magnitude set among a run's calls (TimedRounds._large_run)
+    CHECKED = "checked"  # a checked set at every call (TimedRounds._checked_run)
 
 
 class Trial(NamedTuple):
@@ -174,9 +177,9 @@ class RoundSet:
     values: list[Any] | None
     exact: Any  # the float64 yardstick, where the reference changes its inputs (needed first); else None
     ref_out: Any
-    # A large-magnitude set among a run's calls (_large_run): its inputs times this scale, compared as
-    # the checked sets are, against its yardstick (TimedRounds._yardstick), and no sample.
-    scale: float | None = None
+    # A checked set's kind among a run's calls (TimedRounds._checked_run): how to make its values again
+    # (for the yardstick, TimedRounds._yardstick); compared as the checked sets are, and no sample.
+    remake: Callable[[], list[Any]] | None = None
 
 
 Samples = dict[str, list[Trial]]  # model -> its timed trials
@@ -282,19 +285,19 @@ class TimedRounds:
         base_ms = self.baseline_channel.last_call_ms if self.baseline_channel is not None else 0.0
         runs: list[range | None | ExtraRun] = list(timed_stage_runs(warmup, trials, self.per_run))
         extra_runs = 1  # the run on garbage, as long as a timed run
-        if checks.finite_scales and not checks.reference_mutates:  # a mutating reference's sets are drawn again
+        if checks.run_sets and not checks.reference_mutates:  # a mutating reference's sets are drawn again
             first_timed = len(runs_of(0, warmup, self.per_run))
-            runs.insert(first_timed + large_place(len(runs) - first_timed), ExtraRun.LARGE)
+            runs.insert(first_timed + checked_place(len(runs) - first_timed), ExtraRun.CHECKED)
             extra_runs += 1
         calls = warmup + trials + self.per_run * extra_runs
         with self._stretch(calls, [self.channel.last_call_ms] + [base_ms] * len(models)):
             for run in runs:
-                if run is None or run is ExtraRun.LARGE:
+                if run is None or run is ExtraRun.CHECKED:
                     first = None  # with no warm-up run, round 0's set is drawn again after it: one run's sets at a time
                     if run is None:
                         self._garbage_run(checks, models, picked, samples)
                     else:
-                        self._large_run(checks, models, picked, samples, max(checks.finite_scales))
+                        self._checked_run(checks, models, picked, samples)
                     continue
                 with judge.lock.checking():  # the judge's own device work: beside other judges' checks
                     sets = [first if i == 0 and first is not None else self._round_set(i, checks.reference_mutates)
@@ -345,27 +348,36 @@ class TimedRounds:
             sets = [self._round_set(-1, False, label) for label in labels]
         self._time_run(checks, models, sets, picked, samples, GARBAGE)
 
-    def _large_run(self, checks: CheckRun, models: list[str], picked: set[int], samples: Samples, scale: float) -> None:
-        """A run as long as a timed run, made as a timed run's (module docstring), on fresh draws times
-        `scale`; every output verified as the checked sets are (against its yardstick), no sample. A
-        call whose draw the reference does not stay finite on gets a plain fresh draw instead (the run
-        is still made, and as long: the count and length of runs say nothing). Every call of it scaled,
-        so a candidate that tells calls apart by their place in a run meets the scale at every place."""
+    def _checked_run(self, checks: CheckRun, models: list[str], picked: set[int], samples: Samples) -> None:
+        """A run as long as a timed run, made as a timed run's (module docstring), with a checked set at
+        every call, the kinds of checks.run_sets in turn from a random order; every output verified as the
+        checked sets are (against its yardstick), no sample. A call whose set the reference does not
+        stay finite on, or refuses, gets a plain fresh draw instead (the run is still made, and as
+        long: the count and length of runs say nothing)."""
         sets: list[RoundSet] = []
+        # The kinds in turn from a random order: any len(kinds) calls in a row hold every kind, so the
+        # run's later calls (all but the first) meet every kind wherever the run is longer than that.
+        kinds = list(checks.run_sets)
+        secrets.SystemRandom().shuffle(kinds)
         with self.judge.lock.checking():
             for k in range(self.per_run):
-                label = f"large-magnitude x{scale:g} (call {k + 1} of a run of timed calls)"
+                kind = kinds[k % len(kinds)]
+                label = f"{kind.label} (call {k + 1} of a run of timed calls)"
                 draw_seed, seed = fresh_seed(), fresh_seed()
-                values = large_magnitude(draw(self.loaded.main.get_inputs, draw_seed), scale)
-                ref_out = self.reference.outputs(values, seed, label)
-                if nonfinite(ref_out):
-                    del values, ref_out
-                    plain = self._round_set(-1, False, f"call {k + 1} of a large-magnitude run (plain: the "
-                                                       "reference overflows on this draw scaled)")
+                remake = functools.partial(kind.make, draw_seed)
+                try:
+                    values = remake()
+                    ref_out = self.reference.outputs(values, seed, label)
+                    finite = not nonfinite(ref_out)
+                except ReferenceFailed:
+                    finite = False
+                if not finite:
+                    plain = self._round_set(-1, False, f"call {k + 1} of a run of checked sets (plain: the reference "
+                                                       f"does not stay finite on this draw of {kind.label})")
                     plain.timed = False  # verified, no sample
                     sets.append(plain)
                     continue
-                sets.append(RoundSet(-1, label, False, draw_seed, seed, values, None, ref_out, scale))
+                sets.append(RoundSet(-1, label, False, draw_seed, seed, values, None, ref_out, remake))
                 del values, ref_out
         self._time_run(checks, models, sets, picked, samples)
 
@@ -415,7 +427,7 @@ class TimedRounds:
                     return
                 for k, (res, rs) in enumerate(zip(results, sets)):
                     staged_base = base[k] if base is not None else None
-                    if rs.scale is not None:  # as the checked sets are: against its yardstick, then its precision
+                    if rs.remake is not None:  # as the checked sets are: against its yardstick, then its precision
                         exact = self._yardstick(rs, staged_base)
                         out = self._verify_timed(checks, res, rs.values, rs.ref_out, rs.label, exact)
                         if out is not None:
@@ -473,8 +485,7 @@ class TimedRounds:
                 not aliased_outputs(rs.ref_out, tensor_leaves(rs.values)):
             rs.values = None
             exact = self.reference.exact(base.values(), rs.seed)
-            values = draw(self.loaded.main.get_inputs, rs.draw_seed)
-            rs.values = values if rs.scale is None else large_magnitude(values, rs.scale)
+            rs.values = rs.remake() if rs.remake is not None else draw(self.loaded.main.get_inputs, rs.draw_seed)
             return exact
         return self.reference.exact(rs.values, rs.seed)
 

@@ -8,9 +8,10 @@ the tensors they do not replace) as they are:
   and scalar reductions, where a closed-form estimate of the expected value would pass;
 - large magnitude: floating inputs times 30 and 100 (a softmax without its max pass
   overflows there), used only where the reference stays finite;
-- sparse spikes: SPIKES floating elements of each tensor raised far above the rest (a max,
-  or a norm, taken from a sample of the elements misses them: a softmax whose max comes from
-  every 64th element overflows in exp), used only where the reference stays finite;
+- sparse spikes: SPIKES floating elements of each tensor raised far above the rest, by a size
+  drawn per tensor (a max, or a norm, taken from a sample of the elements misses them: a
+  softmax whose max comes from every 64th element overflows in exp), used only where the
+  reference stays finite;
 - wide integers: integer inputs drawn across a range far past 32 bits (an int64
   computation done in 32 bits wraps), for int64 at every bit length up to 62 (one done in
   float64 rounds past 2^53), used only where the reference accepts them.
@@ -28,10 +29,12 @@ from htam_engine.evaluate.checks.compare import runs
 from htam_engine.evaluate.seeding import seeded
 
 LARGE_SCALES = (30.0, 100.0)
-# The sparse spikes: SPIKES elements of each floating tensor, at random places, set to SPIKE_SIZE times
-# its RMS magnitude (173 for rand [0, 1): exp of a spike less a row's other values overflows float32).
-# Few, so that a row holding one has no other a sample could hit: at one in 1024 elements a 32768-wide
-# softmax row held 32, and a max from every 64th element caught one in 40 % of the rows.
+# The sparse spikes: SPIKES elements of each floating tensor, at random places, set to between SPIKE_SIZE
+# and 10x SPIKE_SIZE times its RMS magnitude (drawn per tensor, log-uniform; 173-1730 for rand [0, 1):
+# exp of a spike less a row's other values overflows float32, and a softmax shifted by a constant instead
+# of its max, fitted to one size, does too: cheat_shifted_softmax). Few, so that a row holding one has no
+# other a sample could hit: at one in 1024 elements a 32768-wide softmax row held 32, and a max from
+# every 64th element caught one in 40 % of the rows.
 SPIKES = 8
 SPIKE_SIZE = 300.0
 # Half-width of the wide integer range, by dtype: the full range (int64: to 2^62, so that x * 3 + 1 of
@@ -101,13 +104,14 @@ def heavy_tailed(values: list[Any], seed: int, positive: bool = False) -> list[A
 
 
 def sparse_spikes(values: list[Any], seed: int) -> list[Any]:
-    """Floating tensors with SPIKES elements, drawn at random, set to SPIKE_SIZE times their RMS
-    magnitude; the rest as drawn."""
+    """Floating tensors with SPIKES elements, drawn at random, set to SPIKE_SIZE to 10x SPIKE_SIZE times
+    their RMS magnitude (one size per tensor); the rest as drawn."""
 
     def spiked(x: torch.Tensor) -> torch.Tensor:
         y = x.clone(memory_format=torch.contiguous_format)
         if y.numel():
-            y.view(-1)[torch.randint(y.numel(), (SPIKES,), device=y.device)] = SPIKE_SIZE * _scale(x)
+            size = SPIKE_SIZE * 10 ** float(torch.rand(()))
+            y.view(-1)[torch.randint(y.numel(), (SPIKES,), device=y.device)] = size * _scale(x)
         return y
 
     return _replace_floats(values, spiked, seed)

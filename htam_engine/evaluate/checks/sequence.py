@@ -41,9 +41,8 @@ import torch
 
 from htam_engine.evaluate.channel import Channel, Staged, Staging, fresh_seed
 from htam_engine.evaluate.checks.compare import compare_outputs, flatten, fraction_right, noise_norm, runs, tensors
-from htam_engine.evaluate.checks.inputs import (LARGE_SCALES, SPIKE_SIZE, draw, has_floats, has_integers,
-                                                heavy_tailed, large_magnitude, signed_normal, sparse_spikes,
-                                                wide_integers)
+from htam_engine.evaluate.checks.inputs import (LARGE_SCALES, draw, has_floats, has_integers, heavy_tailed,
+                                                large_magnitude, signed_normal, sparse_spikes, wide_integers)
 from htam_engine.evaluate.checks.memory import clone_inputs, same_values, tensor_leaves
 from htam_engine.evaluate.checks.observe import (Observations, candidate_output, check_mutation, check_native_threads,
                                                  check_precision, nonfinite, output_fingerprint, record_notes)
@@ -152,6 +151,15 @@ def same_init(a: list[Any], b: list[Any]) -> bool:
 
 
 @dataclass(frozen=True)
+class RunSet:
+    """A kind of checked set the reference accepted, for the timed stage's run of them: its label,
+    and its values from a seed (the same for the same seed)."""
+
+    label: str
+    make: Callable[[int], list[Any]]
+
+
+@dataclass(frozen=True)
 class ReferenceFacts:
     """What later sets need to know of the first set's reference output (the output itself is
     released: one set and its reference outputs at a time)."""
@@ -185,9 +193,10 @@ class CheckRun:
         self.prints: list[tuple[str, tuple[float, ...]]] = []  # every right output so far, for the stale rule
         self.constant: set[tuple[float, ...]] = set()  # right outputs two different input sets both got
         self.reference_mutates = False
-        # The large-magnitude scales the reference stayed finite at (check_large_magnitude): the timed
-        # stage puts a set of the largest among a run's calls too (rounds.TimedRounds._large_run).
-        self.finite_scales: list[float] = []
+        # The kinds of checked set the reference accepted (large magnitude at its largest finite scale,
+        # sparse spikes, wide integers): the timed stage draws them again in a run of its own, in a timed
+        # run's slots and pattern (rounds.TimedRounds._checked_run).
+        self.run_sets: list[RunSet] = []
         self.timing_noise: dict[str, float | None] = {}
         self.last_out: Any = None  # the candidate's output on the latest call (None: not comparable)
         self.extension_ops = False  # the build registered torch.ops operators (their calls are not counted)
@@ -325,14 +334,16 @@ class CheckRun:
         if self.obs.rejected:
             raise Stop()
 
-    def first_accepted(self, sets: list[tuple[str, Callable[[], list[Any]]]], finite_only: bool) -> None:
-        """The first of `sets` the reference accepts (raises on none, stays finite where it was)."""
-        for label, make in sets:
+    def first_accepted(self, sets: list[tuple[str, Callable[[], list[Any]]]], finite_only: bool) -> int | None:
+        """Check the first of `sets` the reference accepts (raises on none, stays finite where it was);
+        its index, or None where it accepted none."""
+        for index, (label, make) in enumerate(sets):
             try:
                 if self.check_set(label, make, self.reference, finite_only=finite_only) is not None:
-                    return
+                    return index
             except ReferenceFailed:
                 continue
+        return None
 
     def check_other_distributions(self, facts: ReferenceFacts) -> None:
         if not self.cfg.check_other_distribution or not self._has(has_floats):
@@ -362,22 +373,26 @@ class CheckRun:
     def check_large_magnitude(self) -> None:
         if not self.cfg.check_other_distribution or not self._has(has_floats):
             return
+        get_inputs = self.loaded.main.get_inputs
+        finite: RunSet | None = None
         for scale in LARGE_SCALES:
             def scaled(draw_seed: int, scale: float = scale) -> list[Any]:
-                return large_magnitude(draw(self.loaded.main.get_inputs, draw_seed), scale)
+                return large_magnitude(draw(get_inputs, draw_seed), scale)
             try:
                 if self.check_set(f"large-magnitude x{scale:g}", functools.partial(scaled, fresh_seed()),
                                   self.reference, finite_only=True) is not None:
-                    self.finite_scales.append(scale)
+                    finite = RunSet(f"large-magnitude x{scale:g}", scaled)
             except ReferenceFailed:
                 continue
-        spike_seed = fresh_seed()
+        if finite is not None:
+            self.run_sets.append(finite)
 
         def spiked(draw_seed: int) -> list[Any]:
-            return sparse_spikes(draw(self.loaded.main.get_inputs, draw_seed), spike_seed)
+            return sparse_spikes(draw(get_inputs, draw_seed), draw_seed)
         with contextlib.suppress(ReferenceFailed):
-            self.check_set(f"sparse spikes x{SPIKE_SIZE:g}", functools.partial(spiked, fresh_seed()), self.reference,
-                           finite_only=True)
+            if self.check_set("sparse spikes", functools.partial(spiked, fresh_seed()), self.reference,
+                              finite_only=True) is not None:
+                self.run_sets.append(RunSet("sparse spikes", spiked))
 
     def check_wide_integers(self, facts: ReferenceFacts) -> None:
         if not self.cfg.check_other_distribution or not self._has(has_integers):
@@ -397,8 +412,11 @@ class CheckRun:
                 return values
             return make
 
-        self.first_accepted([("wide-integers", wide(False)), ("wide-integers (positive)", wide(True))],
-                            finite_only=facts.finite)
+        sets = [("wide-integers", wide(False)), ("wide-integers (positive)", wide(True))]
+        accepted = self.first_accepted(sets, finite_only=facts.finite)
+        if accepted is not None:  # drawn again as accepted: other values could end the judge's CUDA context
+            label, make = sets[accepted]
+            self.run_sets.append(RunSet(label, lambda _seed, make=make: make()))
 
     def probe_on_host(self, values: list[Any]) -> None:
         """On CUDA, a wide-integer set reaches the judge's reference only once a CPU copy of it

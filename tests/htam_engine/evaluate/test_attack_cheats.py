@@ -271,7 +271,7 @@ def test_lower_precision_on_the_timed_calls_only_is_caught():
     r = run_check("relu", "cheat_precision_timed", tolerances=dict(DEFAULT_TOLERANCES, float32=1e-2))
     assert_caught(r, "lower_precision")
     message = finding(r, "lower_precision").message
-    timed = ("warm-up call", "timed trial", "a run of timed calls")  # the last: rounds.TimedRounds._large_run
+    timed = ("warm-up call", "timed trial", "a run of timed calls")  # the last: rounds.TimedRounds._checked_run
     assert "lower precision" in message and any(where in message for where in timed), message
 
 

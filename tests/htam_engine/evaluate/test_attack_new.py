@@ -259,8 +259,8 @@ def test_the_work_check_runs_kernels_on_garbage_before_it_skips_them(monkeypatch
     per_run = runs[-1][2]
     timed = (RUN, Stage.TIME, per_run)
     in_place = [(GARBAGE, Stage.TIME, per_run), timed] if where == "first" else [timed, (GARBAGE, Stage.TIME, per_run)]
-    large = (RUN, Stage.TIME, per_run)  # the run on large-magnitude sets, put last here (garbage_placed)
-    assert runs[-8:] == [(GARBAGE, Stage.CHECK, 1), (RUN, Stage.TIME, 1), *in_place, large, (SKIP, Stage.CHECK, per_run),
+    checked = (RUN, Stage.TIME, per_run)  # the run of checked sets, put last here (garbage_placed)
+    assert runs[-8:] == [(GARBAGE, Stage.CHECK, 1), (RUN, Stage.TIME, 1), *in_place, checked, (SKIP, Stage.CHECK, per_run),
                          (RAISE, Stage.CHECK, per_run), (SPOIL, Stage.CHECK, per_run)], runs
 
 
@@ -285,12 +285,12 @@ def test_a_kernel_scaling_by_a_one_packed_beside_the_output_is_caught():
 
 def garbage_placed(monkeypatch, where: str) -> None:
     """The work check's run on garbage put "first" or "last" among the timed stage's runs after the
-    warm-up (rounds.garbage_place draws it at random), and the run on large-magnitude sets after all
-    of them (rounds.large_place)."""
+    warm-up (rounds.garbage_place draws it at random), and the run of checked sets after all
+    of them (rounds.checked_place)."""
     from htam_engine.evaluate import rounds
 
     monkeypatch.setattr(rounds, "garbage_place", lambda timed_runs: 0 if where == "first" else timed_runs)
-    monkeypatch.setattr(rounds, "large_place", lambda runs: runs)
+    monkeypatch.setattr(rounds, "checked_place", lambda runs: runs)
 
 
 @pytest.mark.parametrize("where", ["first", "last"])

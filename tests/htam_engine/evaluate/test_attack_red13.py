@@ -3,7 +3,7 @@ every input the judge drew and are wrong in general, all three ok then and caugh
 over a strided sample of the row (NaN on a row with one spike: caught by the sparse-spikes set), a
 max pass dropped on the later calls of a run only, where nothing but get_inputs' own rand [0, 1)
 draws came (the x100 set that convicts a softmax without its max was a checked call, one to a Go:
-caught by the run of large-magnitude sets among the timed runs), and int64 arithmetic done in
+caught by the run of checked sets among the timed runs), and int64 arithmetic done in
 float64 (exact below 2^53, the wide-integer set's |x| < 2^40 then: caught by its values at every
 bit length up to 62).
 
@@ -54,7 +54,7 @@ def test_a_max_pass_dropped_on_timed_calls_only_is_caught():
     """Timed calls drew only get_inputs (rand [0, 1)) and the large-magnitude sets were checked calls
     one to a Go: a softmax dropping its max pass on the later calls of a run (told apart by pace) never
     met an input where exp overflows (ok at 0.0091x against the honest 0.0080x). A run of timed
-    calls on large-magnitude sets now comes among the timed runs (rounds.TimedRounds._large_run)."""
+    calls on checked sets now comes among the timed runs (rounds.TimedRounds._checked_run)."""
     module = _load("cheat_timed_nomax_softmax")
     x = torch.rand(2, 32768) * 100
     y = torch.empty_like(x)

@@ -85,6 +85,6 @@ def test_a_candidate_that_turns_stale_during_timing_is_rejected_on_a_timed_trial
     config = dataclasses.replace(fast_config(), trials=30)
     r = evaluator.evaluate(problems["relu"], candidate_source("cheat_late_cache"), config)
     assert r.status is Status.REJECTED and not r.correct and r.speedup_eager is None
-    # on a timed trial, or on the run of large-magnitude sets among them (rounds.TimedRounds._large_run)
+    # on a timed trial, or on the run of checked sets among them (rounds.TimedRounds._checked_run)
     late = [f for f in r.integrity if "timed trial" in f.message or "a run of timed calls" in f.message]
     assert late and late[0].rule == "caching", r.integrity

@@ -209,6 +209,6 @@ def test_cpp_extension_calls_count_and_a_fallback_is_caught():
 def test_a_candidate_that_turns_stale_during_timing_is_caught_on_a_timed_trial():
     r = run_check("relu", "cheat_late_cache", trials=30)
     assert r.status is REJECTED and not r.correct
-    # on a timed trial, or on the run of large-magnitude sets among them (rounds.TimedRounds._large_run)
+    # on a timed trial, or on the run of checked sets among them (rounds.TimedRounds._checked_run)
     timed = [f for f in r.integrity if "timed trial" in f.message or "a run of timed calls" in f.message]
     assert timed and timed[0].rule == "caching", r.integrity
