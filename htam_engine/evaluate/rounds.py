@@ -12,7 +12,7 @@ inputs are all in place before its first call, so a candidate could compute late
 in an earlier one: one run is one sample, the mean of its calls, which counts such work wherever
 it was done. One more run, in a place drawn at random among the timed ones, has a checked set at
 every call, the kinds the reference accepted in turn from a random order (large magnitude at
-its largest finite scale, sparse spikes, wide integers: sequence.CheckRun.run_sets), every output
+its largest finite scale, sparse spikes, shifted down, wide integers: sequence.CheckRun.run_sets), every output
 verified as the checked sets are and no sample taken. The checked sets come one to a Go, in the
 first call's slot, so a candidate telling a run's later calls apart (by their pace, by their
 buffers' addresses) could serve the checked sets its full kernel and the timed calls, which

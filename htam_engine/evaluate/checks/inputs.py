@@ -12,6 +12,10 @@ the tensors they do not replace) as they are:
   drawn per tensor (a max, or a norm, taken from a sample of the elements misses them: a
   softmax whose max comes from every 64th element overflows in exp), used only where the
   reference stays finite;
+- shifted down: floating inputs less an offset drawn per tensor between SHIFT_LOW and SHIFT_HIGH
+  (a row of logits all far below zero: a softmax without its max pass that falls back to one only
+  where exp overflows gets 0 / 0 there, or subnormal sums), used only where the reference stays
+  finite;
 - wide integers: integer inputs drawn across a range far past 32 bits (an int64
   computation done in 32 bits wraps), for int64 at every bit length up to 62 (one done in
   float64 rounds past 2^53), used only where the reference accepts them.
@@ -37,6 +41,9 @@ LARGE_SCALES = (30.0, 100.0)
 # every 64th element caught one in 40 % of the rows.
 SPIKES = 8
 SPIKE_SIZE = 300.0
+# The shifted-down set's offset, drawn per tensor: from where exp of the inputs turns subnormal in
+# float32 (below about -87) to where it is 0 (below about -104) and past it (cheat_nomax_fallback_softmax).
+SHIFT_LOW, SHIFT_HIGH = 90.0, 240.0
 # Half-width of the wide integer range, by dtype: the full range (int64: to 2^62, so that x * 3 + 1 of
 # one stays in range).
 _WIDE = {torch.int64: 1 << 62, torch.int32: 1 << 31, torch.int16: 1 << 15, torch.int8: 1 << 7, torch.uint8: 1 << 7}
@@ -115,6 +122,11 @@ def sparse_spikes(values: list[Any], seed: int) -> list[Any]:
         return y
 
     return _replace_floats(values, spiked, seed)
+
+
+def shifted_down(values: list[Any], seed: int) -> list[Any]:
+    """Floating tensors less an offset between SHIFT_LOW and SHIFT_HIGH (one per tensor); the rest as drawn."""
+    return _replace_floats(values, lambda x: x - (SHIFT_LOW + (SHIFT_HIGH - SHIFT_LOW) * float(torch.rand(()))), seed)
 
 
 def large_magnitude(values: list[Any], scale: float) -> list[Any]:

@@ -42,7 +42,8 @@ import torch
 from htam_engine.evaluate.channel import Channel, Staged, Staging, fresh_seed
 from htam_engine.evaluate.checks.compare import compare_outputs, flatten, fraction_right, noise_norm, runs, tensors
 from htam_engine.evaluate.checks.inputs import (LARGE_SCALES, draw, has_floats, has_integers, heavy_tailed,
-                                                large_magnitude, signed_normal, sparse_spikes, wide_integers)
+                                                large_magnitude, shifted_down, signed_normal, sparse_spikes,
+                                                wide_integers)
 from htam_engine.evaluate.checks.memory import clone_inputs, same_values, tensor_leaves
 from htam_engine.evaluate.checks.observe import (Observations, candidate_output, check_mutation, check_native_threads,
                                                  check_precision, nonfinite, output_fingerprint, record_notes)
@@ -194,7 +195,7 @@ class CheckRun:
         self.constant: set[tuple[float, ...]] = set()  # right outputs two different input sets both got
         self.reference_mutates = False
         # The kinds of checked set the reference accepted (large magnitude at its largest finite scale,
-        # sparse spikes, wide integers): the timed stage draws them again in a run of its own, in a timed
+        # sparse spikes, shifted down, wide integers): the timed stage draws them again in a run of its own, in a timed
         # run's slots and pattern (rounds.TimedRounds._checked_run).
         self.run_sets: list[RunSet] = []
         self.timing_noise: dict[str, float | None] = {}
@@ -393,6 +394,13 @@ class CheckRun:
             if self.check_set("sparse spikes", functools.partial(spiked, fresh_seed()), self.reference,
                               finite_only=True) is not None:
                 self.run_sets.append(RunSet("sparse spikes", spiked))
+
+        def shifted(draw_seed: int) -> list[Any]:
+            return shifted_down(draw(get_inputs, draw_seed), draw_seed)
+        with contextlib.suppress(ReferenceFailed):
+            if self.check_set("shifted down", functools.partial(shifted, fresh_seed()), self.reference,
+                              finite_only=True) is not None:
+                self.run_sets.append(RunSet("shifted down", shifted))
 
     def check_wide_integers(self, facts: ReferenceFacts) -> None:
         if not self.cfg.check_other_distribution or not self._has(has_integers):

@@ -6,7 +6,8 @@ runs (rounds.TimedRounds._checked_run) and the checked sets themselves.
   *positive* value (x30/x100, spikes of 300-3000x RMS, heavy tails, signed normal up to ~3): each one
   overflows and takes the safe path, so every output is right. No set has a row of only very negative
   values (a shifted logit row), where exp underflows: rand(2, 32768) - 200 gives 0 / 0 = NaN where
-  torch.softmax is finite. An undeserved `ok`: the kernel skips the max pass on every get_inputs row.
+  torch.softmax is finite. An undeserved `ok` (the kernel skips the max pass on every get_inputs row),
+  caught since by a set shifted down (inputs.shifted_down).
 
 Figures from `htam eval --device cpu` (Triton interpreted, the shortcut's gain does not show there):
 honest_softmax ok at ~0.008x; cheat_nomax_fallback_softmax ok at 0.0080x.
@@ -17,7 +18,6 @@ from __future__ import annotations
 import importlib.util
 import os
 
-import pytest
 import torch
 
 from cheats.harness import candidate_path, run_check
@@ -41,10 +41,10 @@ def test_the_fallback_softmax_is_wrong_in_general():
     torch.testing.assert_close(model(x), torch.softmax(x, dim=1))
 
 
-@pytest.mark.xfail(strict=True, reason="no set has a row of only very negative values: the max pass dropped on "
-                                       "every row whose exp sum stays finite is accepted, ok at 0.0080x as "
-                                       "honest_softmax (~0.008x) on the interpreted CPU")
 def test_a_max_pass_dropped_until_exp_overflows_is_caught():
+    """No set had a row of only very negative values (ok at 0.0080x, as honest_softmax): a set shifted
+    down by 90-240 per tensor is checked now, and drawn in the run of checked sets (inputs.shifted_down)."""
     honest_ok(run_check("softmax", "honest_softmax"))
     r = run_check("softmax", "cheat_nomax_fallback_softmax")
-    assert r.status is not Status.OK and not r.correct, (r.status, r.speedup_eager)
+    assert r.status is Status.INCORRECT and not r.correct, (r.status, r.speedup_eager)
+    assert "shifted down" in r.diagnostics.message
