@@ -10,9 +10,9 @@ reference for its inputs. Then, with the candidate's whole process tree stopped,
 to the reference sandbox's eager and compiled models (their outputs verified as well). A run's
 inputs are all in place before its first call, so a candidate could compute later calls' outputs
 in an earlier one: one run is one sample, the mean of its calls, which counts such work wherever
-it was done. One more run, in a place drawn at random among the timed ones, has a checked set at
-every call, the kinds the reference accepted in turn from a random order (large magnitude at
-its largest finite scale, sparse spikes, shifted down, wide integers: sequence.CheckRun.run_sets), every output
+it was done. A run more for each kind of checked set the reference accepted (large magnitude at its
+largest finite scale, sparse spikes, shifted down, wide integers: sequence.CheckRun.run_sets), each in
+a place drawn at random among the timed ones, has a set of its kind at every call, every output
 verified as the checked sets are and no sample taken. The checked sets come one to a Go, in the
 first call's slot, so a candidate telling a run's later calls apart (by their pace, by their
 buffers' addresses) could serve the checked sets its full kernel and the timed calls, which
@@ -37,7 +37,6 @@ import secrets
 import statistics
 import time
 from dataclasses import dataclass
-from enum import Enum
 from typing import Any, Callable, Iterator, NamedTuple
 
 from htam_engine.evaluate import wire
@@ -47,8 +46,8 @@ from htam_engine.evaluate.checks.inputs import draw
 from htam_engine.evaluate.checks.memory import aliased_outputs, tensor_leaves
 from htam_engine.evaluate.checks.observe import (Observations, candidate_output, check_mutation, check_precision,
                                                  nonfinite, record_notes)
-from htam_engine.evaluate.checks.sequence import (CandidateFailed, CheckRun, HarnessFault, Stop, kernels_off_label,
-                                                  noise_of, stage_first)
+from htam_engine.evaluate.checks.sequence import (CandidateFailed, CheckRun, HarnessFault, RunSet, Stop,
+                                                  kernels_off_label, noise_of, stage_first)
 from htam_engine.evaluate.clock import (CpuSnapshot, clock_check, flush_check, hidden_cpu_check, judged_runtime,
                                         short_flush_check, spread, tail_check, thread_check)
 from htam_engine.evaluate.kernel_switch import GARBAGE, RUN, KernelMode
@@ -141,11 +140,12 @@ def timed_stage_runs(warmup: int, trials: int, per_run: int) -> list[range | Non
     return [*warm, *timed[:place], None, *timed[place:]]
 
 
-class ExtraRun(Enum):
-    """A run of the timed stage besides the warm-up and timed runs (the run on garbage is None in
-    timed_stage_runs' list)."""
+@dataclass(frozen=True)
+class CheckedRun:
+    """A run of the timed stage with a checked set of one kind at every call (TimedRounds._checked_run),
+    beside the warm-up and timed runs and the run on garbage (None in timed_stage_runs' list)."""
 
-    CHECKED = "checked"  # a checked set at every call (TimedRounds._checked_run)
+    kind: RunSet
 
 
 class Trial(NamedTuple):
@@ -283,21 +283,22 @@ class TimedRounds:
         self.per_run = 1 if checks.reference_mutates else \
             trials_per_run(input_bytes(first.values), out_bytes, trials)
         base_ms = self.baseline_channel.last_call_ms if self.baseline_channel is not None else 0.0
-        runs: list[range | None | ExtraRun] = list(timed_stage_runs(warmup, trials, self.per_run))
+        runs: list[range | None | CheckedRun] = list(timed_stage_runs(warmup, trials, self.per_run))
         extra_runs = 1  # the run on garbage, as long as a timed run
-        if checks.run_sets and not checks.reference_mutates:  # a mutating reference's sets are drawn again
+        if not checks.reference_mutates:  # a mutating reference's sets are drawn again
             first_timed = len(runs_of(0, warmup, self.per_run))
-            runs.insert(first_timed + checked_place(len(runs) - first_timed), ExtraRun.CHECKED)
-            extra_runs += 1
+            for kind in checks.run_sets:  # a run of each kind, each in a place drawn among the others
+                runs.insert(first_timed + checked_place(len(runs) - first_timed), CheckedRun(kind))
+                extra_runs += 1
         calls = warmup + trials + self.per_run * extra_runs
         with self._stretch(calls, [self.channel.last_call_ms] + [base_ms] * len(models)):
             for run in runs:
-                if run is None or run is ExtraRun.CHECKED:
+                if run is None or isinstance(run, CheckedRun):
                     first = None  # with no warm-up run, round 0's set is drawn again after it: one run's sets at a time
                     if run is None:
                         self._garbage_run(checks, models, picked, samples)
                     else:
-                        self._checked_run(checks, models, picked, samples)
+                        self._checked_run(checks, models, picked, samples, run.kind)
                     continue
                 with judge.lock.checking():  # the judge's own device work: beside other judges' checks
                     sets = [first if i == 0 and first is not None else self._round_set(i, checks.reference_mutates)
@@ -348,20 +349,16 @@ class TimedRounds:
             sets = [self._round_set(-1, False, label) for label in labels]
         self._time_run(checks, models, sets, picked, samples, GARBAGE)
 
-    def _checked_run(self, checks: CheckRun, models: list[str], picked: set[int], samples: Samples) -> None:
-        """A run as long as a timed run, made as a timed run's (module docstring), with a checked set at
-        every call, the kinds of checks.run_sets in turn from a random order; every output verified as the
-        checked sets are (against its yardstick), no sample. A call whose set the reference does not
-        stay finite on, or refuses, gets a plain fresh draw instead (the run is still made, and as
-        long: the count and length of runs say nothing)."""
+    def _checked_run(self, checks: CheckRun, models: list[str], picked: set[int], samples: Samples,
+                     kind: RunSet) -> None:
+        """A run as long as a timed run, made as a timed run's (module docstring), with a checked set of
+        `kind` at every call, so a candidate that tells a run's later calls apart meets it at every
+        place; every output verified as the checked sets are (against its yardstick), no sample. A
+        call whose set the reference does not stay finite on, or refuses, gets a plain fresh draw
+        instead (the run is still made, and as long: the count and length of runs say nothing)."""
         sets: list[RoundSet] = []
-        # The kinds in turn from a random order: any len(kinds) calls in a row hold every kind, so the
-        # run's later calls (all but the first) meet every kind wherever the run is longer than that.
-        kinds = list(checks.run_sets)
-        secrets.SystemRandom().shuffle(kinds)
         with self.judge.lock.checking():
             for k in range(self.per_run):
-                kind = kinds[k % len(kinds)]
                 label = f"{kind.label} (call {k + 1} of a run of timed calls)"
                 draw_seed, seed = fresh_seed(), fresh_seed()
                 remake = functools.partial(kind.make, draw_seed)
