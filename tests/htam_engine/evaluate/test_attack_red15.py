@@ -10,9 +10,9 @@ all caught since:
   up to 100, spikes of 300 x RMS = 173, up to 8 to a row) with no phase detection at all;
 - a problem without floating inputs got no run of checked sets: int64 arithmetic on the low 32-bit word
   on a run's later calls met only randint(0, 100).
-What catches them: the run among the timed runs now holds every kind of checked set the reference
-accepted (large magnitude, sparse spikes, wide integers), in turn from a random order so that a run's
-later calls meet every kind (rounds.TimedRounds._checked_run), and a spike's size is drawn per tensor
+What catches them: a run among the timed runs for each kind of checked set the reference accepted
+(large magnitude, sparse spikes, shifted down, wide integers), that kind at every call of it, so a run's
+later calls meet every kind (rounds.TimedRounds._checked_run), and a spike's size drawn per tensor
 between 300x and 3000x the RMS (inputs.sparse_spikes). One more, the slot detection with the max pass
 dropped on every row of a run's later calls, was caught by the large-magnitude run then and is now.
 
