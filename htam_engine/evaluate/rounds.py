@@ -175,7 +175,7 @@ class RoundSet:
     draw_seed: int
     seed: int
     values: list[Any] | None
-    exact: Any  # the float64 yardstick, where the reference changes its inputs (needed first); else None
+    exact: Any  # the float64 yardstick, where the reference changes its inputs (needed first) or a checked set's; else None
     ref_out: Any
     # A checked set's kind among a run's calls (TimedRounds._checked_run): how to make its values again
     # (for the yardstick, TimedRounds._yardstick); compared as the checked sets are, and no sample.
@@ -424,17 +424,11 @@ class TimedRounds:
                     return
                 for k, (res, rs) in enumerate(zip(results, sets)):
                     staged_base = base[k] if base is not None else None
-                    if rs.remake is not None:  # as the checked sets are: against its yardstick, then its precision
-                        exact = self._yardstick(rs, staged_base)
-                        out = self._verify_timed(checks, res, rs.values, rs.ref_out, rs.label, exact)
-                        if out is not None:
-                            check_precision(out, rs.ref_out, exact, rs.label, self.obs)
-                        del exact
-                        if self.obs.rejected:
-                            raise Stop()  # the verdict is settled: no more trials to time
-                        continue
-                    out = self._verify_timed(checks, res, rs.values, rs.ref_out, rs.label)
-                    self._check_picked(rs, out, picked, staged_base)
+                    if rs.remake is not None:  # a checked set's: compared against its yardstick, as check_set does
+                        rs.exact = self._yardstick(rs, staged_base)
+                    out = self._verify_timed(checks, res, rs.values, rs.ref_out, rs.label,
+                                             rs.exact if rs.remake is not None else None)
+                    self._check_picked(rs, out, picked, staged_base)  # its precision too, where it has a yardstick
                 if sets[0].timed:
                     samples["main"].append(Trial.of(results))
                 for model_id, trial in baseline_trials.items():

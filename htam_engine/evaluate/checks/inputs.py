@@ -54,6 +54,12 @@ _WIDE = {torch.int64: 1 << 62, torch.int32: 1 << 31, torch.int16: 1 << 15, torch
 _INT64_SHIFT = 62
 
 
+def other_stream(seed: int) -> int:
+    """A seed for a second random stream beside the one `seed` draws a set from: a set's extras (where its
+    spikes go) drawn from the draw's own seed would repeat the draw's first numbers."""
+    return (seed ^ 0x5DEECE66D5DEECE6) & ((1 << 63) - 1)
+
+
 def draw(get_inputs: Callable[[], Any], seed: int) -> list[Any]:
     """One get_inputs() call under `seed`, as a list."""
     with seeded(seed):

@@ -32,7 +32,6 @@ work; then skipped with their tensors spoiled: an output still mostly right was 
 
 from __future__ import annotations
 
-import contextlib
 import functools
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
@@ -42,8 +41,8 @@ import torch
 from htam_engine.evaluate.channel import Channel, Staged, Staging, fresh_seed
 from htam_engine.evaluate.checks.compare import compare_outputs, flatten, fraction_right, noise_norm, runs, tensors
 from htam_engine.evaluate.checks.inputs import (LARGE_SCALES, draw, has_floats, has_integers, heavy_tailed,
-                                                large_magnitude, shifted_down, signed_normal, sparse_spikes,
-                                                wide_integers)
+                                                large_magnitude, other_stream, shifted_down, signed_normal,
+                                                sparse_spikes, wide_integers)
 from htam_engine.evaluate.checks.memory import clone_inputs, same_values, tensor_leaves
 from htam_engine.evaluate.checks.observe import (Observations, candidate_output, check_mutation, check_native_threads,
                                                  check_precision, nonfinite, output_fingerprint, record_notes)
@@ -306,7 +305,7 @@ class CheckRun:
             del res  # before the next set is drawn
         assert facts is not None
         self.check_other_distributions(facts)
-        self.check_large_magnitude()
+        self.check_far_values()
         self.check_wide_integers(facts)
         self.check_unseen_shape(init)
 
@@ -371,36 +370,38 @@ class CheckRun:
                                  ("heavy-tailed (positive)", functools.partial(tailed, fresh_seed(), True))],
                                 finite_only)
 
-    def check_large_magnitude(self) -> None:
+    def check_far_values(self) -> None:
+        """The floating sets of values far from get_inputs' own: large magnitude, sparse spikes, shifted
+        down (inputs.py). Each kind the reference stays finite on joins run_sets (of the large
+        magnitudes, the largest)."""
         if not self.cfg.check_other_distribution or not self._has(has_floats):
             return
         get_inputs = self.loaded.main.get_inputs
-        finite: RunSet | None = None
-        for scale in LARGE_SCALES:
-            def scaled(draw_seed: int, scale: float = scale) -> list[Any]:
-                return large_magnitude(draw(get_inputs, draw_seed), scale)
-            try:
-                if self.check_set(f"large-magnitude x{scale:g}", functools.partial(scaled, fresh_seed()),
-                                  self.reference, finite_only=True) is not None:
-                    finite = RunSet(f"large-magnitude x{scale:g}", scaled)
-            except ReferenceFailed:
-                continue
-        if finite is not None:
-            self.run_sets.append(finite)
 
-        def spiked(draw_seed: int) -> list[Any]:
-            return sparse_spikes(draw(get_inputs, draw_seed), draw_seed)
-        with contextlib.suppress(ReferenceFailed):
-            if self.check_set("sparse spikes", functools.partial(spiked, fresh_seed()), self.reference,
-                              finite_only=True) is not None:
-                self.run_sets.append(RunSet("sparse spikes", spiked))
+        def scaled(scale: float, seed: int) -> list[Any]:
+            return large_magnitude(draw(get_inputs, seed), scale)
 
-        def shifted(draw_seed: int) -> list[Any]:
-            return shifted_down(draw(get_inputs, draw_seed), draw_seed)
-        with contextlib.suppress(ReferenceFailed):
-            if self.check_set("shifted down", functools.partial(shifted, fresh_seed()), self.reference,
-                              finite_only=True) is not None:
-                self.run_sets.append(RunSet("shifted down", shifted))
+        def spiked(seed: int) -> list[Any]:  # where the spikes go: a stream of its own, not the draw's
+            return sparse_spikes(draw(get_inputs, seed), other_stream(seed))
+
+        def shifted(seed: int) -> list[Any]:
+            return shifted_down(draw(get_inputs, seed), other_stream(seed))
+
+        large = [self._finite_kind(f"large-magnitude x{scale:g}", functools.partial(scaled, scale))
+                 for scale in LARGE_SCALES]
+        kinds = [next((k for k in reversed(large) if k is not None), None),
+                 self._finite_kind("sparse spikes", spiked), self._finite_kind("shifted down", shifted)]
+        self.run_sets += [k for k in kinds if k is not None]
+
+    def _finite_kind(self, label: str, make: Callable[[int], list[Any]]) -> RunSet | None:
+        """make(a fresh seed) checked where the reference accepts it and stays finite on it; then the
+        kind, for the timed stage's runs of checked sets, else None."""
+        try:
+            if self.check_set(label, functools.partial(make, fresh_seed()), self.reference, finite_only=True) is None:
+                return None
+        except ReferenceFailed:
+            return None
+        return RunSet(label, make)
 
     def check_wide_integers(self, facts: ReferenceFacts) -> None:
         if not self.cfg.check_other_distribution or not self._has(has_integers):
