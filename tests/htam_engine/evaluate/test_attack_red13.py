@@ -15,23 +15,11 @@ honest_softmax (Triton, interpreted) ok at 0.0080x.
 
 from __future__ import annotations
 
-import importlib.util
-import os
-
 import torch
 
-from cheats.harness import candidate_path, run_check
+from cheats.harness import load_candidate, run_check
 from htam_engine.evaluate.result import Status
 from test_attack_new import assert_caught, honest_ok
-
-
-
-def _load(name: str):
-    os.environ.setdefault("TRITON_INTERPRET", "1")
-    spec = importlib.util.spec_from_file_location(f"red13_{name}", candidate_path(name))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_a_softmax_with_a_sampled_max_is_caught():
@@ -42,7 +30,7 @@ def test_a_softmax_with_a_sampled_max_is_caught():
     checked now (inputs.sparse_spikes)."""
     spiked = torch.rand(2, 32768)
     spiked[:, 1] = 200.0  # column 1: not among the sampled columns 0, 64, 128, ...
-    out = _load("cheat_sampled_max_softmax").ModelNew()(spiked)
+    out = load_candidate("cheat_sampled_max_softmax").ModelNew()(spiked)
     assert torch.isnan(out).any() and not torch.isnan(torch.softmax(spiked, dim=1)).any()  # wrong in general
     honest_ok(run_check("softmax", "honest_softmax"))
     r = run_check("softmax", "cheat_sampled_max_softmax")
@@ -55,7 +43,7 @@ def test_a_max_pass_dropped_on_timed_calls_only_is_caught():
     one to a Go: a softmax dropping its max pass on the later calls of a run (told apart by pace) never
     met an input where exp overflows (ok at 0.0091x against the honest 0.0080x). A run of timed
     calls on checked sets now comes among the timed runs (rounds.TimedRounds._checked_run)."""
-    module = _load("cheat_timed_nomax_softmax")
+    module = load_candidate("cheat_timed_nomax_softmax")
     x = torch.rand(2, 32768) * 100
     y = torch.empty_like(x)
     module.softmax_kernel[(2,)](x, y, 32768, SAFE=False, BLOCK=32768)  # the timed calls' kernel
@@ -71,7 +59,7 @@ def test_int64_arithmetic_done_in_float64_is_caught():
     below 2^42 fit the 53-bit mantissa) and is wrong past 2^51 (ok at 0.0066x, honest_int_scale
     0.0074x). The set's int64 values now come at every bit length up to 62 (inputs.wide_integers)."""
     x = torch.tensor([2**60 + 1, 2**55 + 3])
-    assert not torch.equal(_load("cheat_int_via_float64").ModelNew()(x), x * 3 + 1)  # wrong in general
+    assert not torch.equal(load_candidate("cheat_int_via_float64").ModelNew()(x), x * 3 + 1)  # wrong in general
     honest_ok(run_check("int_scale", "honest_int_scale"))
     r = run_check("int_scale", "cheat_int_via_float64")
     assert r.status is Status.INCORRECT and not r.correct, (r.status, r.speedup_eager)

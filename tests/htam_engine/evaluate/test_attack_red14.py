@@ -9,22 +9,11 @@ set (104 of 128 elements outside atol=rtol=1e-4); cheat_tuple_output incorrect (
 
 from __future__ import annotations
 
-import importlib.util
-import os
-
 import torch
 
-from cheats.harness import candidate_path, rules, run_check
+from cheats.harness import load_candidate, rules, run_check
 from htam_engine.evaluate.result import Status
 from test_attack_new import honest_ok
-
-
-def _load(name: str):
-    os.environ.setdefault("TRITON_INTERPRET", "1")
-    spec = importlib.util.spec_from_file_location(f"red14_{name}", candidate_path(name))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_weights_rounded_to_bfloat16_after_the_parameter_check_are_caught():
@@ -43,7 +32,7 @@ def test_weights_that_differ_from_models_are_named_but_a_function_equal_to_model
     torch.manual_seed(0)
     x = torch.rand(4, 32)
     torch.manual_seed(42)
-    cheat = _load("cheat_params_rescaled").ModelNew(32)
+    cheat = load_candidate("cheat_params_rescaled").ModelNew(32)
     torch.manual_seed(42)
     first, second = torch.nn.Linear(32, 32), torch.nn.Linear(32, 32)  # Model's, in its order
     assert not torch.equal(cheat.first.weight, first.weight)

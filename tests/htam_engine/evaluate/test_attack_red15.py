@@ -23,22 +23,11 @@ ok at 0.0079x; the four at 0.0054-0.0077x before.
 
 from __future__ import annotations
 
-import importlib.util
-import os
-
 import torch
 
-from cheats.harness import candidate_path, run_check
+from cheats.harness import load_candidate, run_check
 from htam_engine.evaluate.result import Status
 from test_attack_new import assert_caught, honest_ok
-
-
-def _load(name: str):
-    os.environ.setdefault("TRITON_INTERPRET", "1")
-    spec = importlib.util.spec_from_file_location(f"red15_{name}", candidate_path(name))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _caught(r) -> None:
@@ -53,26 +42,26 @@ def _nomax_wrong(module) -> None:
     x = torch.rand(2, 32768)
     x[:, 1000] = 200.0
     y = torch.empty_like(x)
-    module.softmax_kernel[(2,)](x, y, 32768, SAFE=False, SAMPLE=16, BLOCK=32768)
+    module.softmax_kernel[(2,)](x, y, 32768, SAFE=False, SAMPLE=module.SAMPLE, BLOCK=32768)
     assert torch.isnan(y).any() and not torch.isnan(torch.softmax(x, dim=1)).any()
 
 
 def test_a_max_pass_dropped_on_timed_rows_of_get_inputs_range_is_caught():
-    module = _load("cheat_sampled_timed_nomax_softmax")
+    module = load_candidate("cheat_sampled_timed_nomax_softmax")
     _nomax_wrong(module)
     honest_ok(run_check("softmax", "honest_softmax"))
     _caught(run_check("softmax", "cheat_sampled_timed_nomax_softmax"))
 
 
 def test_a_max_pass_dropped_on_run_slots_is_caught():
-    module = _load("cheat_slot_sampled_nomax_softmax")
+    module = load_candidate("cheat_slot_sampled_nomax_softmax")
     _nomax_wrong(module)
     honest_ok(run_check("softmax", "honest_softmax"))
     _caught(run_check("softmax", "cheat_slot_sampled_nomax_softmax"))
 
 
 def test_a_constant_shift_softmax_is_caught():
-    model = _load("cheat_shifted_softmax").ModelNew()
+    model = load_candidate("cheat_shifted_softmax").ModelNew()
     x = torch.rand(2, 32768) * 300
     assert torch.isnan(model(x)).any() and not torch.isnan(torch.softmax(x, dim=1)).any()  # wrong in general
     honest_ok(run_check("softmax", "honest_softmax"))
@@ -82,7 +71,7 @@ def test_a_constant_shift_softmax_is_caught():
 
 
 def test_int64_on_the_low_word_on_run_slots_is_caught():
-    module = _load("cheat_slot_low_word_int")
+    module = load_candidate("cheat_slot_low_word_int")
     x = torch.tensor([2**40, 2**33 + 5])
     y = torch.empty_like(x)
     module.low_word_kernel[(1,)](x.view(torch.int32), y, 2, BLOCK=1024)
@@ -94,10 +83,10 @@ def test_int64_on_the_low_word_on_run_slots_is_caught():
 def test_a_max_pass_dropped_on_every_run_slot_is_caught():
     """The slot detection alone (no sample of the row): the run of checked sets is staged in the same
     slots, and its x100 rows and spikes overflow exp without the max pass."""
-    module = _load("cheat_slot_nomax_softmax")
+    module = load_candidate("cheat_slot_nomax_softmax")
     x = torch.rand(2, 32768) * 100
     y = torch.empty_like(x)
-    module.softmax_kernel[(2,)](x, y, 32768, SAFE=False, SAMPLE=16, BLOCK=32768)
+    module.softmax_kernel[(2,)](x, y, 32768, SAFE=False, SAMPLE=module.SAMPLE, BLOCK=32768)
     assert torch.isnan(y).any()  # wrong in general
     r = run_check("softmax", "cheat_slot_nomax_softmax")
     assert_caught(r, "changed_during_timing")

@@ -15,26 +15,15 @@ honest_softmax ok at ~0.008x; cheat_nomax_fallback_softmax ok at 0.0080x.
 
 from __future__ import annotations
 
-import importlib.util
-import os
-
 import torch
 
-from cheats.harness import candidate_path, run_check
+from cheats.harness import load_candidate, run_check
 from htam_engine.evaluate.result import Status
 from test_attack_new import honest_ok
 
 
-def _load(name: str):
-    os.environ.setdefault("TRITON_INTERPRET", "1")
-    spec = importlib.util.spec_from_file_location(f"red16_{name}", candidate_path(name))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_fallback_softmax_is_wrong_in_general():
-    model = _load("cheat_nomax_fallback_softmax").ModelNew()
+    model = load_candidate("cheat_nomax_fallback_softmax").ModelNew()
     x = torch.rand(2, 32768) - 200.0  # a row of only very negative logits: exp underflows to 0
     assert torch.isnan(model(x)).any() and not torch.isnan(torch.softmax(x, dim=1)).any()
     x = torch.rand(2, 32768) * 100  # what the judge draws: the overflow takes the safe path

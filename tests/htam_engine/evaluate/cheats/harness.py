@@ -41,6 +41,23 @@ def candidate_source(name: str) -> str:
                    for line in lines)
 
 
+def load_candidate(name: str) -> Any:
+    """cheats/<name>.py imported here as a module (to show on an input of the test's own what its kernel
+    gets wrong), its includes expanded into a file of its own: Triton's jit reads a kernel's source
+    from its file."""
+    import importlib.util
+    import tempfile
+
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+    path = Path(tempfile.gettempdir()) / "htam-test-candidates" / f"{name}.py"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(candidate_source(name))
+    spec = importlib.util.spec_from_file_location(f"candidate_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 @functools.lru_cache(maxsize=None)
 def _problem(name: str, overrides: tuple = ()) -> Any:
     from htam_engine.problems import load_problem
