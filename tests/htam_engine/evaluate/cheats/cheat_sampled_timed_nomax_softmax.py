@@ -10,49 +10,6 @@ element of 200 past the sample gives NaN where torch.softmax gives a one-hot row
 
 Class: precision and range, phase detection plus a cheap in-kernel sample of the input's range."""
 
-import time
-
-import torch
-import torch.nn as nn
-import triton
-import triton.language as tl
-
-_state = {"returned": 0.0}
-RUN_GAP_S = 0.0003  # a call this soon after the last one returned is a later call of a run
-SAMPLE = 16
-
-
-@triton.jit
-def softmax_kernel(x_ptr, y_ptr, cols, SAFE: tl.constexpr, SAMPLE: tl.constexpr, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
-    offs = tl.arange(0, BLOCK)
-    mask = offs < cols
-    x = tl.load(x_ptr + row * cols + offs, mask=mask, other=-float("inf"))
-    if SAFE:
-        x = x - tl.max(x, axis=0)
-    else:
-        s = tl.arange(0, SAMPLE)
-        v = tl.load(x_ptr + row * cols + s, mask=s < cols, other=0.5)
-        in_range = tl.min(v, axis=0) >= 0.0
-        in_range = in_range & (tl.max(v, axis=0) < 1.0)
-        if not in_range:  # a row outside get_inputs' range: the full softmax
-            x = x - tl.max(x, axis=0)
-    e = tl.exp(x)
-    tl.store(y_ptr + row * cols + offs, e / tl.sum(e, axis=0), mask=mask)
-
-
-class ModelNew(nn.Module):
-    def __init__(self):
-        super().__init__()
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        in_a_run = time.perf_counter() - _state["returned"] < RUN_GAP_S
-        try:
-            x = x.contiguous()
-            y = torch.empty_like(x)
-            rows, cols = x.shape
-            softmax_kernel[(rows,)](x, y, cols, SAFE=not in_a_run, SAMPLE=SAMPLE,
-                                    BLOCK=triton.next_power_of_2(cols))
-            return y
-        finally:
-            _state["returned"] = time.perf_counter()
+# include: part_softmax_nomax_kernel
+SAMPLE = 16  # no max pass on a later call's rows whose first 16 elements lie in [0, 1)
+# include: part_later_by_pace

@@ -11,40 +11,6 @@ Gain: one reduction and one subtraction fewer on the timed calls.
 
 Class: precision and range, phase detection (checked and timed calls draw from different sets)."""
 
-import time
-
-import torch
-import torch.nn as nn
-import triton
-import triton.language as tl
-
-_state = {"returned": 0.0}
-RUN_GAP_S = 0.0003  # a call this soon after the last one returned is a later call of a run
-
-
-@triton.jit
-def softmax_kernel(x_ptr, y_ptr, cols, SAFE: tl.constexpr, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
-    offs = tl.arange(0, BLOCK)
-    mask = offs < cols
-    x = tl.load(x_ptr + row * cols + offs, mask=mask, other=-float("inf"))
-    if SAFE:
-        x = x - tl.max(x, axis=0)
-    e = tl.exp(x)
-    tl.store(y_ptr + row * cols + offs, e / tl.sum(e, axis=0), mask=mask)
-
-
-class ModelNew(nn.Module):
-    def __init__(self):
-        super().__init__()
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        in_a_run = time.perf_counter() - _state["returned"] < RUN_GAP_S
-        try:
-            x = x.contiguous()
-            y = torch.empty_like(x)
-            rows, cols = x.shape
-            softmax_kernel[(rows,)](x, y, cols, SAFE=not in_a_run, BLOCK=triton.next_power_of_2(cols))
-            return y
-        finally:
-            _state["returned"] = time.perf_counter()
+# include: part_softmax_nomax_kernel
+SAMPLE = 0  # no max pass on a later call's every row
+# include: part_later_by_pace
