@@ -1,9 +1,9 @@
 """Cheat (int64 arithmetic on the low 32-bit word, on a run's later calls told by the input's buffer
 slot): the judge stages a run's calls in its shared input buffers, call k in slot k, while every
 checked call (the wide-integer set included) comes in slot 0, the first call's, or in a private copy
-(not page-aligned). No run of large-magnitude sets comes among the timed runs of a problem without
-floating inputs (rounds.py: only where check_large_magnitude found finite scales), so a run's later
-calls only ever get get_inputs' own draws, randint(0, 100). There the kernel reads only the low 32-bit
+(not page-aligned). No run of large-magnitude sets came among the timed runs of a problem without
+floating inputs, so a run's later calls only ever got get_inputs' own draws, randint(0, 100) (caught
+since by the run of wide-integer sets among them: rounds.TimedRounds._checked_run). There the kernel reads only the low 32-bit
 word of each int64 (half the input bytes), computes x * 3 + 1 in int32 and stores it sign-extended:
 exact below 2^29. Every other call runs the int64 kernel. Wrong in general: x = 2^40 gives 1 where
 x * 3 + 1 = 3 * 2^40 + 1. Gain: half the input bytes read on the timed calls.
