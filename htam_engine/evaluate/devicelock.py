@@ -59,17 +59,20 @@ GIB = 1 << 30
 UNIT_GIB = 4
 # At most this many units (a bigger device's units are bigger): admission tries each one's lock.
 MAX_UNITS = 32
-# Device memory that no evaluation's estimate counts: the CUDA contexts of every judge on the
-# device, held whether or not it holds units. A judge has a zygote (never initialises CUDA), a
-# spare sandbox (none until its first request), a candidate sandbox (its context and L2 flusher
-# made at build, before it takes units) and a reference sandbox (kept between evaluations with
-# its baselines' parameters), plus its own context: ~0.5 GiB each for the three that have one,
-# so ~2 GiB a judge with some room. A pool tells its judges how many of them share the device
-# (JUDGES_ENV, set by evaluate.pool); a judge started on its own assumes JUDGES_PER_DEVICE, the pool
-# an H200 runs. The allowance is at most half the device, whose other half stays for evaluations.
-# (Until the count was passed, 16 judges on an 80 GiB H100 were allowed a quarter of it, 20 GiB
-# for 32 GiB of contexts, and admission lent out memory the contexts held.)
-CONTEXT_GIB_PER_JUDGE = 2
+# Device memory that no evaluation's estimate counts: what every judge on the device holds whether or
+# not it holds units. A judge has a zygote (never initialises CUDA), a spare sandbox (none until its
+# first request), a candidate sandbox (its context and L2 flusher made at build, before it takes
+# units) and a reference sandbox (kept between evaluations with its baselines' parameters), plus its
+# own context. Measured on an H100 (tests/bench/data/throughput_h100_triton_d1465e1.txt, 16 judges
+# idle between evaluations): a judge 1.2-1.3 GiB, a reference sandbox 1.4 GiB, a candidate sandbox
+# 1.1-1.6 GiB before its evaluation takes units: ~4 GiB a judge. A pool tells its judges how many of
+# them share the device (JUDGES_ENV, set by evaluate.pool); a judge started on its own assumes
+# JUDGES_PER_DEVICE, the pool an H200 runs. The allowance is at most half the device, whose other
+# half stays for evaluations, and a pool runs no more judges on a device than that half holds
+# (judges_fitting). (At 2 GiB a judge, 16 judges on the H100 held 50-64 GiB of its 79 where 32 were
+# allowed: admission lent out memory they held, and 6 of 16 evaluations ran out beside others and
+# were run again alone, which held up every other.)
+CONTEXT_GIB_PER_JUDGE = 4
 JUDGES_PER_DEVICE = 16
 JUDGES_ENV = "HTAM_JUDGES_ON_DEVICE"
 
@@ -100,6 +103,12 @@ NEED_ALLOWANCE_GIB = 2
 # one beside small ones, never queued behind every other evaluation as taking them all would be;
 # where that still runs out, the evaluation runs again alone (Judge.evaluate).
 UNKNOWN_SHARE = 0.5
+
+
+def judges_fitting(total: int) -> int:
+    """How many judges a device of `total` bytes holds: their own memory (CONTEXT_GIB_PER_JUDGE
+    each) in at most half of it, the other half for evaluations."""
+    return max(1, total // 2 // (CONTEXT_GIB_PER_JUDGE * GIB))
 
 
 def usable_memory(total: int, judges: int | None = None) -> int:
@@ -142,14 +151,18 @@ def check_slots(device: str, total_memory: int | None = None) -> int:
 
 def evaluation_need(input_layouts: Any, unseen_input_layouts: Any, has_unseen: bool) -> int | None:
     """The device memory an evaluation needs at its peak, from its input sets' layouts, before it
-    allocates anything: NEED_FACTOR x (the larger set's bytes + as many for its output) +
-    NEED_ALLOWANCE_GIB. None where a set it draws has no layout (get_inputs could not run on the
-    meta device). `has_unseen`: whether it
-    also draws the unseen-shape set (else `unseen_input_layouts` is None for want of one)."""
+    allocates anything: NEED_FACTOR x (the larger set's bytes + as many for its output), the sandboxes'
+    warm-up copies of a set up to timing.WARM_COPY_MAX_BYTES, and NEED_ALLOWANCE_GIB. None where a
+    set it draws has no layout (get_inputs could not run on the meta device). `has_unseen`: whether
+    it also draws the unseen-shape set (else `unseen_input_layouts` is None for want of one)."""
     if input_layouts is None or (has_unseen and unseen_input_layouts is None):
         return None
+    from htam_engine.evaluate.timing import WARM_COPY_MAX_BYTES
+
     largest = max(layouts_bytes(input_layouts), layouts_bytes(unseen_input_layouts or ()))
-    return NEED_FACTOR * 2 * largest + NEED_ALLOWANCE_GIB * GIB
+    # the candidate's and the reference's sandbox each keep a copy of a set this small to warm up on
+    warm_copies = 2 * largest if largest <= WARM_COPY_MAX_BYTES else 0
+    return NEED_FACTOR * 2 * largest + warm_copies + NEED_ALLOWANCE_GIB * GIB
 
 
 def device_free_memory(device: str) -> int | None:

@@ -31,14 +31,30 @@ def visible_gpus() -> int:
         return 0
 
 
-def slot_devices(size: int, device: str) -> list[str]:
-    """The device each slot uses: an explicit `cuda:N` pins all; bare `cuda` spreads over GPUs."""
-    if device != "cuda":
+def slot_devices(size: int, device: str, judges_fitting: Callable[[str], int | None] | None = None) -> list[str]:
+    """The device each slot uses: an explicit `cuda:N` pins all; bare `cuda` spreads over GPUs. No more
+    slots on a GPU than `judges_fitting(device)` (default: what half its memory holds of the judges'
+    own, devicelock.judges_fitting; None where its memory cannot be read): a judge and its sandboxes
+    hold memory between evaluations, and judges past that leave evaluations too little to run beside
+    each other."""
+    if not device.startswith("cuda"):
         return [device] * size
-    n = visible_gpus()
-    if n <= 1:
-        return ["cuda"] * size
-    return [f"cuda:{i % n}" for i in range(size)]
+    n = visible_gpus() if device == "cuda" else 1
+    devices = [f"cuda:{i % n}" for i in range(size)] if n > 1 else [device] * size
+    fitting = judges_fitting or _judges_fitting
+    kept: list[str] = []
+    for d in devices:
+        cap = fitting(d)
+        if cap is None or kept.count(d) < cap:
+            kept.append(d)
+    return kept
+
+
+def _judges_fitting(device: str) -> int | None:
+    from htam_engine.evaluate.devicelock import device_memory, judges_fitting
+
+    total = device_memory(device)
+    return None if total is None else judges_fitting(total)
 
 
 def judge_key(problem: Any, device: str, config: EvalConfig | None) -> str | None:
@@ -61,6 +77,7 @@ class WorkerPool:
         if size < 1:
             raise ValueError("a worker pool needs at least one worker")
         self.device = device
+        self.requested = size  # the slots asked for; `size` may be fewer (slot_devices: what a GPU's memory holds)
         devices = slot_devices(size, device)
         self._slots = [Evaluator(d, judges_on_device=devices.count(d)) for d in devices]
         self._free: list[Evaluator] = list(self._slots)  # idle slots, longest idle first

@@ -197,6 +197,8 @@ async def evaluate_all(cands: list[tuple[Any, str, str]], workers: int,
     from htam_engine.evaluate.pool import WorkerPool
 
     pool = WorkerPool(workers, TARGET["device"])
+    if pool.size < workers:  # evaluate.pool.slot_devices: no more judges than half the GPU's memory holds
+        print(f"  {pool.size} judges of the {workers} asked: as many as half the device's memory holds", flush=True)
     # The torch.compile baseline is per problem (cached across its candidates), not per candidate:
     # leave it out so both modes measure candidate work only (compile, check, time vs eager).
     cfg = EvalConfig(backend=TARGET["backend"], device=TARGET["device"], timeout_s=900.0, time_compile_baseline=False)

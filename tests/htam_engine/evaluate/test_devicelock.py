@@ -251,7 +251,7 @@ def _up(procs, *args):
 
 
 def test_units_an_evaluation_takes_follow_its_need(monkeypatch):
-    monkeypatch.setenv(devicelock.JUDGES_ENV, "8")  # 16 GiB of the judges' contexts
+    monkeypatch.setenv(devicelock.JUDGES_ENV, "4")  # 16 GiB of the judges' own memory
     lock = _units_lock(units=4, total_gib=64)  # 48 GiB usable: 12 GiB units
     assert lock.unit_bytes == 12 * GIB
     assert lock.units_for(0) == 1 and lock.units_for(GIB) == 1 and lock.units_for(12 * GIB) == 1
@@ -270,9 +270,14 @@ def test_an_evaluations_need_is_a_multiple_of_its_larger_input_set():
     allowance = devicelock.NEED_ALLOWANCE_GIB * GIB
     assert devicelock.layouts_bytes(big) == 8 << 20
     assert devicelock.layouts_bytes((((4, 0), (1, 1), torch.float32),)) == 0
-    assert devicelock.evaluation_need(small, None, False) == devicelock.NEED_FACTOR * 2 * (4 << 20) + allowance
-    assert devicelock.evaluation_need(small, big, True) == devicelock.NEED_FACTOR * 2 * (8 << 20) + allowance
-    assert devicelock.evaluation_need(big, small, True) == devicelock.NEED_FACTOR * 2 * (8 << 20) + allowance
+    # a set this small: each sandbox also keeps a copy of it to warm up on
+    assert devicelock.evaluation_need(small, None, False) == (devicelock.NEED_FACTOR * 2 + 2) * (4 << 20) + allowance
+    assert devicelock.evaluation_need(small, big, True) == (devicelock.NEED_FACTOR * 2 + 2) * (8 << 20) + allowance
+    assert devicelock.evaluation_need(big, small, True) == (devicelock.NEED_FACTOR * 2 + 2) * (8 << 20) + allowance
+    at_most = (((1 << 18, 1024), (1024, 1), torch.float32),)  # 1 GiB: timing.WARM_COPY_MAX_BYTES, still copied
+    assert devicelock.evaluation_need(at_most, None, False) == (devicelock.NEED_FACTOR * 2 + 2) * GIB + allowance
+    past = (((1 << 18, 1025), (1025, 1), torch.float32),)  # past it: no copies
+    assert devicelock.evaluation_need(past, None, False) == devicelock.NEED_FACTOR * 2 * devicelock.layouts_bytes(past) + allowance
     assert devicelock.evaluation_need(None, None, False) is None  # get_inputs could not run on meta
     assert devicelock.evaluation_need(small, None, True) is None  # nor its unseen-shape variant's
 
@@ -282,7 +287,7 @@ def test_gpu_check_slots_cuts_the_memory_into_that_many_units(monkeypatch):
     lock = DeviceLock("cpu", NAME, total_memory=140 * GIB)
     assert lock.slots == 1 and lock.units_for(GIB) == 1
     monkeypatch.setenv(devicelock.SLOTS_ENV, "0")
-    assert DeviceLock("cpu", NAME, total_memory=140 * GIB).slots == (140 - 32) // devicelock.UNIT_GIB
+    assert DeviceLock("cpu", NAME, total_memory=140 * GIB).slots == (140 - 64) // devicelock.UNIT_GIB  # 16 judges of 4 GiB
 
 
 def test_two_small_evaluations_hold_units_at_once(procs):

@@ -195,12 +195,12 @@ def test_gpu_devices_get_units_of_memory(monkeypatch):
     monkeypatch.delenv(devicelock.SLOTS_ENV)
     import torch
 
-    # units of 4 GiB of what the judges' contexts leave (2 GiB a judge, at most half the device): a judge
-    # not told how many share its device counts 16 (an H200's pool); H200 (as it reports itself), H100,
-    # A100-40, L4, capped at 32. Told (a pool of 4), an H100 lends out 18 units, not 12
+    # units of 4 GiB of what the judges' own memory leaves (4 GiB a judge, at most half the device): a
+    # judge not told how many share its device counts 16 (an H200's pool); H200 (as it reports itself),
+    # H100, A100-40, L4, capped at 32. Told (a pool of 4), an H100 lends out 16 units, not 10
     monkeypatch.delenv(devicelock.JUDGES_ENV, raising=False)
-    for judges, expected in [(None, [(139.8, 26), (80, 12), (40, 5), (24, 3), (512, 32)]),
-                             ("4", [(139.8, 32), (80, 18), (40, 8), (24, 4)]),
+    for judges, expected in [(None, [(139.8, 18), (80, 10), (40, 5), (24, 3), (512, 32)]),
+                             ("4", [(139.8, 30), (80, 16), (40, 6), (24, 3)]),
                              ("1", [(80, 19), (24, 5)])]:
         if judges is not None:
             monkeypatch.setenv(devicelock.JUDGES_ENV, judges)

@@ -77,6 +77,29 @@ def test_slots_spread_over_gpus_only_for_bare_cuda(monkeypatch):
         WorkerPool(size=0)
 
 
+def test_a_gpu_gets_no_more_judges_than_half_its_memory_holds(monkeypatch):
+    """16 workers asked on an 80 GiB H100 become 9 judges (4 GiB each in at most half of it); a 141 GB
+    H200 keeps 16; each of two GPUs gets its own cap; a device whose memory cannot be read keeps all."""
+    import torch
+
+    import htam_engine.evaluate.pool as pool_mod
+    from htam_engine.evaluate import devicelock
+
+    def of(gib: float) -> object:
+        return type("Props", (), {"total_memory": int(gib * devicelock.GIB)})()
+
+    monkeypatch.setattr(pool_mod, "visible_gpus", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: of(79.2))
+    assert slot_devices(16, "cuda") == ["cuda"] * 9
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: of(139.8))
+    assert slot_devices(16, "cuda:0") == ["cuda:0"] * 16
+    monkeypatch.setattr(pool_mod, "visible_gpus", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "get_device_properties",
+                        lambda device: of(79.2 if str(device) == "cuda:0" else 24))
+    assert slot_devices(8, "cuda") == ["cuda:0", "cuda:1", "cuda:0", "cuda:1", "cuda:0", "cuda:1", "cuda:0"]
+    assert slot_devices(5, "cuda", judges_fitting=lambda device: None) == ["cuda:0", "cuda:1"] * 2 + ["cuda:0"]
+
+
 async def test_a_problems_next_candidate_goes_to_the_judge_that_holds_its_baselines(small_problem):
     """Two idle workers: the second candidate of a problem goes to the worker that evaluated the
     first (its reference sandbox is reused), not to the one idle longest."""
