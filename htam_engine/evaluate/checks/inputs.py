@@ -12,13 +12,20 @@ the tensors they do not replace) as they are:
   drawn per tensor (a max, or a norm, taken from a sample of the elements misses them: a
   softmax whose max comes from every 64th element overflows in exp), used only where the
   reference stays finite;
+- sparse negatives: SPIKES floating elements of each tensor set below zero, 1 to 10 times its RMS
+  magnitude (a ReLU taken as |x| where a sample of the inputs is non-negative passes every set
+  non-negative as a whole or negative nearly everywhere: cheat_sampled_sign_relu), used only where
+  the reference stays finite;
 - shifted down: floating inputs less an offset drawn per tensor between SHIFT_LOW and SHIFT_HIGH
   (a row of logits all far below zero: a softmax without its max pass that falls back to one only
   where exp overflows gets 0 / 0 there, or subnormal sums), used only where the reference stays
   finite;
 - wide integers: integer inputs drawn across a range far past 32 bits (an int64
   computation done in 32 bits wraps), for int64 at every bit length up to 62 (one done in
-  float64 rounds past 2^53), used only where the reference accepts them.
+  float64 rounds past 2^53), used only where the reference accepts them;
+- sparse wide integers: SPIKES elements of each integer tensor of a get_inputs draw replaced by
+  wide values (an int64 computation done in 32 bits where a sample of the inputs is small passes
+  sets wide everywhere: cheat_sampled_low_word_int), used only where the reference accepts them.
 Every seed comes from the judge (secrets), per evaluation; none is ever sent to a sandbox.
 """
 
@@ -130,6 +137,20 @@ def sparse_spikes(values: list[Any], seed: int) -> list[Any]:
     return _replace_floats(values, spiked, seed)
 
 
+def sparse_negatives(values: list[Any], seed: int) -> list[Any]:
+    """Floating tensors with SPIKES elements, drawn at random, set to -1 to -10 times their RMS
+    magnitude (one size per tensor); the rest as drawn."""
+
+    def dipped(x: torch.Tensor) -> torch.Tensor:
+        y = x.clone(memory_format=torch.contiguous_format)
+        if y.numel():
+            size = 10 ** float(torch.rand(()))
+            y.view(-1)[torch.randint(y.numel(), (SPIKES,), device=y.device)] = -size * _scale(x)
+        return y
+
+    return _replace_floats(values, dipped, seed)
+
+
 def shifted_down(values: list[Any], seed: int) -> list[Any]:
     """Floating tensors less an offset between SHIFT_LOW and SHIFT_HIGH (one per tensor); the rest as drawn."""
     return _replace_floats(values, lambda x: x - (SHIFT_LOW + (SHIFT_HIGH - SHIFT_LOW) * float(torch.rand(()))), seed)
@@ -154,14 +175,34 @@ def wide_integers(values: list[Any], seed: int, positive: bool = False) -> list[
     out = []
     with seeded(seed):
         for x in values:
-            half = _WIDE.get(x.dtype) if isinstance(x, torch.Tensor) else None
-            if half is None or not x.numel():
+            if not (isinstance(x, torch.Tensor) and x.dtype in _WIDE and x.numel()):
                 out.append(x)
                 continue
-            low = 0 if positive or x.dtype == torch.uint8 else -half
-            high = 2 * half if x.dtype == torch.uint8 else half
-            wide = torch.randint(low, high, x.shape, dtype=x.dtype, device=x.device)
-            if x.dtype == torch.int64:
-                wide.bitwise_right_shift_(torch.randint(0, _INT64_SHIFT, x.shape, dtype=x.dtype, device=x.device))
-            out.append(wide)
+            out.append(_wide_like(x, x.shape, positive))
+    return out
+
+
+def _wide_like(x: torch.Tensor, shape: tuple[int, ...], positive: bool) -> torch.Tensor:
+    """Integers of x's dtype and device, of `shape`, drawn across its wide range (wide_integers)."""
+    half = _WIDE[x.dtype]
+    low = 0 if positive or x.dtype == torch.uint8 else -half
+    high = 2 * half if x.dtype == torch.uint8 else half
+    wide = torch.randint(low, high, shape, dtype=x.dtype, device=x.device)
+    if x.dtype == torch.int64:
+        wide.bitwise_right_shift_(torch.randint(0, _INT64_SHIFT, shape, dtype=x.dtype, device=x.device))
+    return wide
+
+
+def sparse_wide_integers(values: list[Any], seed: int, positive: bool = False) -> list[Any]:
+    """Integer tensors of a draw with SPIKES elements, drawn at random, replaced by wide values (only
+    [0, hi) when positive); the rest as drawn."""
+    out = []
+    with seeded(seed):
+        for x in values:
+            if not (isinstance(x, torch.Tensor) and x.dtype in _WIDE and x.numel()):
+                out.append(x)
+                continue
+            y = x.clone(memory_format=torch.contiguous_format)
+            y.view(-1)[torch.randint(y.numel(), (SPIKES,), device=y.device)] = _wide_like(x, (SPIKES,), positive)
+            out.append(y)
     return out

@@ -42,7 +42,8 @@ from htam_engine.evaluate.channel import Channel, Staged, Staging, fresh_seed
 from htam_engine.evaluate.checks.compare import compare_outputs, flatten, fraction_right, noise_norm, runs, tensors
 from htam_engine.evaluate.checks.inputs import (LARGE_SCALES, draw, has_floats, has_integers, heavy_tailed,
                                                 large_magnitude, other_stream, shifted_down, signed_normal,
-                                                sparse_spikes, wide_integers)
+                                                sparse_negatives, sparse_spikes, sparse_wide_integers,
+                                                wide_integers)
 from htam_engine.evaluate.checks.memory import clone_inputs, same_values, tensor_leaves
 from htam_engine.evaluate.checks.observe import (Observations, candidate_output, check_mutation, check_native_threads,
                                                  check_precision, nonfinite, output_fingerprint, record_notes)
@@ -371,9 +372,9 @@ class CheckRun:
                                 finite_only)
 
     def check_far_values(self) -> None:
-        """The floating sets of values far from get_inputs' own: large magnitude, sparse spikes, shifted
-        down (inputs.py). Each kind the reference stays finite on joins run_sets (of the large
-        magnitudes, the largest)."""
+        """The floating sets of values far from get_inputs' own: large magnitude, sparse spikes, sparse
+        negatives, shifted down (inputs.py). Each kind the reference stays finite on joins run_sets (of
+        the large magnitudes, the largest)."""
         if not self.cfg.check_other_distribution or not self._has(has_floats):
             return
         get_inputs = self.loaded.main.get_inputs
@@ -384,13 +385,17 @@ class CheckRun:
         def spiked(seed: int) -> list[Any]:  # where the spikes go: a stream of its own, not the draw's
             return sparse_spikes(draw(get_inputs, seed), other_stream(seed))
 
+        def dipped(seed: int) -> list[Any]:
+            return sparse_negatives(draw(get_inputs, seed), other_stream(seed))
+
         def shifted(seed: int) -> list[Any]:
             return shifted_down(draw(get_inputs, seed), other_stream(seed))
 
         large = [self._finite_kind(f"large-magnitude x{scale:g}", functools.partial(scaled, scale))
                  for scale in LARGE_SCALES]
         kinds = [next((k for k in reversed(large) if k is not None), None),
-                 self._finite_kind("sparse spikes", spiked), self._finite_kind("shifted down", shifted)]
+                 self._finite_kind("sparse spikes", spiked), self._finite_kind("sparse negatives", dipped),
+                 self._finite_kind("shifted down", shifted)]
         self.run_sets += [k for k in kinds if k is not None]
 
     def _finite_kind(self, label: str, make: Callable[[int], list[Any]]) -> RunSet | None:
@@ -408,24 +413,26 @@ class CheckRun:
             return
         seed = fresh_seed()
 
-        def wide(positive: bool) -> Callable[[], list[Any]]:
+        def wide(positive: bool, widen: Callable[..., list[Any]]) -> Callable[[], list[Any]]:
             draw_seed = fresh_seed()
             probed = not self.device.startswith("cuda")
 
             def make() -> list[Any]:  # the same values each call, tried on the host the first time only
                 nonlocal probed
-                values = wide_integers(draw(self.loaded.main.get_inputs, draw_seed), seed, positive=positive)
+                values = widen(draw(self.loaded.main.get_inputs, draw_seed), seed, positive=positive)
                 if not probed:
                     self.probe_on_host(values)
                     probed = True
                 return values
             return make
 
-        sets = [("wide-integers", wide(False)), ("wide-integers (positive)", wide(True))]
-        accepted = self.first_accepted(sets, finite_only=facts.finite)
-        if accepted is not None:  # drawn again as accepted: other values could end the judge's CUDA context
-            label, make = sets[accepted]
-            self.run_sets.append(RunSet(label, lambda _seed, make=make: make()))
+        # wide everywhere, then a few wide values among get_inputs' own (a sample sees none of them)
+        for name, widen in (("wide-integers", wide_integers), ("sparse wide-integers", sparse_wide_integers)):
+            sets = [(name, wide(False, widen)), (f"{name} (positive)", wide(True, widen))]
+            accepted = self.first_accepted(sets, finite_only=facts.finite)
+            if accepted is not None:  # drawn again as accepted: other values could end the judge's CUDA context
+                label, make = sets[accepted]
+                self.run_sets.append(RunSet(label, lambda _seed, make=make: make()))
 
     def probe_on_host(self, values: list[Any]) -> None:
         """On CUDA, a wide-integer set reaches the judge's reference only once a CPU copy of it

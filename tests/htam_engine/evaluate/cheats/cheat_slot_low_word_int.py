@@ -10,29 +10,10 @@ x * 3 + 1 = 3 * 2^40 + 1. Gain: half the input bytes read on the timed calls.
 
 Class: precision and range (integer width), phase detection by buffer address."""
 
-import torch
-import torch.nn as nn
-import triton
-import triton.language as tl
+# include: part_low_word_kernels
 
 _state = {"slot0": None}
 PAGE = 4096
-
-
-@triton.jit
-def scale_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    x = tl.load(x_ptr + offs, mask=mask)
-    tl.store(y_ptr + offs, x * 3 + 1, mask=mask)
-
-
-@triton.jit
-def low_word_kernel(x32_ptr, y_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    x = tl.load(x32_ptr + 2 * offs, mask=mask)  # the low word of each little-endian int64
-    tl.store(y_ptr + offs, (x * 3 + 1).to(tl.int64), mask=mask)
 
 
 class ModelNew(nn.Module):
