@@ -137,6 +137,10 @@ def _spans_overlap(a: tuple[int, int] | None, b: tuple[int, int] | None) -> bool
     return bool(a and b and a[0] < b[1] and b[0] < a[1])
 
 
+# How many of the latest outputs on memory PyTorch did not allocate the sandbox keeps alive (HeldOutputs).
+FOREIGN_KEPT = 16
+
+
 class HeldOutputs:
     """The memory of every output forward returned that the candidate still holds.
 
@@ -144,10 +148,17 @@ class HeldOutputs:
     (or a ring of them) and returns a fresh view of it on each call drops the view once the
     sandbox delivered it, but the storage lives on in the model. An honest forward's outputs are
     freed once delivered, so their references expire and the allocator may hand the same
-    addresses out again without a finding."""
+    addresses out again without a finding.
+
+    An output on memory PyTorch's allocator did not hand out (torch.from_numpy, from_dlpack,
+    frombuffer: a storage that cannot be resized) may live on beneath a storage that does not: a
+    ring of numpy arrays wrapped anew each call frees each wrapper once delivered
+    (cheat_output_ring_numpy). The latest FOREIGN_KEPT such outputs are kept alive here instead,
+    so their memory cannot be handed out again while kept: a later output there is a ring's."""
 
     def __init__(self) -> None:
         self._held: list[tuple[Any, tuple[int, int]]] = []  # (StorageWeakRef, its span when returned)
+        self._kept: list[tuple[Any, tuple[int, int]]] = []  # (a foreign storage itself, its span)
 
     def reused(self, out: Any) -> bool:
         """True when an output of `out` overlaps the memory of an earlier output still held; then
@@ -156,8 +167,15 @@ class HeldOutputs:
 
         self._held = [(ref, span) for ref, span in self._held if not ref.expired()]
         fresh = [(t, _span(t)) for t in tensors(out)]
-        hit = any(_spans_overlap(span, held) for _, span in fresh for _, held in self._held)
-        self._held += [(StorageWeakRef(t.untyped_storage()), span) for t, span in fresh if span]
+        earlier = [held for _, held in self._held + self._kept]
+        hit = any(_spans_overlap(span, held) for _, span in fresh for held in earlier)
+        for t, span in fresh:
+            if span:
+                storage = t.untyped_storage()
+                if storage.resizable():
+                    self._held.append((StorageWeakRef(storage), span))
+                else:
+                    self._kept = [*self._kept, (storage, span)][-FOREIGN_KEPT:]
         return hit
 
 

@@ -29,3 +29,23 @@ def test_a_freed_output_is_forgotten_when_its_address_comes_back():
         assert not held.reused(out)
         del out
     assert repeats  # the allocator did hand a freed block out again
+
+
+def test_a_ring_of_numpy_arrays_wrapped_anew_each_call_is_reused():
+    """Each wrapper (torch.from_numpy) is a fresh storage, freed once delivered; the arrays live on."""
+    import numpy as np
+
+    held, ring = HeldOutputs(), [np.zeros(64, np.float32) for _ in range(6)]
+    assert [held.reused(torch.from_numpy(a)) for a in ring] == [False] * 6
+    assert held.reused(torch.from_numpy(ring[0]))
+
+
+def test_fresh_numpy_outputs_are_not_reused():
+    """An output computed into a new array each call, dropped once delivered, is no ring."""
+    import numpy as np
+
+    held = HeldOutputs()
+    for _ in range(100):
+        out = torch.from_numpy(np.full(1024, 2.0, np.float32))
+        assert not held.reused(out)
+        del out

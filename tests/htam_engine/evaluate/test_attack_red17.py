@@ -1,0 +1,56 @@
+"""Cheats of a seventeenth red-team pass (CPU), each `ok` before and caught now.
+
+- cheat_output_ring_numpy: cheat_output_ring (six output buffers handed out in turn) with the ring's
+  memory held as numpy arrays and wrapped in a new tensor each call (torch.from_numpy): the sandbox's
+  record of earlier outputs (memory.HeldOutputs) kept weak references to their *storages*, which
+  expire once the wrapper is delivered, while the memory itself lives on in the model. Now the
+  latest outputs on memory PyTorch did not allocate are kept alive by the record: output_reuse.
+- cheat_sampled_sign_relu: ReLU computed as |x| when 64 sampled elements are all >= 0. The judge's sets
+  were non-negative as a whole (rand, x30/x100, positive spikes, positive normal, unseen shape) or
+  negative nearly everywhere (signed normal, heavy-tailed, shifted down, all of which a sample sees):
+  none had a few negatives among non-negative values. Now the sparse-negatives set (inputs.py).
+- cheat_sampled_low_word_int: int64 x * 3 + 1 from the low 32-bit word when 64 sampled elements are all
+  below 2^20. The wide-integer sets give every element a random bit length (a sample sees one); no set
+  had a few wide integers among small ones (cheat_slot_low_word_int's kernel, told by statistics
+  instead of the slot). Now the sparse wide-integers set (inputs.py).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from cheats.caught import assert_caught
+from cheats.harness import load_candidate, run_check
+from htam_engine.evaluate.result import Status
+
+
+def test_an_output_ring_behind_fresh_storages_is_caught():
+    model = load_candidate("cheat_output_ring_numpy").ModelNew()
+    a, b = torch.randn(64, 64), torch.randn(64, 64)
+    first = model(a, b)
+    kept = first.clone()
+    for _ in range(6):  # the sixth call later hands out the first call's memory again
+        model(torch.randn(64, 64), torch.randn(64, 64))
+    assert not torch.equal(first, kept)  # the caller's earlier output was overwritten
+    assert_caught(run_check("matmul_relu", "cheat_output_ring_numpy", trials=10), "output_reuse")
+
+
+def test_relu_as_abs_on_sampled_sign_is_caught():
+    model = load_candidate("cheat_sampled_sign_relu").ModelNew()
+    x = torch.rand(4, 256)
+    x[1, 7] = -0.5  # one negative value the sample misses
+    assert not torch.equal(model(x), torch.relu(x))  # wrong in general
+    y = torch.rand(4, 256)
+    assert torch.equal(model(y), torch.relu(y))  # right on get_inputs' draws
+    r = run_check("relu", "cheat_sampled_sign_relu", trials=10)
+    assert r.status is not Status.OK and not r.correct, (r.status, r.speedup_eager, r.integrity)
+
+
+def test_int64_on_the_low_word_on_sampled_range_is_caught():
+    model = load_candidate("cheat_sampled_low_word_int").ModelNew()
+    x = torch.randint(0, 100, (4, 256))
+    assert torch.equal(model(x), x * 3 + 1)  # right on get_inputs' draws
+    x[2, 5] = 2**40  # one wide value the sample misses
+    assert not torch.equal(model(x), x * 3 + 1)  # wrong in general
+    r = run_check("int_scale", "cheat_sampled_low_word_int", trials=10)
+    assert r.status is not Status.OK and not r.correct, (r.status, r.speedup_eager, r.integrity)
