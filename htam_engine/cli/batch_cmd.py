@@ -34,7 +34,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--limit", type=int, help="at most this many problems")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="NAME=VALUE",
                    help="override a module-level constant in every problem that has it")
-    p.add_argument("--workers", type=int, help="evaluation worker processes (default: samples x jobs, at most the cores; on a GPU at most as many judges as half its memory holds)")
+    p.add_argument("--workers", type=int, help="evaluation worker processes (default: samples x jobs, at most the cores; "
+                                                 "on a GPU at most as many judges as half its memory holds)")
     p.add_argument("--jobs", type=int, default=1, help="problems in flight at once (default 1)")
     p.add_argument("--trials", type=int, help="timed trials per evaluation (harness default 30)")
     p.add_argument("--timeout", type=float, help="seconds allowed per evaluation, compile included")

@@ -39,7 +39,8 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target", dest="target_speedup", type=float, help="stop once the best speedup reaches this")
     p.add_argument("--bank", help="memory bank file (default sessions/memory.htgbank or $HTAM_BANK)")
     p.add_argument("--no-bank", action="store_true", help="start from the seed memory and merge nothing back")
-    p.add_argument("--workers", type=int, help="evaluation worker processes (default: samples, at most the CPU cores; on a GPU at most as many judges as half its memory holds)")
+    p.add_argument("--workers", type=int, help="evaluation worker processes (default: samples, at most the CPU cores; "
+                                                 "on a GPU at most as many judges as half its memory holds)")
     p.add_argument("--trials", type=int, help="timed trials per evaluation (harness default 30)")
     p.add_argument("--timeout", type=float, help="seconds allowed per evaluation, compile included")
     p.add_argument("--no-compile-baseline", action="store_true", help="do not time the torch.compile baseline")
