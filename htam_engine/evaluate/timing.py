@@ -113,9 +113,9 @@ def run_trial(forward: Callable[..., Any], args: list[Any], device: str, marker:
     synchronize. Work forward queued on a stream the current one never waits for runs there,
     outside the events; an honest forward's tail is the synchronize's own latency, the same in
     the reference sandbox's calls, which the judge compares it with (clock.tail_check). mark(phase),
-    where given (the sandbox's trace), notes when the poison and the synchronize after it ended and
-    when the flush was queued."""
-    poison(device, poison_sizes, marker)
+    where given (the sandbox's trace), notes when the poison's blocks were queued, when the poison
+    and the synchronize after it ended and when the flush was queued."""
+    poison(device, poison_sizes, marker, mark=mark)
     if mark is not None:
         mark("poison")
     with _no_grad():

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import torch
 
@@ -30,14 +30,19 @@ def nbytes(t: torch.Tensor) -> int:
     return t.numel() * t.element_size()
 
 
-def poison(device: str, sizes: Iterable[int], value: float = NAN, copies: int = 2) -> None:
-    """Allocate, fill with `value` and free `copies` blocks of each size (largest first)."""
+def poison(device: str, sizes: Iterable[int], value: float = NAN, copies: int = 2,
+           mark: Callable[[str], None] | None = None) -> None:
+    """Allocate, fill with `value` and free `copies` blocks of each size (largest first). mark(phase),
+    where given (a sandbox's trace), notes when the blocks were allocated and their fills queued,
+    before the device finished them."""
     blocks = []
     for size in sorted({s for s in sizes if 0 < s <= _MAX_POISON_BYTES}, reverse=True):
         for _ in range(copies):
             b = torch.empty((size + 3) // 4, dtype=torch.float32, device=device)
             b.fill_(value)
             blocks.append(b)
+    if mark is not None:
+        mark("poison_queued")
     if device.startswith("cuda"):
         torch.cuda.synchronize()
     del blocks  # freed newest-last; the allocator reuses them for the next allocations

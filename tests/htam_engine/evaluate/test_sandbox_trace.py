@@ -16,7 +16,7 @@ from htam_engine.settings import SANDBOX_TRACE_ENV
 sys.path.insert(0, str(Path(__file__).parents[2] / "bench"))
 from trace_overhead import summarize  # noqa: E402
 
-OWN_PHASES = ("seed", "poison", "before_forward", "forward_host", "trial", "deliver", "decoy", "reused", "verify")
+OWN_PHASES = ("seed", "poison_queued", "poison", "before_forward", "forward_host", "trial", "deliver", "decoy", "reused", "verify")
 
 
 def test_every_call_of_both_sandboxes_traces_its_own_phases(small_problem, tmp_path, monkeypatch):
