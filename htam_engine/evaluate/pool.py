@@ -4,7 +4,8 @@ Each slot is an `Evaluator` (one worker process, reused while healthy) driven fr
 thread so the event loop never blocks. Compiles run in parallel across slots; checks
 too (on a GPU a few at a time, bounded by its memory); timing is serialized per device by
 lock files every worker takes (see devicelock.py), which also serializes separate htam
-processes. With several visible GPUs, slot i is pinned to GPU i mod n.
+processes. With several visible GPUs, slot i is pinned to GPU i mod n; a GPU gets no more slots
+than half its memory holds of the judges' own (slot_devices).
 
 A problem's next candidate goes to the idle slot that evaluated that problem last, when there is
 one: a judge keeps the problem's reference sandbox, whose torch.compile baseline took 10-25 s of
