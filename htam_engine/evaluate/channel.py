@@ -255,9 +255,9 @@ class Channel:
         time over its calls."""
         self.stage = stage
         calls, outs = [], []
-        for k, (st, ref_out, seed) in enumerate(zip(staged, ref_outs, seeds)):
+        for k, (st, ref_out) in enumerate(zip(staged, ref_outs)):
             targets, out_views = self.output_targets(ref_out, slot=k)
-            calls.append(wire.Call(st.template, targets, seed, MARKERS[self.calls % 2]))
+            calls.append(wire.Call(st.template, targets, MARKERS[self.calls % 2]))
             outs.append(out_views)
             self.calls += 1
         warm = any(st.staging is not Staging.NOW_COLD for st in staged)
@@ -276,7 +276,7 @@ class Channel:
         threads_before = self.sandbox.thread_count() if watch else None
         cpu0 = self.sandbox.thread_cpu_ns() if watch else None
         t0 = time.perf_counter_ns()
-        reply = self.request(wire.Go(self.next_seq()), stage)
+        reply = self.request(wire.Go(self.next_seq(), list(seeds[:len(calls)])), stage)
         wall_ms = (time.perf_counter_ns() - t0) / 1e6
         if self.first_run_ms is None:
             self.first_run_ms = wall_ms

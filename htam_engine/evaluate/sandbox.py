@@ -287,8 +287,11 @@ class Sandbox:
             return wire.Called(req.seq, False, "harness_error", "a go with no armed call")
         arm, prepared = armed
         ran: list[TrialTimes | wire.Called | None] = []
-        for call, prep in zip(arm.calls, prepared):
-            ran.append(self._run(req.seq, arm, call, prep))
+        if len(req.seeds) != len(arm.calls):
+            return wire.Called(req.seq, False, "harness_error", f"a go with {len(req.seeds)} seeds for "
+                                                                 f"{len(arm.calls)} armed calls")
+        for call, prep, seed in zip(arm.calls, prepared, req.seeds):
+            ran.append(self._run(req.seq, arm, call, prep, seed))
             if isinstance(ran[-1], wire.Called):  # it failed: the calls after it are not run
                 break
         called = []
@@ -337,13 +340,13 @@ class Sandbox:
             return out
         return forward
 
-    def _run(self, seq: int, arm: wire.Arm, call: wire.Call, prep: "_Prepared") -> TrialTimes | wire.Called:
-        """One call's trial: its times and output, or the failure's reply (to Go `seq`)."""
+    def _run(self, seq: int, arm: wire.Arm, call: wire.Call, prep: "_Prepared", seed: int) -> TrialTimes | wire.Called:
+        """One call's trial, seeded with `seed`: its times and output, or the failure's reply (to Go `seq`)."""
         self._last_call = call.inputs  # what the shared buffers hold from now on, whatever this call does
         model = self.models[arm.model_id]
         launches0 = self.kernels.launches
         prep.marks.append(("go", time.perf_counter_ns()))
-        seed_all(call.seed)
+        seed_all(seed)
         prep.marks.append(("seed", time.perf_counter_ns()))
         try:
             with self.kernels.switched(arm.kernels):

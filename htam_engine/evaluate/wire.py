@@ -84,12 +84,11 @@ class Detach:
 @dataclass(slots=True)
 class Call:
     """One forward of an Arm, always the same protocol (see sandbox.py): poison with `marker`, seed
-    with `seed`, (CUDA: flush L2, events), forward on `inputs`, synchronize, copy each output leaf
-    into its buffer."""
+    with its seed (which comes with the Go), (CUDA: flush L2, events), forward on `inputs`,
+    synchronize, copy each output leaf into its buffer."""
 
     inputs: list
     outputs: list[tuple[str, BufRef]]  # (leaf path, where it goes) for the reference's tensor leaves
-    seed: int
     marker: str  # "nan" | "sentinel"
 
 
@@ -113,10 +112,14 @@ class Arm:
 
 @dataclass(slots=True)
 class Go:
-    """Run the armed calls, one right after another; the answer is a Called for one call, else a
-    Ran with one Called per call, in order (the first that fails ends the run)."""
+    """Run the armed calls, one right after another, the k-th seeded with seeds[k]; the answer is a
+    Called for one call, else a Ran with one Called per call, in order (the first that fails ends
+    the run). The seeds come here, not with the Arm: the warm-up runs candidate code while the Arm
+    is handled, which could read them there and draw a stochastic forward's randomness ahead, off
+    every clock (cheat_warmup_seed_masks)."""
 
     seq: int
+    seeds: list[int]
 
 
 @dataclass(slots=True)

@@ -179,7 +179,7 @@ def test_the_poll_after_an_arm_lasts_as_long_as_writing_its_calls_inputs_may_tak
     box.device, box.role, box.models = "cpu", CANDIDATE, {"main": lambda x: x}
     box.buffers = {i: SharedStorage(lay.nbytes, "cpu").bytes for i in range(3)}
     box._armed, box._poll_ns = None, POLL_BEFORE_SLEEP_NS
-    calls = [wire.Call([wire.BufRef(i, lay)], [], 1, "nan") for i in range(2)]
+    calls = [wire.Call([wire.BufRef(i, lay)], [], "nan") for i in range(2)]
     assert box.arm(wire.Arm(1, "main", calls, warm=False)).ok
     assert box._poll_ns == poll_before_sleep_ns(2 * lay.nbytes) > POLL_BEFORE_SLEEP_NS
 
@@ -231,7 +231,7 @@ def test_a_cuda_sandbox_polls_only_between_an_arm_and_its_go():
     box.arm = lambda req: wire.Outcome(req.seq, True)
     box.detach = lambda req: (polls_before.append(f"handled {type(req).__name__}"), wire.Outcome(req.seq, True))[1]
     box.go = box.detach
-    for req in (wire.Arm(1, "eager", []), wire.Go(2), wire.Arm(3, "eager", []), wire.Detach(4, []), wire.Close(5)):
+    for req in (wire.Arm(1, "eager", []), wire.Go(2, []), wire.Arm(3, "eager", []), wire.Detach(4, []), wire.Close(5)):
         send_request(ours.fileno(), req)
     try:
         assert box.serve() == 0
