@@ -12,7 +12,8 @@ import argparse
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "htam_engine" / "evaluate"))
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "htam_engine" / "evaluate")]
 
 CANDIDATES = ("honest_relu_cpp", "cheat_prefault_pool", "cheat_warmup_prefault")
 
