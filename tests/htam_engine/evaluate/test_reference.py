@@ -60,8 +60,9 @@ class _Sum(torch.nn.Module):
 
 def test_on_cuda_a_wide_integer_set_the_reference_refuses_never_reaches_the_judges_reference():
     assert _sets_checked("cuda", _Labels) == []
-    assert _sets_checked("cuda", _Sum) == ["wide-integers"]
-    assert _sets_checked("cpu", _Labels) == ["wide-integers"]  # there the reference's own exception says so
+    assert _sets_checked("cuda", _Sum) == ["wide-integers", "sparse wide-integers"]
+    # there the reference's own exception says so
+    assert _sets_checked("cpu", _Labels) == ["wide-integers", "sparse wide-integers"]
 
 
 def test_a_wide_integer_set_drawn_twice_is_tried_on_the_host_once():
@@ -78,5 +79,6 @@ def test_a_wide_integer_set_drawn_twice_is_tried_on_the_host_once():
     drawn = []
     run.check_set = lambda label, make, reference, finite_only=False: drawn.extend([make(), make()]) and None
     run.check_wide_integers(ReferenceFacts(finite=True, numel=1))
-    assert len(drawn) == 4 and len(probed) == 2  # two sets tried (neither accepted), each probed once
+    # of each kind (wide everywhere, sparse wide) two sets tried (neither accepted), each probed once
+    assert len(drawn) == 8 and len(probed) == 4
     assert all(torch.equal(a[1], b[1]) for a, b in zip(drawn[::2], drawn[1::2]))  # the same values each draw
