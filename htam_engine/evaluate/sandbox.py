@@ -373,7 +373,7 @@ class Sandbox:
         if last:
             self._keep_decoy(arm.model_id, call.inputs, prep.args, prep.in_tensors)
         marks.append(("decoy", time.perf_counter_ns()))
-        reused = self._returned.reused(times.out)
+        reused = self._returned.reused(times.out, prep.in_tensors)
         marks.append(("reused", time.perf_counter_ns()))
         notes = [wire.Note(f.rule, f.message) for f in _verify(self.guards)] if last else []
         marks.append(("verify", time.perf_counter_ns()))

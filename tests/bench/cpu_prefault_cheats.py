@@ -1,6 +1,4 @@
-"""The CPU cheats the judge still misses that move a fresh output's cost off the clock
-(test_attack_red18.py's and test_attack_red19.py's docstrings: output buffers pre-touched by a thread
-or the warm-up, or reused behind a new mapping or a storage that frees nothing), against the
+"""The CPU prefault cheats the judge still misses (test_attack_red18.py's docstring), against the
 honest C++ ReLU, on relu at 4096x4096 (an output past glibc's largest mmap threshold, so an honest
 forward's malloc maps fresh pages and the trial's heap perturbation fills them). Prints each one's
 status and speedup against eager. A run takes a few minutes on a 2-core box:
@@ -17,8 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "htam_engine" / "evaluate")]
 
-CANDIDATES = ("honest_relu_cpp", "cheat_prefault_pool", "cheat_warmup_prefault", "cheat_output_memfd_relu",
-              "cheat_output_resizable_blob")
+CANDIDATES = ("honest_relu_cpp", "cheat_prefault_pool", "cheat_warmup_prefault")
 
 
 def main() -> None:

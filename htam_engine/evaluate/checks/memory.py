@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import os
 from typing import Any, Callable, Iterable, Iterator
 
 import torch
@@ -144,6 +145,11 @@ def _spans_overlap(a: tuple[int, int] | None, b: tuple[int, int] | None) -> bool
 
 # How many of the latest outputs on memory PyTorch did not allocate the sandbox keeps alive (HeldOutputs).
 FOREIGN_KEPT = 16
+# The latest outputs kept alive with a sample of their bytes, up to this many and this many bytes
+# together (HeldOutputs), and how many elements of each the sample reads.
+SAMPLED_KEPT = 64
+SAMPLED_KEPT_BYTES = 256 << 20
+SAMPLE_ELEMENTS = 64
 
 
 class HeldOutputs:
@@ -159,21 +165,31 @@ class HeldOutputs:
     frombuffer: a storage that cannot be resized) may live on beneath a storage that does not: a
     ring of numpy arrays wrapped anew each call frees each wrapper once delivered
     (cheat_output_ring_numpy). The latest FOREIGN_KEPT such outputs are kept alive here instead,
-    so their memory cannot be handed out again while kept: a later output there is a ring's."""
+    so their memory cannot be handed out again while kept: a later output there is a ring's.
+
+    Neither sees memory handed out again behind a new address (a memfd mapped anew each call) or
+    behind a storage that frees nothing (C++ buffers wrapped anew, resizable): the latest outputs
+    (SAMPLED_KEPT, SAMPLED_KEPT_BYTES) are also kept alive with a sample of their bytes at places
+    drawn from a stream of the sandbox's own. Kept, an honest output's memory is nobody else's; one
+    whose bytes change after later calls was written by them (red-team pass 19)."""
 
     def __init__(self) -> None:
         self._held: list[tuple[Any, tuple[int, int]]] = []  # (StorageWeakRef, its span when returned)
         self._kept: list[tuple[Any, tuple[int, int]]] = []  # (a foreign storage itself, its span)
+        self._sampled: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []  # (output, places, bytes)
+        self._places = torch.Generator().manual_seed(int.from_bytes(os.urandom(8), "little") >> 1)
 
-    def reused(self, out: Any) -> bool:
-        """True when an output of `out` overlaps the memory of an earlier output still held; then
-        remembers `out`'s storages too."""
+    def reused(self, out: Any, inputs: list[Any] = ()) -> bool:
+        """True when an output of `out` overlaps the memory of an earlier output still held, or an
+        earlier output kept alive no longer holds what it held; then remembers `out`'s outputs too
+        (an output on an input's memory is not sampled: the judge writes the inputs anew)."""
         from torch.multiprocessing.reductions import StorageWeakRef
 
         self._held = [(ref, span) for ref, span in self._held if not ref.expired()]
         fresh = [(t, _span(t)) for t in tensors(out)]
         earlier = [held for _, held in self._held + self._kept]
         hit = any(_spans_overlap(span, held) for _, span in fresh for held in earlier)
+        hit = any(not torch.equal(_sample(t, places), was) for t, places, was in self._sampled) or hit
         for t, span in fresh:
             if span:
                 storage = t.untyped_storage()
@@ -181,7 +197,20 @@ class HeldOutputs:
                     self._held.append((StorageWeakRef(storage), span))
                 else:
                     self._kept = [*self._kept, (storage, span)][-FOREIGN_KEPT:]
+                if t.numel() and not any(isinstance(x, torch.Tensor) and overlaps(t, x) for x in inputs):
+                    places = torch.randint(t.numel(), (SAMPLE_ELEMENTS,), generator=self._places)
+                    self._sampled.append((t, places, _sample(t, places)))
+        while len(self._sampled) > SAMPLED_KEPT or \
+                sum(nbytes(t) for t, _, _ in self._sampled) > SAMPLED_KEPT_BYTES and len(self._sampled) > 1:
+            self._sampled.pop(0)
         return hit
+
+
+def _sample(t: torch.Tensor, places: torch.Tensor) -> torch.Tensor:
+    """The bytes of t's elements at flat `places` now, on the host (bit for bit: a NaN equals itself)."""
+    with torch.no_grad():
+        picked = t.detach().reshape(-1)[places.to(t.device)].contiguous()
+    return picked.view(torch.uint8).cpu() if picked.element_size() else picked.cpu()
 
 
 def aliased_outputs(out: Any, inputs: list[Any]) -> list[tuple[int, int]]:

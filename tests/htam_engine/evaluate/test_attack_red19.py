@@ -1,9 +1,8 @@
-"""Cheats of a nineteenth red-team pass (CPU). Each came back `ok` with its outputs reused across calls,
-and each is still missed: xfail(strict=True), so a test flips when the judge learns to catch it.
-HeldOutputs compares the virtual address spans of outputs the candidate still holds, which a new
+"""Cheats of a nineteenth red-team pass (CPU). Each came back `ok` with its outputs reused across calls:
+HeldOutputs compared the virtual address spans of outputs the candidate still held, which a new
 mapping of the same pages, a storage that frees nothing or a ring longer than the kept outputs
-escapes; recognising reuse by the memory's contents (an earlier output kept and compared after
-later calls) is the likely cure.
+escaped. Caught now by the memory's contents: the latest outputs are kept alive with a sample of
+their bytes, and one whose bytes change after later calls was written by them (output_reuse).
 
 - cheat_output_ring_numpy32: cheat_output_ring_numpy with a ring of 32 numpy buffers. The sandbox keeps
   the latest FOREIGN_KEPT = 16 outputs on non-resizable storages alive (memory.HeldOutputs), and the
@@ -26,33 +25,12 @@ later calls) is the likely cure.
 
 from __future__ import annotations
 
-import contextlib
-from typing import Iterator
-
-import pytest
 import torch
 
 from cheats.caught import assert_caught
 from cheats.harness import load_candidate, run_check
 
 
-class Missed(AssertionError):
-    """The judge missed the cheat: the one failure the xfails below expect."""
-
-
-@contextlib.contextmanager
-def missed() -> Iterator[None]:
-    try:
-        yield
-    except AssertionError as e:
-        raise Missed(str(e)) from e
-
-
-MISSED = pytest.mark.xfail(strict=True, raises=Missed, reason="output reuse behind a fresh virtual address or "
-                                                              "storage, or a ring past the kept outputs")
-
-
-@MISSED
 def test_an_output_ring_longer_than_the_kept_outputs_is_caught():
     model = load_candidate("cheat_output_ring_numpy32").ModelNew()
     a, b = torch.randn(64, 64), torch.randn(64, 64)
@@ -61,11 +39,9 @@ def test_an_output_ring_longer_than_the_kept_outputs_is_caught():
     for _ in range(32):  # the 32nd call later hands out the first call's memory again
         model(torch.randn(64, 64), torch.randn(64, 64))
     assert not torch.equal(first, kept)  # the caller's earlier output was overwritten
-    with missed():
-        assert_caught(run_check("matmul_relu", "cheat_output_ring_numpy32", trials=10), "output_reuse")
+    assert_caught(run_check("matmul_relu", "cheat_output_ring_numpy32", trials=10), "output_reuse")
 
 
-@MISSED
 def test_outputs_on_memory_mapped_anew_each_call_are_caught():
     model = load_candidate("cheat_output_memfd_remap").ModelNew()
     a, b = torch.randn(64, 64), torch.randn(64, 64)
@@ -74,11 +50,9 @@ def test_outputs_on_memory_mapped_anew_each_call_are_caught():
     others = [model(torch.randn(64, 64), torch.randn(64, 64)) for _ in range(8)]
     assert all(o.data_ptr() != first.data_ptr() for o in others)  # a new address every call
     assert not torch.equal(first, kept)  # yet the same memory: the earlier output was overwritten
-    with missed():
-        assert_caught(run_check("matmul_relu", "cheat_output_memfd_remap", trials=10), "output_reuse")
+    assert_caught(run_check("matmul_relu", "cheat_output_memfd_remap", trials=10), "output_reuse")
 
 
-@MISSED
 def test_a_relu_into_memory_mapped_anew_each_call_is_caught():
     model = load_candidate("cheat_output_memfd_relu").ModelNew()
     x = torch.randn(64, 64)
@@ -88,11 +62,9 @@ def test_a_relu_into_memory_mapped_anew_each_call_is_caught():
     for _ in range(8):
         model(torch.randn(64, 64))
     assert not torch.equal(first, kept)
-    with missed():
-        assert_caught(run_check("relu", "cheat_output_memfd_relu", trials=10), "output_reuse")
+    assert_caught(run_check("relu", "cheat_output_memfd_relu", trials=10), "output_reuse")
 
 
-@MISSED
 def test_a_relu_into_kept_buffers_behind_fresh_resizable_storages_is_caught():
     model = load_candidate("cheat_output_resizable_blob").ModelNew()
     x = torch.randn(64, 64)
@@ -102,5 +74,4 @@ def test_a_relu_into_kept_buffers_behind_fresh_resizable_storages_is_caught():
     for _ in range(8):
         model(torch.randn(64, 64))
     assert not torch.equal(first, kept)  # the caller's earlier output was overwritten
-    with missed():
-        assert_caught(run_check("relu", "cheat_output_resizable_blob", trials=10), "output_reuse")
+    assert_caught(run_check("relu", "cheat_output_resizable_blob", trials=10), "output_reuse")

@@ -49,3 +49,38 @@ def test_fresh_numpy_outputs_are_not_reused():
         out = torch.from_numpy(np.full(1024, 2.0, np.float32))
         assert not held.reused(out)
         del out
+
+
+def test_memory_written_again_behind_a_new_address_is_reused():
+    """The same pages mapped anew for each output (a memfd): no address span overlaps an earlier
+    one's, yet the earlier output, kept, changes under the later call."""
+    import mmap
+    import os
+
+    fd = os.memfd_create("ring")
+    os.ftruncate(fd, 256)
+    held, maps = HeldOutputs(), []
+
+    def output(value: float) -> torch.Tensor:
+        maps.append(mmap.mmap(fd, 256))
+        out = torch.frombuffer(maps[-1], dtype=torch.float32)
+        out.copy_(torch.arange(64.0) + value)
+        return out
+
+    try:
+        first = output(0.0)
+        assert not held.reused(first)
+        second = output(1.0)
+        assert second.data_ptr() != first.data_ptr()
+        assert held.reused(second)
+    finally:
+        os.close(fd)
+
+
+def test_outputs_kept_and_sampled_are_not_reused_when_left_alone():
+    """Honest outputs, NaN among them (a sample compares bytes), each dropped once delivered."""
+    held = HeldOutputs()
+    for k in range(100):
+        out = torch.full((64,), float("nan") if k % 2 else float(k))
+        assert not held.reused(out)
+        del out
