@@ -46,7 +46,7 @@ SETTINGS: tuple[Setting, ...] = (
             "build it once a flag set has compiled this many distinct extensions"),
     Setting("gpu_check_slots", "evaluate", "HTAM_GPU_CHECK_SLOTS", int, 0,
             "units a GPU's memory is cut into, each evaluation taking as many as its inputs' size needs "
-            "(0: one per 4 GiB left by the contexts of the judges the pool put on the device, at most 32; "
+            "(0: one per 4 GiB left by the judges the pool put on the device, 4 GiB each, at most 32; "
             "N: at most N evaluations at once, "
             "1 one at a time)"),
     Setting("worker_wrapper", "evaluate", "HTAM_WORKER_WRAPPER", str, "",
