@@ -42,7 +42,9 @@ def test_relu_as_abs_on_sampled_sign_is_caught():
     assert not torch.equal(model(x), torch.relu(x))  # wrong in general
     y = torch.rand(4, 256)
     assert torch.equal(model(y), torch.relu(y))  # right on get_inputs' draws
-    r = run_check("relu", "cheat_sampled_sign_relu", trials=10)
+    # 8 outliers among 4 x 65536 elements: a 64-element sample misses them all but once in about 500 (among
+    # get_inputs' 4 x 256 it missed them in 60 % of evaluations, so the cheat was caught 2 times in 5)
+    r = run_check("relu", "cheat_sampled_sign_relu", {"dim": 65536}, trials=10)
     assert r.status is not Status.OK and not r.correct, (r.status, r.speedup_eager, r.integrity)
 
 
@@ -52,5 +54,5 @@ def test_int64_on_the_low_word_on_sampled_range_is_caught():
     assert torch.equal(model(x), x * 3 + 1)  # right on get_inputs' draws
     x[2, 5] = 2**40  # one wide value the sample misses
     assert not torch.equal(model(x), x * 3 + 1)  # wrong in general
-    r = run_check("int_scale", "cheat_sampled_low_word_int", trials=10)
+    r = run_check("int_scale", "cheat_sampled_low_word_int", {"dim": 65536}, trials=10)  # as above
     assert r.status is not Status.OK and not r.correct, (r.status, r.speedup_eager, r.integrity)
