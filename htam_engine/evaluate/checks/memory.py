@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 import torch
 
@@ -143,13 +143,19 @@ def _spans_overlap(a: tuple[int, int] | None, b: tuple[int, int] | None) -> bool
     return bool(a and b and a[0] < b[1] and b[0] < a[1])
 
 
-# How many of the latest outputs on memory PyTorch did not allocate the sandbox keeps alive (HeldOutputs).
-FOREIGN_KEPT = 16
 # The latest outputs kept alive with a sample of their bytes, up to this many and this many bytes
 # together (HeldOutputs), and how many elements of each the sample reads.
 SAMPLED_KEPT = 64
 SAMPLED_KEPT_BYTES = 256 << 20
 SAMPLE_ELEMENTS = 64
+
+
+class _Sampled(NamedTuple):
+    """An earlier output kept alive, the flat places its sample reads (on its device) and their bytes then."""
+
+    out: torch.Tensor
+    places: torch.Tensor
+    bytes: torch.Tensor
 
 
 class HeldOutputs:
@@ -161,22 +167,18 @@ class HeldOutputs:
     freed once delivered, so their references expire and the allocator may hand the same
     addresses out again without a finding.
 
-    An output on memory PyTorch's allocator did not hand out (torch.from_numpy, from_dlpack,
-    frombuffer: a storage that cannot be resized) may live on beneath a storage that does not: a
-    ring of numpy arrays wrapped anew each call frees each wrapper once delivered
-    (cheat_output_ring_numpy). The latest FOREIGN_KEPT such outputs are kept alive here instead,
-    so their memory cannot be handed out again while kept: a later output there is a ring's.
-
-    Neither sees memory handed out again behind a new address (a memfd mapped anew each call) or
-    behind a storage that frees nothing (C++ buffers wrapped anew, resizable): the latest outputs
-    (SAMPLED_KEPT, SAMPLED_KEPT_BYTES) are also kept alive with a sample of their bytes at places
-    drawn from a stream of the sandbox's own. Kept, an honest output's memory is nobody else's; one
-    whose bytes change after later calls was written by them (red-team pass 19)."""
+    Addresses do not see memory handed out again beneath a storage that is not the earlier one: a
+    ring of numpy arrays wrapped anew each call (cheat_output_ring_numpy), a memfd mapped anew each
+    call, C++ buffers behind fresh storages that free nothing (red-team passes 17 and 19). So the
+    latest outputs (SAMPLED_KEPT, SAMPLED_KEPT_BYTES) are also kept alive with a sample of their
+    bytes at places drawn from a stream of the sandbox's own. Kept, an honest output's memory is
+    nobody else's (and its storage's reference cannot expire); one whose bytes change after later
+    calls was written by them."""
 
     def __init__(self) -> None:
         self._held: list[tuple[Any, tuple[int, int]]] = []  # (StorageWeakRef, its span when returned)
-        self._kept: list[tuple[Any, tuple[int, int]]] = []  # (a foreign storage itself, its span)
-        self._sampled: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []  # (output, places, bytes)
+        self._sampled: list[_Sampled] = []
+        self._sampled_bytes = 0
         self._places = torch.Generator().manual_seed(int.from_bytes(os.urandom(8), "little") >> 1)
 
     def reused(self, out: Any, inputs: list[Any] = ()) -> bool:
@@ -187,30 +189,34 @@ class HeldOutputs:
 
         self._held = [(ref, span) for ref, span in self._held if not ref.expired()]
         fresh = [(t, _span(t)) for t in tensors(out)]
-        earlier = [held for _, held in self._held + self._kept]
-        hit = any(_spans_overlap(span, held) for _, span in fresh for held in earlier)
-        hit = any(not torch.equal(_sample(t, places), was) for t, places, was in self._sampled) or hit
+        hit = any(_spans_overlap(span, held) for _, span in fresh for _, held in self._held) or self._rewritten()
         for t, span in fresh:
             if span:
-                storage = t.untyped_storage()
-                if storage.resizable():
-                    self._held.append((StorageWeakRef(storage), span))
-                else:
-                    self._kept = [*self._kept, (storage, span)][-FOREIGN_KEPT:]
+                self._held.append((StorageWeakRef(t.untyped_storage()), span))
                 if t.numel() and not any(isinstance(x, torch.Tensor) and overlaps(t, x) for x in inputs):
-                    places = torch.randint(t.numel(), (SAMPLE_ELEMENTS,), generator=self._places)
-                    self._sampled.append((t, places, _sample(t, places)))
-        while len(self._sampled) > SAMPLED_KEPT or \
-                sum(nbytes(t) for t, _, _ in self._sampled) > SAMPLED_KEPT_BYTES and len(self._sampled) > 1:
-            self._sampled.pop(0)
+                    places = torch.randint(t.numel(), (SAMPLE_ELEMENTS,), generator=self._places).to(t.device)
+                    self._sampled.append(_Sampled(t, places, _sample(t, places)))
+                    self._sampled_bytes += nbytes(t)
+        while len(self._sampled) > SAMPLED_KEPT or self._sampled_bytes > SAMPLED_KEPT_BYTES and len(self._sampled) > 1:
+            self._sampled_bytes -= nbytes(self._sampled.pop(0).out)
         return hit
+
+    def _rewritten(self) -> bool:
+        """Whether a kept output's sampled bytes changed: one comparison per device (on a GPU, one
+        synchronize a call, not one a kept output)."""
+        by_device: dict[torch.device, tuple[list[torch.Tensor], list[torch.Tensor]]] = {}
+        for kept in self._sampled:
+            now, was = by_device.setdefault(kept.out.device, ([], []))
+            now.append(_sample(kept.out, kept.places))
+            was.append(kept.bytes)
+        return any(not torch.equal(torch.cat(now), torch.cat(was)) for now, was in by_device.values())
 
 
 def _sample(t: torch.Tensor, places: torch.Tensor) -> torch.Tensor:
-    """The bytes of t's elements at flat `places` now, on the host (bit for bit: a NaN equals itself)."""
+    """The bytes of t's elements at flat `places` (on t's device) now, bit for bit (a NaN equals itself)."""
     with torch.no_grad():
-        picked = t.detach().reshape(-1)[places.to(t.device)].contiguous()
-    return picked.view(torch.uint8).cpu() if picked.element_size() else picked.cpu()
+        picked = t.detach().reshape(-1)[places].contiguous()
+    return picked.view(torch.uint8) if picked.element_size() else picked
 
 
 def aliased_outputs(out: Any, inputs: list[Any]) -> list[tuple[int, int]]:

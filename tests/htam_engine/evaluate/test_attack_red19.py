@@ -5,7 +5,7 @@ escaped. Caught now by the memory's contents: the latest outputs are kept alive 
 their bytes, and one whose bytes change after later calls was written by them (output_reuse).
 
 - cheat_output_ring_numpy32: cheat_output_ring_numpy with a ring of 32 numpy buffers. The sandbox keeps
-  the latest FOREIGN_KEPT = 16 outputs on non-resizable storages alive (memory.HeldOutputs), and the
+  the latest 16 outputs on non-resizable storages alive then (memory.HeldOutputs), and the
   untimed warm-ups take turns of the ring as well, so the memory handed out again (first on timed trial
   1) is that of an output the record dropped long before. ok on matmul_relu (0.13x: Triton interpreted),
   no finding; a ring of 24 is still caught (output_reuse).

@@ -2,7 +2,7 @@
 C++ ReLU loop writing into one of SLOTS buffers the extension allocated (and pre-touched) once and keeps.
 Each call wraps its turn's buffer in a new c10::Storage marked resizable, with a deleter that frees
 nothing. The sandbox keeps alive only outputs on non-resizable storages (memory.HeldOutputs,
-FOREIGN_KEPT); a resizable one it follows by weak reference, which expires once the output is
+then); a resizable one it follows by weak reference, which expires once the output is
 delivered, while the memory lives on in the extension and is handed out again SLOTS calls later."""
 
 import torch

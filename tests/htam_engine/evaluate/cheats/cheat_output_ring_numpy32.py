@@ -1,5 +1,5 @@
 """Cheat: cheat_output_ring_numpy with a ring of 32, past the 16 foreign outputs the sandbox keeps alive
-(memory.HeldOutputs, FOREIGN_KEPT; the untimed warm-ups take turns too): the memory handed out again
+(memory.HeldOutputs then; the untimed warm-ups take turns too): the memory handed out again
 is that of an output dropped from the record long before.
 
 Original: cheat_output_ring, but
@@ -16,7 +16,7 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 
-RING = 32  # past the 16 the sandbox keeps alive (memory.FOREIGN_KEPT), warm-ups' turns between them
+RING = 32  # past the 16 outputs the sandbox once kept alive, warm-ups' turns between them
 
 
 @triton.jit
