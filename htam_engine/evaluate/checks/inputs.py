@@ -126,29 +126,25 @@ def heavy_tailed(values: list[Any], seed: int, positive: bool = False) -> list[A
 def sparse_spikes(values: list[Any], seed: int) -> list[Any]:
     """Floating tensors with SPIKES elements, drawn at random, set to SPIKE_SIZE to 10x SPIKE_SIZE times
     their RMS magnitude (one size per tensor); the rest as drawn."""
-
-    def spiked(x: torch.Tensor) -> torch.Tensor:
-        y = x.clone(memory_format=torch.contiguous_format)
-        if y.numel():
-            size = SPIKE_SIZE * 10 ** float(torch.rand(()))
-            y.view(-1)[torch.randint(y.numel(), (SPIKES,), device=y.device)] = size * _scale(x)
-        return y
-
-    return _replace_floats(values, spiked, seed)
+    return _sparse(values, seed, lambda: SPIKE_SIZE * 10 ** float(torch.rand(())))
 
 
 def sparse_negatives(values: list[Any], seed: int) -> list[Any]:
     """Floating tensors with SPIKES elements, drawn at random, set to -1 to -10 times their RMS
     magnitude (one size per tensor); the rest as drawn."""
+    return _sparse(values, seed, lambda: -(10 ** float(torch.rand(()))))
 
-    def dipped(x: torch.Tensor) -> torch.Tensor:
+
+def _sparse(values: list[Any], seed: int, size: Callable[[], float]) -> list[Any]:
+    """Floating tensors with SPIKES elements, drawn at random, set to size() times their RMS magnitude."""
+
+    def outlying(x: torch.Tensor) -> torch.Tensor:
         y = x.clone(memory_format=torch.contiguous_format)
         if y.numel():
-            size = 10 ** float(torch.rand(()))
-            y.view(-1)[torch.randint(y.numel(), (SPIKES,), device=y.device)] = -size * _scale(x)
+            y.view(-1)[torch.randint(y.numel(), (SPIKES,), device=y.device)] = size() * _scale(x)
         return y
 
-    return _replace_floats(values, dipped, seed)
+    return _replace_floats(values, outlying, seed)
 
 
 def shifted_down(values: list[Any], seed: int) -> list[Any]:
