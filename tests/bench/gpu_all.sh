@@ -65,8 +65,12 @@ for part in $parts; do
              # VERIFY_RESUME: an earlier call's $OUT/verify, carried to the machine: copied, not used in place,
              # since the next call's carry replaces the carried folder while this part may still run
              if [ -n "${VERIFY_RESUME:-}" ]; then mkdir -p "$OUT/verify" && cp -r "$VERIFY_RESUME"/. "$OUT/verify"/; fi
+             # the SM clock, power and clock-event reasons every 200 ms beside the rows' start and end times
+             # (gpu_verify.json): a row whose KernelBench spread is wide is read against them
+             nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active \
+               --format=csv,noheader -lms 200 > "$OUT/verify_clocks.csv" 2>&1 & clocks=$!
              timeout ${VERIFY_S:-400} python3 tests/bench/gpu_verify.py --parts alone ${VERIFY_EXPORTS:+--exports "$VERIFY_EXPORTS"} ${vbatch:+--batch "$vbatch"} --work "$OUT/verify" \
-               ${VERIFY_ARGS:---deadline 330} > "$OUT/gpu_verify.txt" 2>&1; tail -40 "$OUT/gpu_verify.txt" ;;
+               ${VERIFY_ARGS:---deadline 330} > "$OUT/gpu_verify.txt" 2>&1; tail -40 "$OUT/gpu_verify.txt"; kill $clocks ;;
     tritonfirst) timeout ${TRITONFIRST_S:-120} python3 tests/bench/gpu_triton_first_call.py > "$OUT/gpu_triton_first_call.txt" 2>&1; cat "$OUT/gpu_triton_first_call.txt" ;;
     throughput) timeout ${THROUGHPUT_S:-400} python3 tests/bench/gpu_batch.py --parts throughput \
                ${THROUGHPUT_ARGS:---workers 16 --parallel 16 --sequential 3} > "$OUT/gpu_throughput.txt" 2>&1; tail -20 "$OUT/gpu_throughput.txt" ;;

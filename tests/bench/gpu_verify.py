@@ -186,7 +186,7 @@ def verify_all(pairs: list[tuple[Any, Path]], checkout: Any, device: str, settin
         if time.monotonic() > deadline:
             print(f"  stopped at the deadline after {i} of {len(pairs)}", flush=True)
             break
-        t0 = time.monotonic()
+        t0, started = time.monotonic(), time.time()
         stages: list[tuple[str, float]] = []  # where each export's seconds go (KernelBench's side, then htam's)
         try:
             v = verify_solution(str(solution), solution.read_text(), load_problem(problem.path), checkout, device,
@@ -208,6 +208,7 @@ def verify_all(pairs: list[tuple[Any, Path]], checkout: Any, device: str, settin
         doc = v.to_dict()
         doc["htam"].pop("result")
         doc["htam_clock"] = clock
+        doc["wall_clock"] = {"started": started, "ended": time.time()}  # unix seconds, to read beside the GPU's clocks
         doc["batch_speedup"] = bx
         doc["batch_gap"] = (bx - v.kernelbench.speedup) / v.kernelbench.speedup if bx and v.kernelbench.speedup else None
         rows.append(doc)
@@ -225,6 +226,12 @@ def summarize(rows: list[dict[str, Any]], label: str = "") -> None:
     print(f"{label + ': ' if label else ''}same verdict: {sum(r['verdicts_agree'] for r in rows)} of {len(rows)}; "
           f"htam verify within {100 * AGREEMENT:g} % of KernelBench: {within(gaps)} of {len(gaps)}; the batch's "
           f"own speedup within {100 * AGREEMENT:g} %: {within(bgaps)} of {len(bgaps)}", flush=True)
+    outside = [r for r in rows if r["speedup_gap"] is not None and abs(r["speedup_gap"]) > AGREEMENT]
+    for r in outside:  # KernelBench's own spread over its 100 trials beside htam's figure, kernel and eager
+        kb, h = r["kernelbench"], r["htam"]
+        spread = lambda ms, st: f"{ms:.4g} ms against KernelBench's {st.get('mean')} (min {st.get('min')}, max {st.get('max')}, std {st.get('std')})"  # noqa: E731
+        print(f"  {r['problem']} ({100 * r['speedup_gap']:+.1f} %): kernel {spread(h['runtime_ms'], kb['runtime_stats'])}; "
+              f"eager {spread(h['ref_runtime_ms'], kb['ref_runtime_stats'])}", flush=True)
 
 
 def problem_name(ident: str) -> str:
