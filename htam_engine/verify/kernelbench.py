@@ -39,6 +39,9 @@ class KernelBenchVerdict:
     ref_runtime_ms: float | None = None
     runtime_stats: dict[str, float] = field(default_factory=dict)
     ref_runtime_stats: dict[str, float] = field(default_factory=dict)
+    # its trial times (ms) where its timing module could be watched: the candidate's, the reference's
+    runtime_trials: tuple[float, ...] = ()
+    ref_runtime_trials: tuple[float, ...] = ()
     tolerance: float | None = None  # atol = rtol it compared with
     metadata: dict[str, Any] = field(default_factory=dict)
     error: str = ""
@@ -63,6 +66,7 @@ class KernelBenchVerdict:
         return {"status": self.status, "compiled": self.compiled, "correct": self.correct,
                 "runtime_ms": self.runtime_ms, "ref_runtime_ms": self.ref_runtime_ms, "speedup": self.speedup,
                 "runtime_stats": dict(self.runtime_stats), "ref_runtime_stats": dict(self.ref_runtime_stats),
+                "runtime_trials": list(self.runtime_trials), "ref_runtime_trials": list(self.ref_runtime_trials),
                 "tolerance": self.tolerance, "metadata": dict(self.metadata), "error": self.error}
 
 
@@ -88,6 +92,15 @@ def _stats(value: Any, name: str) -> dict[str, float]:
             if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}
 
 
+def _trials(value: Any) -> tuple[tuple[float, ...], ...]:
+    """The child's lists of trial times: a list of lists of positive numbers, or nothing."""
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(t, list) for t in value):
+        raise UnreadableResult("trials is not a list of lists")
+    return tuple(tuple(ms for ms in (_time(x, "a trial time") for x in t) if ms is not None) for t in value)
+
+
 def _flag(value: Any, name: str) -> bool:
     if not isinstance(value, bool):
         raise UnreadableResult(f"{name} is {type(value).__name__}, not a bool")
@@ -108,6 +121,7 @@ def verdict_from(doc: Any, log_tail: str = "") -> KernelBenchVerdict:
     if not isinstance(metadata, dict):
         raise UnreadableResult("metadata is not a dict")
     tolerance = doc.get("tolerance")
+    trials = _trials(doc.get("trials"))
     return KernelBenchVerdict(
         compiled=_flag(r.get("compiled"), "compiled"),
         correct=_flag(r.get("correctness"), "correctness"),
@@ -115,6 +129,8 @@ def verdict_from(doc: Any, log_tail: str = "") -> KernelBenchVerdict:
         ref_runtime_ms=_time(r.get("ref_runtime"), "ref_runtime"),
         runtime_stats=_stats(r.get("runtime_stats"), "runtime_stats"),
         ref_runtime_stats=_stats(r.get("ref_runtime_stats"), "ref_runtime_stats"),
+        runtime_trials=trials[0] if trials else (),
+        ref_runtime_trials=trials[1] if len(trials) > 1 else (),
         tolerance=float(tolerance) if isinstance(tolerance, (int, float)) and not isinstance(tolerance, bool) else None,
         metadata={str(k): v for k, v in metadata.items()},
         log_tail=log_tail,

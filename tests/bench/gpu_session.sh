@@ -32,11 +32,14 @@ declare -A probed=(
   [94]="$exports/kernelbench_level1_94_MSELoss.py:level1/94_MSELoss"
   [12]="$exports/kernelbench_level1_12_Matmul_with_diagonal_matrices.py:level1/12_Matmul_with_diagonal_matrices_"
   [88]="$exports/kernelbench_level1_88_MinGPTNewGelu.py:level1/88_MinGPTNewGelu"
+  # the two rows out of 3 % at d1465e1, from the verify batch's exports carried as .verify-work
+  [40]=".verify-work/batch/solutions/kernelbench_level1_40_LayerNorm.py:level1/40_LayerNorm"
+  [56]=".verify-work/batch/solutions/kernelbench_level2_56_Matmul_Sigmoid_Sum.py:level2/56_Matmul_Sigmoid_Sum"
 )
 expanded=""
 for p in $parts; do
   case $p in
-    probe94|probe12|probe88) expanded="$expanded probe:${probed[${p#probe}]}" ;;
+    probe94|probe12|probe88|probe40|probe56) expanded="$expanded probe:${probed[${p#probe}]}" ;;
     probeeval) for n in 12 88 94; do expanded="$expanded probeeval:${probed[$n]}"; done ;;
     *) expanded="$expanded $p" ;;
   esac

@@ -36,6 +36,7 @@ import os
 import re
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -227,11 +228,21 @@ def summarize(rows: list[dict[str, Any]], label: str = "") -> None:
           f"htam verify within {100 * AGREEMENT:g} % of KernelBench: {within(gaps)} of {len(gaps)}; the batch's "
           f"own speedup within {100 * AGREEMENT:g} %: {within(bgaps)} of {len(bgaps)}", flush=True)
     outside = [r for r in rows if r["speedup_gap"] is not None and abs(r["speedup_gap"]) > AGREEMENT]
-    for r in outside:  # KernelBench's own spread over its 100 trials beside htam's figure, kernel and eager
+    for r in outside:  # KernelBench's own spread over its 100 trials beside htam's median, kernel and eager
         kb, h = r["kernelbench"], r["htam"]
-        spread = lambda ms, st: f"{ms:.4g} ms against KernelBench's {st.get('mean')} (min {st.get('min')}, max {st.get('max')}, std {st.get('std')})"  # noqa: E731
-        print(f"  {r['problem']} ({100 * r['speedup_gap']:+.1f} %): kernel {spread(h['runtime_ms'], kb['runtime_stats'])}; "
-              f"eager {spread(h['ref_runtime_ms'], kb['ref_runtime_stats'])}", flush=True)
+
+        def spread(ms: float, st: dict[str, float], trials: list[float]) -> str:
+            median = f", median {statistics.median(trials):.4g}" if trials else ""
+            return (f"{ms:.4g} ms against KernelBench's mean {st.get('mean')} (min {st.get('min')}, max {st.get('max')}, "
+                    f"std {st.get('std')}{median})")
+
+        gap_at_median = ""
+        if kb.get("runtime_trials") and kb.get("ref_runtime_trials"):  # htam's figure is a median, KernelBench's a mean
+            theirs = statistics.median(kb["ref_runtime_trials"]) / statistics.median(kb["runtime_trials"])
+            gap_at_median = f"; against KernelBench's medians {100 * (h['speedup'] - theirs) / theirs:+.1f} %"
+        print(f"  {r['problem']} ({100 * r['speedup_gap']:+.1f} %{gap_at_median}): kernel "
+              f"{spread(h['runtime_ms'], kb['runtime_stats'], kb.get('runtime_trials') or [])}; eager "
+              f"{spread(h['ref_runtime_ms'], kb['ref_runtime_stats'], kb.get('ref_runtime_trials') or [])}", flush=True)
 
 
 def problem_name(ident: str) -> str:

@@ -49,6 +49,16 @@ def test_kernelbench_gets_its_own_default_settings_and_its_verdict_comes_back():
     assert json.loads(json.dumps(v.to_dict()))["status"] == "correct"
 
 
+def test_kernelbench_s_trial_times_come_back_beside_its_statistics():
+    """A row that parts from htam is read against KernelBench's own trials (their median, their
+    spread), which its result reduces to a mean: the times it computed its statistics from."""
+    v = kb(HONEST)
+    assert len(v.runtime_trials) == 5 and len(v.ref_runtime_trials) == 5
+    assert sum(v.runtime_trials) / 5 == pytest.approx(v.runtime_ms, rel=5e-3)
+    assert sum(v.ref_runtime_trials) / 5 == pytest.approx(v.ref_runtime_ms, rel=5e-3)
+    assert json.loads(json.dumps(v.to_dict()))["ref_runtime_trials"] == list(v.ref_runtime_trials)
+
+
 def test_a_crashed_evaluation_says_so():
     v = kb(HONEST + "# double: crash\n")
     assert v.status == "error" and "exited with status 3 without a result" in v.error and v.speedup is None

@@ -2,7 +2,7 @@
 KernelExecResult's fields, on a CPU. It loads the sources as the real one does (exec for the
 cuda backend, a temporary module for triton), seeds as it does, compares with torch.allclose
 at its fp32 tolerance (1e-4) over num_correct_trials input sets, and times forward with
-perf_counter (ms, three significant digits). metadata["double_called_with"] holds the
+perf_counter (ms; its statistics from timing.get_timing_stats, as the real one's). metadata["double_called_with"] holds the
 arguments it was given. A comment `# double: hang|crash|raise|none` in the solution makes it
 sleep, die, raise or return None, as the real one may."""
 
@@ -14,7 +14,7 @@ import time
 
 import torch
 
-from . import utils  # noqa: F401
+from . import timing, utils  # noqa: F401
 
 
 class KernelExecResult:
@@ -46,14 +46,6 @@ def _load_custom(src, backend):
     return context.get("ModelNew")
 
 
-def _stats(times):
-    n = len(times)
-    mean = sum(times) / n
-    std = (sum((t - mean) ** 2 for t in times) / n) ** 0.5
-    return {k: float(f"{v:.3g}") for k, v in {"mean": mean, "std": std, "min": min(times), "max": max(times)}.items()} | {
-        "num_trials": n}
-
-
 def _time(model, inputs, trials):
     times = []
     with torch.no_grad():
@@ -63,7 +55,7 @@ def _time(model, inputs, trials):
             t0 = time.perf_counter()
             model(*inputs)
             times.append((time.perf_counter() - t0) * 1000)
-    return _stats(times)
+    return timing.get_timing_stats(times)
 
 
 def eval_kernel_against_ref(original_model_src, custom_model_src, seed_num=42, num_correct_trials=1,
