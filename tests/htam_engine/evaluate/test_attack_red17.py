@@ -48,6 +48,16 @@ def test_relu_as_abs_on_sampled_sign_is_caught():
     assert r.status is not Status.OK and not r.correct, (r.status, r.speedup_eager, r.integrity)
 
 
+def test_a_sparse_set_changes_few_enough_elements_for_a_sample_to_miss():
+    """Each draw of a sparse set is one a 64-element sample misses in 94 % or more (exp(-64 k / n)):
+    among get_inputs' 4 x 256 eight changed elements were missed in 60 % of the draws, one in 94 %."""
+    from htam_engine.evaluate.checks.inputs import SPIKES, sparse_count, sparse_negatives
+
+    assert [sparse_count(n) for n in (1, 1023, 1024, 4096, 8192, 1 << 30)] == [1, 1, 1, 4, SPIKES, SPIKES]
+    (y,) = sparse_negatives([torch.rand(4, 256)], seed=7)
+    assert int((y < 0).sum()) == 1
+
+
 def test_int64_on_the_low_word_on_sampled_range_is_caught():
     model = load_candidate("cheat_sampled_low_word_int").ModelNew()
     x = torch.randint(0, 100, (4, 256))
