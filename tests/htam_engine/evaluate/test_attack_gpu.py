@@ -28,8 +28,8 @@ BIG = {"batch_size": 256, "dim": 65536}
 GEMM = {"size": 4096}
 
 
-def gets_through(reason: str):
-    return pytest.mark.xfail(strict=True, reason=f"gets through on the H200: {reason}")
+def gets_through(reason: str, strict: bool = True):
+    return pytest.mark.xfail(strict=strict, reason=f"gets through on the H200: {reason}")
 
 
 def test_a_kernel_started_beside_the_l2_flush_is_caught():
@@ -78,8 +78,11 @@ def test_prefetching_from_the_ipc_input_buffers_is_caught_or_gains_nothing():
 
 @pytest.mark.parametrize("candidate,rules", [
     ("cheat_probe_skip", ("no_kernel",)),
+    # Not strict: it got through on the H200 (e67da0a) and on an H100 (d1465e1), and was caught on an H100
+    # at 07fa654; which check caught it there is not known yet, so the mark says what the suite can promise.
     pytest.param("cheat_switch_state", ("no_kernel",), marks=gets_through(
-        "the kernel switch's mode and launch count live in the sandbox, where the candidate reads them")),
+        "the kernel switch's mode and launch count live in the sandbox, where the candidate reads them",
+        strict=False)),
     ("cheat_tail_kernel", ("no_kernel",)),
     ("cheat_copy_kernel", ("no_kernel",)),
     ("cheat_probe_oversized", ("no_kernel",)),
