@@ -25,7 +25,8 @@ verifying (`VERIFY_EXPORTS=DIR bash tests/bench/gpu_all.sh verify`).
 
 Prints the problem list, then per part a table (problem; the speedup the batch reported, timed
 under its own --jobs load; htam's and KernelBench's verdict and speedup in the verification; the
-gap (htam - KernelBench) / KernelBench) and how many are within 3 %. Writes $OUT/gpu_verify.json.
+gap (htam - KernelBench) / KernelBench) and how many are within 3 %. Writes $OUT/gpu_verify.json after
+every row ("partial": true until the run ends), so a part's timeout keeps the rows verified before it.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from kb_problems import ROOT, shrunk_copy  # noqa: E402
@@ -174,7 +175,8 @@ def clock_figures(r: Any) -> dict[str, Any]:
 
 
 def verify_all(pairs: list[tuple[Any, Path]], checkout: Any, device: str, settings: Any, deadline: float,
-               batch_x: dict[str, float | None], label: str) -> list[dict[str, Any]]:
+               batch_x: dict[str, float | None], label: str,
+               on_row: Callable[[list[dict[str, Any]]], None] = lambda rows: None) -> list[dict[str, Any]]:
     from htam_engine.loop.report import times
     from htam_engine.problems import load_problem
     from htam_engine.verify import report
@@ -213,6 +215,7 @@ def verify_all(pairs: list[tuple[Any, Path]], checkout: Any, device: str, settin
         doc["batch_speedup"] = bx
         doc["batch_gap"] = (bx - v.kernelbench.speedup) / v.kernelbench.speedup if bx and v.kernelbench.speedup else None
         rows.append(doc)
+        on_row(rows)
     summarize(rows)
     return rows
 
@@ -369,9 +372,16 @@ def main() -> int:
     for pid, why in skipped.items():
         print(f"  not verified: {pid}: {why}", flush=True)
     doc["skipped"] = skipped
+    def write(partial: dict[str, Any]) -> None:
+        """The report so far: a part's timeout ends the process between rows' writes (a KernelBench row takes
+        10-160 s at official sizes, past what the deadline, checked before each row, leaves)."""
+        report_path.write_text(json.dumps({**doc, **partial, "wall_s": round(time.monotonic() - t_start, 1)},
+                                          indent=2, default=str))
+
     if "alone" in args.parts:
         doc["alone"] = earlier + verify_all(pairs, checkout, device, settings, deadline, batch_x,
-                                            "verified with the GPU otherwise idle")
+                                            "verified with the GPU otherwise idle",
+                                            on_row=lambda rows: write({"alone": earlier + rows, "partial": True}))
         if earlier:
             summarize(doc["alone"], "with the kept rows")
     if "load" in args.parts:
@@ -382,14 +392,14 @@ def main() -> int:
         try:
             time.sleep(5 if gpu else 2)  # its workers start and its first compiles begin
             doc["load"] = verify_all(pairs[: args.load_problems], checkout, device, settings, deadline, batch_x,
-                                     f"verified again while `htam batch --jobs {args.jobs}` runs beside it")
+                                     f"verified again while `htam batch --jobs {args.jobs}` runs beside it",
+                                     on_row=lambda rows: write({"load": rows, "partial": True}))
         finally:
             still = load.poll() is None
             stop(load)
         print(f"(the load batch was {'still running' if still else 'already done'} when the part ended)")
-    doc["wall_s"] = round(time.monotonic() - t_start, 1)
-    report_path.write_text(json.dumps(doc, indent=2, default=str))
-    print(f"\nwall {doc['wall_s']} s; written: {report_path}")
+    write({})
+    print(f"\nwall {round(time.monotonic() - t_start, 1)} s; written: {report_path}")
     return 0
 
 
