@@ -9,6 +9,7 @@ import json
 import math
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -54,6 +55,15 @@ class KernelBenchVerdict:
         return None
 
     @property
+    def median_speedup(self) -> float | None:
+        """The reference's median trial over the candidate's, where the trials came back: KernelBench
+        reports means, which one slow trial (a launch landing late, a power cap) moves; htam reports
+        medians."""
+        if self.runtime_trials and self.ref_runtime_trials and self.correct:
+            return statistics.median(self.ref_runtime_trials) / statistics.median(self.runtime_trials)
+        return None
+
+    @property
     def status(self) -> str:
         """One word for tables: correct, incorrect, compile_error or error."""
         if self.error:
@@ -67,6 +77,7 @@ class KernelBenchVerdict:
                 "runtime_ms": self.runtime_ms, "ref_runtime_ms": self.ref_runtime_ms, "speedup": self.speedup,
                 "runtime_stats": dict(self.runtime_stats), "ref_runtime_stats": dict(self.ref_runtime_stats),
                 "runtime_trials": list(self.runtime_trials), "ref_runtime_trials": list(self.ref_runtime_trials),
+                "median_speedup": self.median_speedup,
                 "tolerance": self.tolerance, "metadata": dict(self.metadata), "error": self.error}
 
 

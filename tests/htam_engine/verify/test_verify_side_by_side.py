@@ -49,6 +49,24 @@ def test_agreement_is_the_same_verdict_and_speedups_within_3_percent(htam_status
     assert v.speedup_gap == (None if gap is None else pytest.approx(gap))
 
 
+def test_a_gap_in_kernelbench_s_mean_alone_is_shown_against_its_medians(capsys):
+    """One slow trial of five (a launch landing late, a power cap) moves KernelBench's mean, not its median:
+    `htam verify` shows its trials' spread and the gap against their medians beside the reported gap."""
+    from htam_engine.cli.verify_cmd import print_side_by_side
+
+    kb = KernelBenchVerdict(compiled=True, correct=True, runtime_ms=2.8, ref_runtime_ms=2.0,
+                            runtime_trials=(1.0, 1.0, 1.0, 1.0, 8.0), ref_runtime_trials=(2.0,) * 5)
+    v = _pair(Status.OK, 2.0, kb)
+    assert v.speedup_gap == pytest.approx(2.0 / (2.0 / 2.8) - 1) and not v.agrees
+    assert kb.median_speedup == pytest.approx(2.0) and v.median_gap == pytest.approx(0.0)
+    print_side_by_side(v)
+    out = capsys.readouterr().out
+    assert "kernel median 1, 1-8; reference median 2, 2-2" in out
+    assert "they DISAGREE (against KernelBench's medians: +0.0 %)" in out
+    assert json.loads(json.dumps(v.to_dict()))["median_gap"] == pytest.approx(0.0)
+    assert _pair(Status.OK, 2.0, KB_2X).median_gap is None  # no trials came back: nothing to show
+
+
 def test_summary_counts_agreement_among_the_solutions_both_timed():
     vs = [_pair(Status.OK, 2.05, KB_2X), _pair(Status.OK, 1.9, KB_2X), _pair(Status.INCORRECT, None, KB_2X)]
     s = report.summary(vs)
