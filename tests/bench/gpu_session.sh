@@ -8,17 +8,18 @@
 # of the 2.37x it is compared with, the run before the device lock's change; CUDA candidates' 70 s
 # compiles outran 300 s and left nothing; its lines come as each mode and each one-at-a-time
 # candidate ends), peak memory, then htam verify over gpu_verify.py's own 33-problem batch (what
-# its deadline leaves verified). Their limits add up to about 22 minutes (1,330 s: the tests 240, up from
-# 200 for the copy rule's and the 1 GiB probe's cases); the machine's
-# start took about 6 minutes of the session's 30 the last time. By name: probe94, probe12 and
-# probe88 (the exports of tests/bench/data/exports under every variant of the protocol, 180 s each;
-# 1/88 runs one call a run, its set and output being over RUN_MAX_BYTES); probeeval: the same three
+# its deadline leaves verified). Their limits add up to about 23 minutes (1,390 s: the tests 300; at
+# 200 s an H100 run at 07fa654 was cut off three tests short); a machine's start took 3 to 10 minutes
+# of the session's 30. By name: probe94, probe12 and probe88 (the exports of tests/bench/data/exports
+# under every variant of the protocol, 180 s each; 1/88 runs one call a run, its set and output being
+# over RUN_MAX_BYTES), probe40 and probe56 (the same for the verify batch's exports, carried as
+# .verify-work); probeeval: the same three
 # exports' traced evaluations alone (each sandbox's phases; about 2 minutes together), and
 # the other parts of gpu_all.sh (kbtable, kbcuda, ablation, ...).
 # KernelBench comes from $HTAM_KERNELBENCH (default .kb/, a copy of its KernelBench/ and src/).
 set -u
 export HTAM_KERNELBENCH=${HTAM_KERNELBENCH:-$PWD/.kb}
-export TESTS_S=${TESTS_S:-240} TESTS_ARGS=${TESTS_ARGS:-"tests/htam_engine/evaluate/test_attack_gpu.py tests/htam_engine/evaluate/test_checks_gpu.py tests/htam_engine/evaluate/test_gpu.py tests/htam_engine/evaluate/test_seccomp.py"}
+export TESTS_S=${TESTS_S:-300} TESTS_ARGS=${TESTS_ARGS:-"tests/htam_engine/evaluate/test_attack_gpu.py tests/htam_engine/evaluate/test_checks_gpu.py tests/htam_engine/evaluate/test_gpu.py tests/htam_engine/evaluate/test_seccomp.py"}
 export PROBE_S=${PROBE_S:-180}
 export VERIFY_S=${VERIFY_S:-520} VERIFY_ARGS=${VERIFY_ARGS:-"--deadline 480"}
 export THROUGHPUT_S=${THROUGHPUT_S:-420} THROUGHPUT_ARGS=${THROUGHPUT_ARGS:-"--workers 16 --parallel 16 --sequential 3 --backend triton"}
