@@ -20,6 +20,9 @@ the tensors they do not replace) as they are:
   (a row of logits all far below zero: a softmax without its max pass that falls back to one only
   where exp overflows gets 0 / 0 there, or subnormal sums), used only where the reference stays
   finite;
+- rows apart: about half the rows (along the last dimension) of each floating tensor less such an
+  offset drawn per row (a statistic of the whole tensor standing for each row's: a softmax shifted by
+  one number for every row), used only where the reference stays finite;
 - wide integers: integer inputs drawn across a range far past 32 bits (an int64
   computation done in 32 bits wraps), for int64 at every bit length up to 62 (one done in
   float64 rounds past 2^53), used only where the reference accepts them;
@@ -161,6 +164,27 @@ def _sparse(values: list[Any], seed: int, size: Callable[[], float]) -> list[Any
 def shifted_down(values: list[Any], seed: int) -> list[Any]:
     """Floating tensors less an offset between SHIFT_LOW and SHIFT_HIGH (one per tensor); the rest as drawn."""
     return _replace_floats(values, lambda x: x - (SHIFT_LOW + (SHIFT_HIGH - SHIFT_LOW) * float(torch.rand(()))), seed)
+
+
+def rows_apart(values: list[Any], seed: int) -> list[Any]:
+    """Floating tensors of two or more dimensions with about half their rows (along the last dimension)
+    less an offset between SHIFT_LOW and SHIFT_HIGH drawn per row; the rest as drawn. Every other set
+    moves all rows of a tensor alike, so a statistic of the whole tensor could stand for each row's
+    (a softmax shifted by one quantile of a sample for every row: cheat_tensor_shift_softmax gives
+    0 / 0 on a row far below the others)."""
+
+    def apart(x: torch.Tensor) -> torch.Tensor:
+        if x.dim() < 2:
+            return x.clone()
+        rows = x.shape[:-1]
+        offsets = (SHIFT_LOW + (SHIFT_HIGH - SHIFT_LOW) * torch.rand(rows, device=x.device))
+        shifted = torch.rand(rows, device=x.device) < 0.5
+        flat = shifted.view(-1)
+        if flat.numel() > 1 and bool(flat.all() == flat.any()):  # all rows alike: one is moved to the other side
+            flat[int(torch.randint(flat.numel(), ()))] ^= True
+        return x - offsets.mul_(shifted).unsqueeze(-1).to(x.dtype)
+
+    return _replace_floats(values, apart, seed)
 
 
 def large_magnitude(values: list[Any], scale: float) -> list[Any]:
