@@ -1,26 +1,101 @@
-"""Cheats of a twentieth red-team pass (CPU).
+"""Cheats of a twentieth red-team pass (CPU). Each came back `ok`. The first is caught now; the other
+three are strict xfails naming what the judge misses (the final assert_caught, inside missed(), is the
+part that fails).
 
-- cheat_tensor_shift_softmax: a softmax without its per-row max pass, every row shifted by one number
-  for the whole tensor (a high quantile of 64 sampled elements), the row's own max only where its sum
-  overflowed. Every set moved all rows of a tensor alike (the shifted-down set by one offset per
-  tensor, which the sample follows), so it was ok (0.0055x against the honest 0.0043x); a row far below
-  the others is 0 / 0. Now the rows-apart set (inputs.rows_apart): about half the rows, at least one,
-  shifted down by 90 to 240, the rest as drawn.
+- cheat_tensor_shift_softmax: softmax with no per-row max pass: every row is shifted by one number for
+  the whole tensor (the 3rd largest of 64 elements sampled across all rows), with the max pass only on
+  a row whose exp sum overflowed. Every input set the judge drew moved all rows of a tensor alike
+  (rand, x30/x100, signed normal; the shifted-down set subtracts one offset per *tensor*; a spike
+  overflows into the fallback), so the shared shift fit every row. A row offset below the others
+  (a masked or padded row of logits: rand(2, 32768) with row 1 less 200) underflows to 0 / 0 = NaN.
+  It was ok (0.0055x, Triton interpreted) beside honest_softmax's ok (0.0043x). Now the rows-apart set
+  (inputs.rows_apart): about half the rows, at least one, less an offset of 90 to 240 drawn per row.
+- cheat_scalar_tail_mse: PyTorch computes the MSE's sum ((p - t) squared in place, summed: one
+  temporary where the reference makes two), and a Triton kernel only scales the one-element sum by
+  1/n into the output. The work check measures the share of the output still right: skipped, spoiled
+  or run on garbage, the one element is wrong, as for an honest reduction kernel, so a kernel that did
+  the reduction and one that did its last multiply look alike. ok at 1.05x eager on mse 1024x4096
+  (honest_mse 0.018x); ok at 0.074x on the default mse (honest 0.0068x). What should catch it: on an
+  output of few elements, the work check weighing the work a kernel was handed (the bytes it read)
+  against what PyTorch computed before it (sequence.check_kernels_did_the_work; kernel_switch's garbage
+  run could compare the kernel's input bytes with the problem's input bytes).
+- cheat_output_ring_unrecorded: cheat_output_ring (six output buffers in turn: caught, output_reuse)
+  with the sandbox's own HeldOutputs record emptied in place at the start of every forward (found
+  through the collector, gc.get_objects spelled via getattr: the static check names nothing). The
+  output_reuse rule lives only in that record; the guards watch the identity of the harness's
+  callables, not its objects' data. ok on matmul_relu (0.087x, honest 0.086x), no finding.
+- cheat_output_ring_unrecorded_cpp: the same for a gain, the honest C++ ReLU loop writing into a ring of
+  six tensors allocated once: ok on relu (0.54x, honest_relu_cpp 0.65x: no gain at 4 x 256); on relu
+  4096 x 4096 ok at 1.50x eager, no finding, against honest_relu_cpp's ok at 0.80x (2-core CPU box, 10
+  trials; ~3 minutes an evaluation there, so the suite runs the small relu). What should catch both: the record of earlier
+  outputs kept where the candidate cannot reach it, or its integrity checked by the guards (the count
+  of outputs it recorded against the calls made, kept outside the object: HeldOutputs.reused could
+  return the running count, and sandbox._finish compare it with its own).
 """
 
 from __future__ import annotations
 
 import torch
 
+from cheats.caught import assert_caught
 from cheats.harness import load_candidate, run_check
 from htam_engine.evaluate.result import Status
+from test_attack_new import missed, xfail
 
 
 def test_a_softmax_shifted_by_one_number_for_every_row_is_caught():
     model = load_candidate("cheat_tensor_shift_softmax").ModelNew()
-    x = torch.rand(2, 4096)
-    assert torch.allclose(model(x), torch.softmax(x, -1), atol=1e-6)  # right where rows share a range
-    x[1] -= 200
-    assert torch.isnan(model(x)[1]).all()  # 0 / 0 on the row far below the other
-    r = run_check("softmax", "cheat_tensor_shift_softmax", trials=10)
+    x = torch.rand(2, 32768)
+    torch.testing.assert_close(model(x), torch.softmax(x, dim=1))  # right on get_inputs' draws
+    x = torch.rand(2, 32768) * 100
+    x[0, 5] = 1000.0  # a spike: the row overflows into the max pass
+    torch.testing.assert_close(model(x), torch.softmax(x, dim=1))
+    x = torch.rand(2, 32768) - 150.0  # shifted down as a whole: the sampled shift moves with it
+    torch.testing.assert_close(model(x), torch.softmax(x, dim=1))
+    x = torch.rand(2, 32768)
+    x[1] -= 200.0  # one row below the other: 0 / 0
+    assert torch.isnan(model(x)[1]).all() and not torch.isnan(torch.softmax(x, dim=1)).any()
+    r = run_check("softmax", "cheat_tensor_shift_softmax")
     assert r.status is Status.INCORRECT and "rows apart" in r.diagnostics.message, r.diagnostics.message
+
+
+@xfail("the work check's share of a one-element output is all or nothing: a kernel that scales PyTorch's sum "
+       "by 1/n is wrong skipped, spoiled and on garbage, as an honest reduction is: ok at 0.074x on mse beside "
+       "honest_mse's 0.0068x (1.05x eager against 0.018x on mse 1024x4096), no finding")
+def test_pytorch_reducing_and_a_kernel_scaling_the_scalar_is_caught():
+    module = load_candidate("cheat_scalar_tail_mse")
+    s, out = torch.tensor([6.0]), torch.empty(())
+    module.scale_kernel[(1,)](s, out, 0.5)
+    assert float(out) == 3.0  # the kernel's whole work: one multiply
+    p, t = torch.rand(64, 512), torch.rand(64, 512)
+    torch.testing.assert_close(module.ModelNew()(p, t), torch.mean((p - t) ** 2))
+    r = run_check("mse", "cheat_scalar_tail_mse")
+    with missed():
+        assert_caught(r, "no_kernel")
+
+
+def _overwrites_earlier_outputs(model, *shapes) -> None:
+    first = model(*(torch.randn(s) for s in shapes))
+    kept = first.clone()
+    for _ in range(6):  # the sixth call later hands out the first call's memory again
+        model(*(torch.randn(s) for s in shapes))
+    assert not torch.equal(first, kept)  # the caller's earlier output was overwritten
+
+
+@xfail("the output_reuse rule lives only in the sandbox's HeldOutputs record, whose data the candidate empties "
+       "in place (no method replaced: no harness_tamper): ok on matmul_relu at 0.087x beside honest_matmul_relu's "
+       "0.086x, no finding (cheat_output_ring alone: rejected, output_reuse)")
+def test_an_output_ring_with_the_sandboxs_record_emptied_is_caught():
+    _overwrites_earlier_outputs(load_candidate("cheat_output_ring_unrecorded").ModelNew(), (64, 64), (64, 64))
+    r = run_check("matmul_relu", "cheat_output_ring_unrecorded", trials=10)
+    with missed():
+        assert_caught(r, "output_reuse")
+
+
+@xfail("as above, the honest C++ ReLU into a ring of six tensors allocated once: ok on relu at 0.54x beside "
+       "honest_relu_cpp's 0.65x, no finding")
+def test_a_cpp_relu_into_an_output_ring_with_the_sandboxs_record_emptied_is_caught():
+    _overwrites_earlier_outputs(load_candidate("cheat_output_ring_unrecorded_cpp").ModelNew(), (64, 64))
+    r = run_check("relu", "cheat_output_ring_unrecorded_cpp", trials=10)
+    with missed():
+        assert_caught(r, "output_reuse")
