@@ -40,7 +40,7 @@ torch::Tensor relu_forward(torch::Tensor x, bool warm) {
 """
 
 relu_ext = load_inline(name="htam_red18_warmup_prefault", cpp_sources=CPP_SOURCE, functions=["relu_forward"],
-                       extra_cflags=["-O2"], verbose=False)
+                       extra_cflags=["-O1"], verbose=False)
 
 
 class ModelNew(nn.Module):

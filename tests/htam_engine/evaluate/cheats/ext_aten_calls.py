@@ -43,4 +43,4 @@ torch::Tensor mse_chain(torch::Tensor a, torch::Tensor b) {
 """
 
 ext = load_inline(name="htam_checks_aten_calls", cpp_sources=CPP_SOURCE, functions=["matmul_relu", "softmax_forward", "softmax_clone", "softmax_reshaped", "softmax_last_bit", "mse_chain"],
-                  extra_cflags=["-O2"], verbose=False)
+                  extra_cflags=["-O1"], verbose=False)

@@ -20,4 +20,4 @@ TORCH_LIBRARY(htam_checks_python_inside, m) {
 """
 
 ext = load_inline(name="htam_checks_python_inside", cpp_sources=CPP_SOURCE, functions=["call_back"],
-                  extra_cflags=["-O2"], verbose=False)
+                  extra_cflags=["-O1"], verbose=False)

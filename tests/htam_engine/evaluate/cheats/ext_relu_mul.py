@@ -28,4 +28,4 @@ torch::Tensor relu_mul(torch::Tensor x, torch::Tensor noise) {
 """
 
 ext = load_inline(name="htam_red18_relu_mul", cpp_sources=CPP_SOURCE, functions=["relu", "relu_mul"],
-                  extra_cflags=["-O2"], verbose=False)
+                  extra_cflags=["-O1"], verbose=False)

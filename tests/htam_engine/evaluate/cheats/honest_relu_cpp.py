@@ -23,7 +23,7 @@ TORCH_LIBRARY(htam_checks, m) {
 """
 
 relu_ext = load_inline(name="htam_checks_relu_cpp", cpp_sources=CPP_SOURCE, functions=["relu_forward"],
-                       extra_cflags=["-O2"], verbose=False)
+                       extra_cflags=["-O1"], verbose=False)
 
 
 class ModelNew(nn.Module):
