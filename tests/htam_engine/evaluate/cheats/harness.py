@@ -9,10 +9,11 @@ runtime defences; tests that want the engine's whole path use an Evaluator.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 os.environ.setdefault("TRITON_INTERPRET", "1")  # Triton kernels run on the CPU in this process's imports
 
@@ -49,13 +50,40 @@ def load_candidate(name: str) -> Any:
     import tempfile
 
     os.environ.setdefault("TRITON_INTERPRET", "1")
+    code = candidate_source(name)
     path = Path(tempfile.gettempdir()) / "htam-test-candidates" / f"{name}.py"
     path.parent.mkdir(exist_ok=True)
-    path.write_text(candidate_source(name))
+    path.write_text(code)
     spec = importlib.util.spec_from_file_location(f"candidate_{name}", path)
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    with _builds_where_a_cpu_sandbox_builds(code):
+        spec.loader.exec_module(module)
     return module
+
+
+@contextlib.contextmanager
+def _builds_where_a_cpu_sandbox_builds(code: str) -> Iterator[None]:
+    """torch's load_inline/load, for the candidate's import, routed as a CPU sandbox routes them
+    (compile_cache): into build/<key>/<name>_<key> of the shared cache under the key run_check gives
+    this source, so its evaluation that follows finds the library built rather than building the same
+    source a second time under another name (a CPU compile costs 10-20 s). torch's loaders are put
+    back after the import."""
+    import torch.utils.cpp_extension as ce
+
+    from htam_engine.evaluate.backend import resolve_backend
+    from htam_engine.evaluate.cache import candidate_key, file_lock
+    from htam_engine.evaluate.compile_cache import CompileCache
+    from htam_engine.evaluate.evaluator import _torch_version
+
+    key = candidate_key(code, resolve_backend(code, None, "cpu"), "cpu", _torch_version())
+    originals = {name: getattr(ce, name) for name in ("load_inline", "load")}
+    try:
+        CompileCache().key = key
+        with file_lock(f"build-{key}"):
+            yield
+    finally:
+        for name, fn in originals.items():
+            setattr(ce, name, fn)
 
 
 @functools.lru_cache(maxsize=None)
