@@ -103,14 +103,26 @@ def test_bytecode_planted_for_other_candidates_does_not_change_their_verdicts(tm
         honest_ok(j.run("relu", "honest_relu_triton"))
 
 
-def test_extension_libraries_replaced_by_another_candidate_do_not_change_their_verdicts(tmp_path):
+@pytest.fixture(scope="module")
+def so_poisoned(tmp_path_factory):
+    """honest_relu_cpp built by a judge, then cheat_so_poison's library copied over it (its mtime put
+    back); then the same honest source evaluated by a new judge on that cache, which did not ask for
+    the build, and after it by the judge that did. The two tests below read one poisoning: its two
+    builds (the honest one and the poisoner's) cost ~30 s on the CPU."""
+    with isolated_judge(tmp_path_factory.mktemp("so_poison")) as j:
+        honest_ok(j.run("relu", "honest_relu_cpp"))
+        honest_ok(j.run("relu", "cheat_so_poison"))  # the poisoner is an honest ReLU itself
+        with isolated_judge(j.root) as fresh:
+            for_another_judge = fresh.run("relu", "honest_relu_cpp")
+        later = j.run("relu", "honest_relu_cpp")
+    return {"later": later, "for_another_judge": for_another_judge}
+
+
+def test_extension_libraries_replaced_by_another_candidate_do_not_change_their_verdicts(so_poisoned):
     """A library of the same module name (every function returns its first argument times 1.5)
     copied over an earlier candidate's, its mtime put back so ninja rebuilds nothing: the judge
     that asked for that build kept its digests, finds the folder changed and has it built anew."""
-    with isolated_judge(tmp_path) as j:
-        honest_ok(j.run("relu", "honest_relu_cpp"))
-        honest_ok(j.run("relu", "cheat_so_poison"))  # the poisoner is an honest ReLU itself
-        later = j.run("relu", "honest_relu_cpp")
+    later = so_poisoned["later"]
     honest_ok(later)
     assert "build_cache_changed" in {f.rule for f in later.integrity}, later.integrity
 
@@ -119,14 +131,9 @@ def test_extension_libraries_replaced_by_another_candidate_do_not_change_their_v
        "(another worker's, a later run's) finds the library planted over it and uses it as it is. The honest "
        "honest_relu_cpp gets OK, the poisoner gets OK, the same honest source in a new judge on the same cache "
        "is INCORRECT (every function returns its first argument times 1.5)")
-def test_extension_libraries_replaced_for_another_judge_do_not_change_their_verdicts(tmp_path):
-    with isolated_judge(tmp_path) as j:
-        honest_ok(j.run("relu", "honest_relu_cpp"))
-        honest_ok(j.run("relu", "cheat_so_poison"))
-    with isolated_judge(tmp_path) as fresh:
-        later = fresh.run("relu", "honest_relu_cpp")
+def test_extension_libraries_replaced_for_another_judge_do_not_change_their_verdicts(so_poisoned):
     with missed():
-        honest_ok(later)
+        honest_ok(so_poisoned["for_another_judge"])
 
 
 def ninja_deps(root, name: str) -> str:
