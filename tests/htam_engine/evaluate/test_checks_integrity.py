@@ -196,7 +196,8 @@ def test_reading_the_process_memory_finds_nothing_of_the_harness():
 
 
 def test_cpp_extension_calls_count_and_a_fallback_is_caught():
-    # One C++ source shared by the three candidates: compiled once (shared build cache).
+    # One C++ source in three candidates: each is built under its own key (the build cache is keyed by
+    # the whole candidate source), three CPU builds.
     honest = run_check("relu", "honest_relu_cpp")
     assert honest.status is Status.OK, honest.diagnostics.message
     # The same library's registered operator (torch.ops.htam_checks.relu) passes the work check too.

@@ -1,5 +1,6 @@
 """Not a candidate: the C++ extension honest_matmul_relu_cpp and the cheat_cpp_aten* cheats
-of its functions share, built once between them; each includes it with a line `# include: ext_aten_calls`
+of its functions share, written once between them (each candidate still builds it under its own key: the build cache is
+keyed by the whole candidate source); each includes it with a line `# include: ext_aten_calls`
 (harness.candidate_source)."""
 
 import torch

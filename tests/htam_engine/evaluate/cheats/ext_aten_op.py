@@ -1,5 +1,6 @@
 """Not a candidate: the C++ extension cheat_cpp_aten_op, cheat_cpp_aten_op_pointer and honest_matmul_relu_op
-share, built once between them; each includes it with a line `# include: ext_aten_op`
+share, written once between them (each candidate still builds it under its own key: the build cache is
+keyed by the whole candidate source); each includes it with a line `# include: ext_aten_op`
 (harness.candidate_source)."""
 
 import torch

@@ -1,5 +1,6 @@
 """Not a candidate: the C++ extension cheat_cpp_op_python_impl and cheat_cpp_python_callback
-share, built once between them; each includes it with a line `# include: ext_python_inside`
+share, written once between them (each candidate still builds it under its own key: the build cache is
+keyed by the whole candidate source); each includes it with a line `# include: ext_python_inside`
 (harness.candidate_source)."""
 
 import torch

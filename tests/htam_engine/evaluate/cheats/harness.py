@@ -31,7 +31,8 @@ def candidate_path(name: str) -> Path:
 
 
 # A candidate's line that stands for the whole of another file here: cheats that share one C++
-# extension include it (ext_*.py), so its source is written once and built once between them.
+# extension include it (ext_*.py), so its source is written once between them (each candidate still
+# builds it under its own key: the build cache is keyed by the whole candidate source).
 INCLUDE = "# include: "
 
 
