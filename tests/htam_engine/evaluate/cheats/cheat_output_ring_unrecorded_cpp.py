@@ -27,7 +27,7 @@ torch::Tensor relu_into(torch::Tensor x, torch::Tensor y) {
 """
 
 relu_ext = load_inline(name="htam_red20_relu_into", cpp_sources=CPP_SOURCE, functions=["relu_into"],
-                       extra_cflags=["-O2"], verbose=False)
+                       extra_cflags=["-O1"], verbose=False)
 
 
 def _records() -> list:
