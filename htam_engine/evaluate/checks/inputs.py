@@ -151,19 +151,28 @@ def sparse_count(numel: int) -> int:
 
 def _sparse(values: list[Any], seed: int, size: Callable[[], float]) -> list[Any]:
     """Floating tensors with sparse_count elements, drawn at random, set to size() times their RMS magnitude."""
+    return _replace_floats(values, lambda x: _at_sparse_places(x, lambda k: size() * _scale(x)), seed)
 
-    def outlying(x: torch.Tensor) -> torch.Tensor:
-        y = x.clone(memory_format=torch.contiguous_format)
-        if y.numel():
-            y.view(-1)[torch.randint(y.numel(), (sparse_count(y.numel()),), device=y.device)] = size() * _scale(x)
-        return y
 
-    return _replace_floats(values, outlying, seed)
+def _at_sparse_places(x: torch.Tensor, value: Callable[[int], Any]) -> torch.Tensor:
+    """A contiguous copy of x with sparse_count of its elements, at places drawn at random, set to
+    value(how many) (drawn before the places)."""
+    y = x.clone(memory_format=torch.contiguous_format)
+    if y.numel():
+        k = sparse_count(y.numel())
+        values = value(k)
+        y.view(-1)[torch.randint(y.numel(), (k,), device=y.device)] = values
+    return y
+
+
+def _shift_offsets(shape: tuple[int, ...] = (), device: Any = None) -> torch.Tensor:
+    """Offsets between SHIFT_LOW and SHIFT_HIGH, uniform, of `shape` (float64: a float32 draw scaled exactly)."""
+    return SHIFT_LOW + (SHIFT_HIGH - SHIFT_LOW) * torch.rand(shape, device=device).double()
 
 
 def shifted_down(values: list[Any], seed: int) -> list[Any]:
     """Floating tensors less an offset between SHIFT_LOW and SHIFT_HIGH (one per tensor); the rest as drawn."""
-    return _replace_floats(values, lambda x: x - (SHIFT_LOW + (SHIFT_HIGH - SHIFT_LOW) * float(torch.rand(()))), seed)
+    return _replace_floats(values, lambda x: x - float(_shift_offsets()), seed)
 
 
 def rows_apart(values: list[Any], seed: int) -> list[Any]:
@@ -177,7 +186,7 @@ def rows_apart(values: list[Any], seed: int) -> list[Any]:
         if x.dim() < 2:
             return x.clone()
         rows = x.shape[:-1]
-        offsets = (SHIFT_LOW + (SHIFT_HIGH - SHIFT_LOW) * torch.rand(rows, device=x.device))
+        offsets = _shift_offsets(rows, x.device)
         shifted = torch.rand(rows, device=x.device) < 0.5
         flat = shifted.view(-1)
         if flat.numel() > 1 and bool(flat.all() == flat.any()):  # all rows alike: one is moved to the other side
@@ -203,14 +212,13 @@ def has_integers(values: list[Any]) -> bool:
 def wide_integers(values: list[Any], seed: int, positive: bool = False) -> list[Any]:
     """Integer tensors replaced by uniform draws over a range far past 32 bits (only [0, hi)
     when positive); other inputs as they are."""
-    out = []
+    return _replace_integers(values, lambda x: _wide_like(x, x.shape, positive), seed)
+
+
+def _replace_integers(values: list[Any], make: Callable[[torch.Tensor], torch.Tensor], seed: int) -> list[Any]:
+    """`values` with each non-empty integer tensor of a dtype in _WIDE replaced by make(x), under `seed`."""
     with seeded(seed):
-        for x in values:
-            if not (isinstance(x, torch.Tensor) and x.dtype in _WIDE and x.numel()):
-                out.append(x)
-                continue
-            out.append(_wide_like(x, x.shape, positive))
-    return out
+        return [make(x) if isinstance(x, torch.Tensor) and x.dtype in _WIDE and x.numel() else x for x in values]
 
 
 def _wide_like(x: torch.Tensor, shape: tuple[int, ...], positive: bool) -> torch.Tensor:
@@ -227,14 +235,4 @@ def _wide_like(x: torch.Tensor, shape: tuple[int, ...], positive: bool) -> torch
 def sparse_wide_integers(values: list[Any], seed: int, positive: bool = False) -> list[Any]:
     """Integer tensors of a draw with sparse_count elements, drawn at random, replaced by wide values (only
     [0, hi) when positive); the rest as drawn."""
-    out = []
-    with seeded(seed):
-        for x in values:
-            if not (isinstance(x, torch.Tensor) and x.dtype in _WIDE and x.numel()):
-                out.append(x)
-                continue
-            y = x.clone(memory_format=torch.contiguous_format)
-            k = sparse_count(y.numel())
-            y.view(-1)[torch.randint(y.numel(), (k,), device=y.device)] = _wide_like(x, (k,), positive)
-            out.append(y)
-    return out
+    return _replace_integers(values, lambda x: _at_sparse_places(x, lambda k: _wide_like(x, (k,), positive)), seed)

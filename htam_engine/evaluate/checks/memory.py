@@ -197,7 +197,7 @@ class HeldOutputs:
                     places = torch.randint(t.numel(), (SAMPLE_ELEMENTS,), generator=self._places).to(t.device)
                     self._sampled.append(_Sampled(t, places, _sample(t, places)))
                     self._sampled_bytes += nbytes(t)
-        while len(self._sampled) > SAMPLED_KEPT or self._sampled_bytes > SAMPLED_KEPT_BYTES and len(self._sampled) > 1:
+        while len(self._sampled) > SAMPLED_KEPT or (self._sampled_bytes > SAMPLED_KEPT_BYTES and len(self._sampled) > 1):
             self._sampled_bytes -= nbytes(self._sampled.pop(0).out)
         return hit
 
