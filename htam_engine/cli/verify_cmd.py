@@ -74,8 +74,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def print_side_by_side(v: Any) -> None:
-    import statistics
-
     from rich.console import Console
     from rich.table import Table
 
@@ -93,9 +91,8 @@ def print_side_by_side(v: Any) -> None:
     t.add_row("reference ms", cells["htam ref ms"], cells["KB ref ms"])
     t.add_row("speedup vs eager", cells["htam speedup"], cells["KB speedup"])
     if k.runtime_trials and k.ref_runtime_trials:  # KernelBench's mean beside its own trials' spread
-        spread = lambda ts: f"median {statistics.median(ts):.4g}, {min(ts):.4g}-{max(ts):.4g}"  # noqa: E731
-        t.add_row("KernelBench's trials (ms)", "", f"kernel {spread(k.runtime_trials)}; "
-                  f"reference {spread(k.ref_runtime_trials)}")
+        t.add_row("KernelBench's trials (ms)", "", f"kernel {report.trials_text(k.runtime_trials)}; "
+                  f"reference {report.trials_text(k.ref_runtime_trials)}")
     console.print(t)
     console.print(f"speedup gap (htam - KernelBench) / KernelBench: {cells['gap']}; "
                   + ("they agree" if v.agrees else "they DISAGREE")

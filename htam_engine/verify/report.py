@@ -3,7 +3,8 @@ and the bench scripts, and the agreement counts under it."""
 
 from __future__ import annotations
 
-from typing import Any
+import statistics
+from typing import Any, Sequence
 
 from htam_engine.loop.report import times
 from htam_engine.verify.settings import AGREEMENT
@@ -19,6 +20,11 @@ def _ms(x: float | None) -> str:
 
 def gap_text(gap: float | None) -> str:
     return "-" if gap is None else f"{100 * gap:+.1f} %"
+
+
+def trials_text(trials: Sequence[float]) -> str:
+    """Trial times (ms) as their median and range: what a mean alone hides."""
+    return f"median {statistics.median(trials):.4g}, {min(trials):.4g}-{max(trials):.4g}"
 
 
 def row(v: Verification) -> list[str]:

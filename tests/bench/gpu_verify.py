@@ -37,7 +37,6 @@ import os
 import re
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -222,6 +221,7 @@ def verify_all(pairs: list[tuple[Any, Path]], checkout: Any, device: str, settin
 
 def summarize(rows: list[dict[str, Any]], label: str = "") -> None:
     """How many rows agree with KernelBench: the verdict, htam verify's speedup and the batch's own."""
+    from htam_engine.verify import report
     from htam_engine.verify.settings import AGREEMENT
 
     gaps = [r["speedup_gap"] for r in rows if r["speedup_gap"] is not None]
@@ -235,9 +235,8 @@ def summarize(rows: list[dict[str, Any]], label: str = "") -> None:
         kb, h = r["kernelbench"], r["htam"]
 
         def spread(ms: float, st: dict[str, float], trials: list[float]) -> str:
-            median = f", median {statistics.median(trials):.4g}" if trials else ""
-            return (f"{ms:.4g} ms against KernelBench's mean {st.get('mean')} (min {st.get('min')}, max {st.get('max')}, "
-                    f"std {st.get('std')}{median})")
+            shown = report.trials_text(trials) if trials else f"{st.get('min')}-{st.get('max')}"  # older rows: no trials
+            return f"{ms:.4g} ms against KernelBench's mean {st.get('mean')} ({shown}, std {st.get('std')})"
 
         # htam's figure is a median, KernelBench's a mean (Verification.median_gap)
         gap_at_median = f"; against KernelBench's medians {100 * r['median_gap']:+.1f} %" if r.get("median_gap") is not None else ""
