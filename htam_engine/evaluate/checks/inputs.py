@@ -26,9 +26,10 @@ the tensors they do not replace) as they are:
 - wide integers: integer inputs drawn across a range far past 32 bits (an int64
   computation done in 32 bits wraps), for int64 at every bit length up to 62 (one done in
   float64 rounds past 2^53), used only where the reference accepts them;
-- sparse wide integers: SPIKES elements of each integer tensor of a get_inputs draw replaced by
-  wide values (an int64 computation done in 32 bits where a sample of the inputs is small passes
-  sets wide everywhere: cheat_sampled_low_word_int), used only where the reference accepts them.
+- sparse wide integers: SPIKES elements of each integer tensor of a get_inputs draw (fewer on small
+  ones: sparse_count) replaced by wide values, int64 ones each past 32 bits (an int64 computation
+  done in 32 bits where a sample of the inputs is small passes sets wide everywhere:
+  cheat_sampled_low_word_int), used only where the reference accepts them.
 Every seed comes from the judge (secrets), per evaluation; none is ever sent to a sandbox.
 """
 
@@ -67,6 +68,10 @@ _WIDE = {torch.int64: 1 << 62, torch.int32: 1 << 31, torch.int16: 1 << 15, torch
 # computation is exact beside values past 2^53, where a float64 one rounds (cheat_int_via_float64:
 # exact on draws below 2^40, the range before).
 _INT64_SHIFT = 62
+# A sparse set's int64 values have their top bit at 2^32 to 2^61, each drawn: every one is past 32 bits,
+# since it stands for the wide values among small ones and on a small tensor may be the only one
+# (sparse_count).
+_SPARSE_INT64_TOP_BITS = (32, 62)
 
 
 def other_stream(seed: int) -> int:
@@ -235,4 +240,14 @@ def _wide_like(x: torch.Tensor, shape: tuple[int, ...], positive: bool) -> torch
 def sparse_wide_integers(values: list[Any], seed: int, positive: bool = False) -> list[Any]:
     """Integer tensors of a draw with sparse_count elements, drawn at random, replaced by wide values (only
     [0, hi) when positive); the rest as drawn."""
-    return _replace_integers(values, lambda x: _at_sparse_places(x, lambda k: _wide_like(x, (k,), positive)), seed)
+    return _replace_integers(values, lambda x: _at_sparse_places(x, lambda k: _past_32_bits(x, (k,), positive)), seed)
+
+
+def _past_32_bits(x: torch.Tensor, shape: tuple[int, ...], positive: bool) -> torch.Tensor:
+    """_wide_like's draws, but int64 ones each with its top bit at a place drawn in _SPARSE_INT64_TOP_BITS."""
+    if x.dtype != torch.int64:
+        return _wide_like(x, shape, positive)
+    top = torch.ones(shape, dtype=torch.int64, device=x.device).bitwise_left_shift_(
+        torch.randint(*_SPARSE_INT64_TOP_BITS, shape, dtype=torch.int64, device=x.device))
+    value = torch.randint(0, 1 << 62, shape, dtype=torch.int64, device=x.device).bitwise_and_(top - 1).bitwise_or_(top)
+    return value if positive else value.mul_(torch.randint(0, 2, shape, dtype=torch.int64, device=x.device) * 2 - 1)

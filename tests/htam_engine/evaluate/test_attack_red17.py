@@ -58,6 +58,20 @@ def test_a_sparse_set_changes_few_enough_elements_for_a_sample_to_miss():
     assert int((y < 0).sum()) == 1
 
 
+def test_each_sparse_wide_integer_is_past_32_bits():
+    """On a small tensor the sparse set's one wide value is all it tests: one within 32 bits would leave a
+    computation on the low word right there (each drawn over every bit length, as the dense set's are,
+    about one in 60 was)."""
+    from htam_engine.evaluate.checks.inputs import sparse_wide_integers
+
+    for seed in range(200):
+        for positive in (False, True):
+            (y,) = sparse_wide_integers([torch.randint(0, 100, (8,))], seed, positive=positive)
+            placed = y[(y < 0) | (y >= 100)]
+            assert placed.numel() == 1 and 2**32 <= int(placed.abs()) < 2**62, (seed, positive, y)
+            assert positive is False or int(placed) > 0
+
+
 def test_int64_on_the_low_word_on_sampled_range_is_caught():
     model = load_candidate("cheat_sampled_low_word_int").ModelNew()
     x = torch.randint(0, 100, (4, 256))
