@@ -193,6 +193,45 @@ def thread_check(candidate: Sequence[int | None], reference: Sequence[int | None
             "the baseline it is compared with")
 
 
+# On the CPU an output past checks.memory.FRESH_MAPPING_BYTES is a fresh mapping in every sandbox, and
+# costs its forward a page fault a page at first touch, and the kernel's zeroing of each: about a
+# third of a 4096x4096 ReLU's time on the 2-core box. A forward that meets its timed calls with pages
+# already mapped (a ring of outputs, a pool a thread pre-touched between requests, buffers the untimed
+# warm-up touched) takes none and moves that cost off the clock; the judge counts the sandbox's minor
+# faults around each run (channel.call_run), which nothing in the sandbox can lower. A fault maps
+# 4 KiB, or 2 MiB where transparent huge pages serve the mapping: the honest figure is the eager
+# baseline's own, at most one per page of such outputs, and the candidate must take at least this
+# share of it.
+FRESH_FAULTS_SHARE = 0.5
+PAGE_BYTES = 4096
+# ... where that figure is at least this many faults a call (the baseline's outputs did land on fresh pages).
+FRESH_MIN_FAULTS = 8
+
+
+def fresh_pages_check(candidate: Sequence[float | None], eager: Sequence[float | None],
+                      fresh_bytes: int) -> str | None:
+    """The finding's message when a quarter of the candidate's timed runs (one at least) took far fewer
+    minor page faults a call than fresh outputs of `fresh_bytes` (the output leaves past
+    FRESH_MAPPING_BYTES) cost the eager baseline's calls, else None. Each sample is one run's faults per
+    call (Trial.faults). An honest forward's fresh outputs fault in every run; a cheat that touched the
+    pages ahead in the untimed warm-up met the first run without them (cheat_warmup_prefault: 539 faults
+    a call in its first run, 0 in its second, against the baseline's 512)."""
+    cand = [f for f in candidate if f is not None]
+    base = [f for f in eager if f is not None]
+    if fresh_bytes <= 0 or not cand or not base:
+        return None
+    honest = min(statistics.median(base), fresh_bytes / PAGE_BYTES)
+    if honest < FRESH_MIN_FAULTS:
+        return None
+    low = [f for f in cand if f < FRESH_FAULTS_SHARE * honest]
+    if len(low) < max(1, math.ceil(len(cand) / 4)):
+        return None
+    return (f"{len(low)} of {len(cand)} timed runs took at most {max(low):.0f} page faults a call, where the eager "
+            f"baseline's fresh {fresh_bytes / 2**20:.0f} MiB of outputs took {honest:.0f}: forward's outputs were "
+            "on memory mapped and touched before the call (outputs reused, or pages touched off the clock), whose "
+            "cost an honest forward pays inside it")
+
+
 # CPU time of threads that ended during the timed trials is a finding past a floor and this share
 # of the process's CPU time over the trials. The floor is ENDED_THREADS_SLACK_MS plus four ticks of
 # the process clock read (user and system time, rounded down at each of two reads): 5 ms where the

@@ -56,6 +56,17 @@ def cpu_ticks_ms(pid: int) -> tuple[float, float] | None:
         return None
 
 
+def minor_faults(pid: int) -> int | None:
+    """The page faults the process's threads (the ended ones too) took without reading a disk
+    (minflt): a first touch of a freshly mapped page is one. The kernel counts them; nothing in the
+    process can lower the figure. None when the process is gone."""
+    tail = _stat_tail(pid)
+    try:
+        return int(tail.split()[7]) if tail is not None else None
+    except (ValueError, IndexError):
+        return None
+
+
 def cpu_clock_ms(pid: int) -> float | None:
     """The process's CPU time (every thread it ever had) to the nanosecond, from its CPU clock
     (clock_getcpuclockid: any process's may be read), in ms; None where libc or the kernel does

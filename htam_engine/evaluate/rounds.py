@@ -43,13 +43,14 @@ from htam_engine.evaluate import wire
 from htam_engine.evaluate.channel import Channel, Staging, fresh_seed
 from htam_engine.evaluate.checks.compare import compare_outputs, tensors
 from htam_engine.evaluate.checks.inputs import draw
-from htam_engine.evaluate.checks.memory import aliased_outputs, tensor_leaves
+from htam_engine.evaluate.checks.memory import FRESH_MAPPING_BYTES, aliased_outputs, tensor_leaves
 from htam_engine.evaluate.checks.observe import (Observations, candidate_output, check_mutation, check_precision,
                                                  nonfinite, record_notes)
 from htam_engine.evaluate.checks.sequence import (CandidateFailed, CheckRun, HarnessFault, RunSet, Stop,
                                                   kernels_off_label, noise_of, stage_first)
-from htam_engine.evaluate.clock import (CpuSnapshot, clock_check, flush_check, hidden_cpu_check, judged_runtime,
-                                        short_flush_check, spread, tail_check, thread_check)
+from htam_engine.evaluate.clock import (CpuSnapshot, clock_check, flush_check, fresh_pages_check,
+                                        hidden_cpu_check, judged_runtime, short_flush_check, spread, tail_check,
+                                        thread_check)
 from htam_engine.evaluate.kernel_switch import GARBAGE, RUN, KernelMode
 from htam_engine.evaluate.reference import BaselineSandbox, ReferenceFailed, input_bytes
 from htam_engine.evaluate.sandbox_client import SandboxError
@@ -157,12 +158,14 @@ class Trial(NamedTuple):
     flush_ms: float  # the mean L2 flush before the start event (timing.run_trial; 0 on the CPU)
     busy_threads: int | None  # the sandbox's threads that ran a share of the run (channel.py; CPU only)
     calls_ms: tuple[float, ...] = ()  # each call's report
+    faults: float | None = None  # the sandbox's minor page faults per call, read by the judge (CPU only)
 
     @classmethod
     def of(cls, results: list[Any]) -> "Trial":
         calls = tuple(res.reply.ms for res in results)
         return cls(results[0].wall_ms, statistics.fmean(calls), statistics.fmean(res.reply.tail_ms for res in results),
-                   statistics.fmean(res.reply.flush_ms for res in results), results[0].busy_threads, calls)
+                   statistics.fmean(res.reply.flush_ms for res in results), results[0].busy_threads, calls,
+                   results[0].faults)
 
 
 @dataclass(slots=True)
@@ -279,6 +282,8 @@ class TimedRounds:
         with judge.lock.checking():
             first = self._round_set(0, checks.reference_mutates)
         out_bytes = sum(t.numel() * t.element_size() for t in tensors(first.ref_out))
+        self.fresh_out_bytes = sum(b for b in (t.numel() * t.element_size() for t in tensors(first.ref_out))
+                                   if b > FRESH_MAPPING_BYTES)
         # A reference that changes its inputs re-draws each set before it is staged (_staged): one at a time.
         self.per_run = 1 if checks.reference_mutates else \
             trials_per_run(input_bytes(first.values), out_bytes, trials)
@@ -605,6 +610,11 @@ class TimedRounds:
             hidden = hidden_cpu_check(snaps[0], snaps[-1]) if len(snaps) == 2 and cand else None
             if hidden:
                 self.obs.find("background_thread", hidden)
+        # the faults are counted on the CPU only (channel.call_run): each a GPU's caching allocator would spare
+        prefaulted = fresh_pages_check([t.faults for t in cand], [t.faults for t in samples.get("eager", [])],
+                                       self.fresh_out_bytes)
+        if prefaulted:
+            self.obs.find("prefaulted_output", prefaulted)
 
     def _record_times(self, samples: Samples, alone: Samples) -> None:
         r, bs = self.result, self.judge.baseline

@@ -35,7 +35,8 @@ from htam_engine.evaluate import wire
 from htam_engine.evaluate.cache import built_marker, build_dir, file_lock
 from htam_engine.evaluate.checks.compare import flatten
 from htam_engine.evaluate.checks.guards import Guards, install_guards
-from htam_engine.evaluate.checks.memory import NAN, SENTINEL, HeldOutputs, clone_inputs, nbytes, overlaps, tensor_leaves
+from htam_engine.evaluate.checks.memory import (NAN, SENTINEL, HeldOutputs, clone_inputs, map_big_blocks_afresh, nbytes,
+                                               overlaps, tensor_leaves)
 from htam_engine.evaluate.compile_cache import CompileCache, candidate_file, clear_stale_batons, import_candidate
 from htam_engine.evaluate.diagnostics import exception_messages, one_line, trim_log
 from htam_engine.evaluate.kernel_switch import KernelMode, KernelSwitch
@@ -494,6 +495,8 @@ def serve(fd: int, role: str, device: str) -> int:
     threads = os.environ.get("HTAM_WORKER_CPU_THREADS")
     if threads:  # candidate and reference get the same, before the guards snapshot the setting
         torch.set_num_threads(int(threads))
+    if not is_cuda(device):  # candidate and reference alike, before any candidate code
+        map_big_blocks_afresh()
     try:
         return Sandbox(sock, role, device).serve()
     finally:

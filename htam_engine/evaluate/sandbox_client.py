@@ -149,6 +149,10 @@ class SandboxProcess:
         return CpuSnapshot(process_ms, 0.0 if precise is not None else proctree.TICK_MS, self.thread_cpu_ns(),
                            ticks[1] if ticks is not None else None, below)
 
+    def minor_faults(self) -> int | None:
+        """The sandbox's minor page faults so far, read from outside (proctree.minor_faults)."""
+        return proctree.minor_faults(self.pid)
+
     def thread_count(self) -> int | None:
         """OS threads of the sandbox (its /proc task list stays readable while it is non-dumpable)."""
         try:

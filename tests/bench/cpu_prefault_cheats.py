@@ -1,4 +1,4 @@
-"""The CPU prefault cheats the judge still misses (test_attack_red18.py's docstring), against the
+"""The CPU prefault cheats (test_attack_red18.py's docstring; caught since by prefaulted_output), against the
 honest C++ ReLU, on relu at 4096x4096 (an output past glibc's largest mmap threshold, so an honest
 forward's malloc maps fresh pages and the trial's heap perturbation fills them). Prints each one's
 status and speedup against eager. A run takes a few minutes on a 2-core box:

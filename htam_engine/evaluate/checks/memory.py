@@ -26,6 +26,15 @@ SENTINEL = 1234.5  # finite, distinctive, exactly representable in every float d
 
 _MAX_POISON_BYTES = 1 << 30  # never allocate more than this for one marker block
 
+# On the CPU every sandbox (the candidate's and the reference's) maps each allocation past this
+# size afresh (mallopt M_MMAP_THRESHOLD, set before any candidate code runs; a fixed threshold also
+# turns off glibc's raising it as big blocks are freed). An output past it then costs an honest
+# forward a page fault a page inside its call, whatever the process allocated before, and the
+# judge counts them (clock.fresh_pages_check): an output ring, or pages touched off the clock, do
+# not take them. Small enough for a 1024x1024 float32 output, large enough that the many small
+# temporaries of a forward stay on the heap.
+FRESH_MAPPING_BYTES = 1 << 20
+
 
 def nbytes(t: torch.Tensor) -> int:
     return t.numel() * t.element_size()
@@ -37,7 +46,11 @@ def poison(device: str, sizes: Iterable[int], value: float = NAN, copies: int = 
     where given (a sandbox's trace), notes when the blocks were allocated and their fills queued,
     before the device finished them."""
     blocks = []
-    for size in sorted({s for s in sizes if 0 < s <= _MAX_POISON_BYTES}, reverse=True):
+    # On the CPU a block past FRESH_MAPPING_BYTES is unmapped when freed: its fill reaches no later
+    # allocation (the heap's perturbation fills those, perturbed_heap), and would only add page faults
+    # to the calls the judge counts them over (clock.fresh_pages_check).
+    largest = _MAX_POISON_BYTES if device.startswith("cuda") else FRESH_MAPPING_BYTES
+    for size in sorted({s for s in sizes if 0 < s <= largest}, reverse=True):
         for _ in range(copies):
             b = torch.empty((size + 3) // 4, dtype=torch.float32, device=device)
             b.fill_(value)
@@ -65,6 +78,15 @@ def _mallopt() -> Any | None:
 
 
 _MALLOPT = _mallopt()
+
+
+_M_MMAP_THRESHOLD = -3
+
+
+def map_big_blocks_afresh() -> None:
+    """Allocations past FRESH_MAPPING_BYTES are mapped afresh from now on (see above)."""
+    if _MALLOPT is not None:
+        _MALLOPT(_M_MMAP_THRESHOLD, FRESH_MAPPING_BYTES)
 
 
 @contextlib.contextmanager

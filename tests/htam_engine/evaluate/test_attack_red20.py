@@ -1,5 +1,5 @@
-"""Cheats of a twentieth red-team pass (CPU). Each came back `ok`. The first is caught now; the other
-three are strict xfails naming what the judge misses (the final assert_caught, inside missed(), is the
+"""Cheats of a twentieth red-team pass (CPU). Each came back `ok`. The first and the last are caught now;
+the other two are strict xfails naming what the judge misses (the final assert_caught, inside missed(), is the
 part that fails).
 
 - cheat_tensor_shift_softmax: softmax with no per-row max pass: every row is shifted by one number for
@@ -27,10 +27,11 @@ part that fails).
 - cheat_output_ring_unrecorded_cpp: the same for a gain, the honest C++ ReLU loop writing into a ring of
   six tensors allocated once: ok on relu (0.54x, honest_relu_cpp 0.65x: no gain at 4 x 256); on relu
   4096 x 4096 ok at 1.50x eager, no finding, against honest_relu_cpp's ok at 0.80x (2-core CPU box, 10
-  trials; ~3 minutes an evaluation there, so the suite runs the small relu). What should catch both: the record of earlier
-  outputs kept where the candidate cannot reach it, or its integrity checked by the guards (the count
-  of outputs it recorded against the calls made, kept outside the object: HeldOutputs.reused could
-  return the running count, and sandbox._finish compare it with its own).
+  trials). Caught since by the judge's count of the sandbox's page faults over each timed run
+  (clock.fresh_pages_check, prefaulted_output): every sandbox maps an allocation past 1 MiB afresh, so
+  an honest output of 2 MiB faults its 512 pages in inside the call and the ring's calls take none.
+  The Python ring (Triton interpreted, on matmul_relu) still passes: the interpreter's own copies fault
+  as much as a fresh output, and the ring gains nothing there.
 """
 
 from __future__ import annotations
@@ -96,7 +97,9 @@ def _overwrites_earlier_outputs(model, *shapes) -> None:
 
 @xfail("the output_reuse rule lives only in the sandbox's HeldOutputs record, whose data the candidate empties "
        "in place (no method replaced: no harness_tamper): ok on matmul_relu at 0.087x beside honest_matmul_relu's "
-       "0.086x, no finding (cheat_output_ring alone: rejected, output_reuse)")
+       "0.086x, no finding (cheat_output_ring alone: rejected, output_reuse). The page-fault count does not see "
+       "it: the Triton interpreter's own copies of the ring's buffers fault as a fresh output would (ok at 0.12x "
+       "beside the honest 0.12x at size 768), so the ring gains nothing either")
 def test_an_output_ring_with_the_sandboxs_record_emptied_is_caught():
     _overwrites_earlier_outputs(load_candidate("cheat_output_ring_unrecorded").ModelNew(), (64, 64), (64, 64))
     r = run_check("matmul_relu", "cheat_output_ring_unrecorded", trials=10)
@@ -104,10 +107,13 @@ def test_an_output_ring_with_the_sandboxs_record_emptied_is_caught():
         assert_caught(r, "output_reuse")
 
 
-@xfail("as above, the honest C++ ReLU into a ring of six tensors allocated once: ok on relu at 0.54x beside "
-       "honest_relu_cpp's 0.65x, no finding")
 def test_a_cpp_relu_into_an_output_ring_with_the_sandboxs_record_emptied_is_caught():
+    """The judge counts the sandbox's page faults over each timed run (clock.fresh_pages_check): a 2 MiB
+    output is a fresh mapping in every sandbox (checks.memory.FRESH_MAPPING_BYTES), whose 512 pages
+    the eager baseline's calls fault in; the ring's calls take about none (ok at 2.3-2.6x against
+    honest_relu_cpp's 0.7-0.9x before, no finding). The honest loop's figure beside it stays ok."""
     _overwrites_earlier_outputs(load_candidate("cheat_output_ring_unrecorded_cpp").ModelNew(), (64, 64))
-    r = run_check("relu", "cheat_output_ring_unrecorded_cpp", trials=10)
-    with missed():
-        assert_caught(r, "output_reuse")
+    size = {"batch_size": 512, "dim": 1024}
+    assert_caught(run_check("relu", "cheat_output_ring_unrecorded_cpp", size, trials=10), "prefaulted_output")
+    honest = run_check("relu", "honest_relu_cpp", size, trials=10)
+    assert honest.status is Status.OK and "prefaulted_output" not in {f.rule for f in honest.integrity}, honest.integrity

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from htam_engine.evaluate.clock import (FLUSH_FLOOR_MS, FLUSH_FRACTION, TAIL_FLOOR_MS, TAIL_FRACTION, flush_check,
-                                        short_flush_check, tail_check)
+                                        fresh_pages_check, short_flush_check, tail_check)
 from htam_engine.evaluate.timing import FLUSH_WRITES
 
 
@@ -149,3 +149,30 @@ def test_cpu_time_of_processes_of_the_sandboxs_own_is_named():
     # processes started within the trials and left as zombies, whose time no one counted
     message = hidden_cpu_check(*snaps(0.0, {}, {81: 0.0, 82: 0.0}))
     assert message is not None and "2 process(es) started within the timed trials" in message
+
+
+def test_timed_calls_that_took_no_page_faults_for_fresh_outputs_are_named():
+    """A 2 MiB output: the eager baseline's calls fault each of its 512 pages in; a ring of outputs, or
+    pages touched before the call, takes none (the sandboxes' figures on the 2-core box)."""
+    fresh = 2 << 20
+    assert fresh_pages_check([513.0, 513.0], [513.2, 513.8], fresh) is None  # honest_relu_cpp
+    assert fresh_pages_check([1051.6, 513.0], [517.8, 513.2], fresh) is None  # its first run faulted more
+    message = fresh_pages_check([0.0, 1.2], [517.8, 513.2], fresh)  # cheat_output_ring_unrecorded_cpp
+    assert message and "2 of 2 timed runs" in message and "512" in message
+    # a quarter of the runs suffices: the warm-up's pre-touch missed the first run only
+    assert "1 of 2 timed runs took at most 0 page faults" in fresh_pages_check([538.6, 0.0], [1056.0, 524.2], fresh)
+
+
+def test_the_honest_figure_is_the_baselines_own_at_most_a_fault_a_page():
+    """Huge pages map 2 MiB a fault: the baseline's own count is the yardstick. Its temporaries fault
+    too, but a fused forward need not: at most one fault a page of the outputs is asked for."""
+    assert fresh_pages_check([16.0] * 4, [32.0] * 4, 64 << 20) is None  # huge pages, candidate at half
+    assert fresh_pages_check([2.0] * 4, [32.0] * 4, 64 << 20)
+    assert fresh_pages_check([16384.0] * 4, [32770.0] * 4, 64 << 20) is None  # the baseline's temporary too
+
+
+def test_no_fresh_outputs_or_no_faulting_baseline_names_nothing():
+    assert fresh_pages_check([0.0] * 4, [513.0] * 4, 0) is None  # no output past the threshold
+    assert fresh_pages_check([0.0] * 4, [3.0] * 4, 2 << 20) is None  # the baseline's outputs came unfaulted
+    assert fresh_pages_check([None] * 4, [513.0] * 4, 2 << 20) is None  # not counted (a GPU)
+    assert fresh_pages_check([0.0] * 4, [], 2 << 20) is None  # no baseline timed

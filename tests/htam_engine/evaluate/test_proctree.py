@@ -104,3 +104,22 @@ def test_the_cpu_time_of_a_process_below_a_sandbox_is_read_below_a_tick():
             child.kill()
         parent.kill()
         parent.wait()
+
+
+def test_the_page_faults_a_process_takes_are_read_from_outside():
+    """The judge's count of a sandbox's minor faults (clock.fresh_pages_check): 64 MiB touched page by
+    page after a read is at least 16,384 more."""
+    child = subprocess.Popen([sys.executable, "-c", "import sys, mmap\nm = mmap.mmap(-1, 64 << 20)\n"
+                              "sys.stdin.readline()\nm[::4096] = b'x' * (16384)\nprint(flush=True)\nsys.stdin.readline()"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        before = proctree.minor_faults(child.pid)
+        child.stdin.write("\n")
+        child.stdin.flush()
+        child.stdout.readline()
+        after = proctree.minor_faults(child.pid)
+        assert before is not None and after - before >= 16384, (before, after)
+    finally:
+        child.kill()
+        child.wait()
+    assert proctree.minor_faults(child.pid) is None  # gone
