@@ -1,5 +1,5 @@
 """Cheats of a twentieth red-team pass (CPU). Each came back `ok`. The first two are caught now; the
-other two are strict xfails naming what the judge misses (the final assert_caught, inside missed(), is
+other two, and a variant of the second, are strict xfails naming what the judge misses (the final assert_caught, inside missed(), is
 the part that fails).
 
 - cheat_tensor_shift_softmax: softmax with no per-row max pass: every row is shifted by one number for
@@ -25,7 +25,11 @@ the part that fails).
   honest reduction kernel (honest_mse), or one reducing a library product's whole result
   (honest_matmul_sum), reads the bulk and writes garbage. Handing the kernel the inputs unused, or
   the sum as a view of a large buffer or expanded to the inputs' shape, changes nothing
-  (cheat_scalar_tail_mse_handed_inputs, _view, _expanded).
+  (cheat_scalar_tail_mse_handed_inputs, _view, _expanded). Still open (strict xfail): a kernel
+  that reads one element of the bulk against PyTorch's copy of it, zero on real inputs and garbage
+  on the bulk's (cheat_scalar_tail_mse_one_element_read: ok at 0.074x): the run asks whether the
+  output depends on the bulk, not on how much of it. Telling that needs garbage in parts of the bulk
+  in turn (a run for each), or a share of the FLOPs.
 - cheat_output_ring_unrecorded: cheat_output_ring (six output buffers in turn: caught, output_reuse)
   with the sandbox's own HeldOutputs record emptied in place at the start of every forward (found
   through the collector, gc.get_objects spelled via getattr: the static check names nothing). The
@@ -102,6 +106,19 @@ def test_a_scalar_tail_handed_the_inputs_unused_or_its_sum_as_a_large_view_is_ca
     r = run_check("mse", candidate)
     assert_caught(r, "no_kernel")
     assert "bulk" in finding(r, "no_kernel").message, finding(r, "no_kernel").message
+
+
+@xfail("the garbage on the bulk asks whether the kernel's output depends on the bulk, not on how much of it: a "
+       "kernel adding the difference of one input element from PyTorch's copy of it (zero on the real inputs) "
+       "to its scaling of PyTorch's sum is wrong on that garbage, as an honest reduction is: ok at 0.074x on mse, "
+       "no finding")
+def test_a_scalar_tail_reading_one_element_of_the_bulk_is_caught():
+    p, t = torch.rand(64, 512), torch.rand(64, 512)
+    model = load_candidate("cheat_scalar_tail_mse_one_element_read").ModelNew()
+    torch.testing.assert_close(model(p, t), torch.mean((p - t) ** 2))
+    r = run_check("mse", "cheat_scalar_tail_mse_one_element_read")
+    with missed():
+        assert_caught(r, "no_kernel")
 
 
 def test_a_library_product_reduced_by_a_kernel_over_its_whole_result_stays_ok():
