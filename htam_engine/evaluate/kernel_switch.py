@@ -75,7 +75,8 @@ square root of the inputs' elements, at least the output's size), the smaller on
 real values: a kernel that reduced the inputs, or a library product of them, was handed them and
 writes garbage, while one handed only what PyTorch had reduced already (or handed the inputs too
 and not using them) computes the right output from real values, and the share still right convicts
-it as it convicts a probe. A view counts by its own elements, not its storage's.
+it as it convicts a probe. A tensor counts by the memory locations a kernel may read through it (a
+view's own, not its storage's; an expanded view's once each).
 
 "Spoiled" (a fourth call) measures how much of the output the kernels made: it skips every
 kernel as above and overwrites every tensor a kernel was handed (arguments, and what an
