@@ -249,11 +249,11 @@ class Channel:
         return self.call_run([staged], model_id, [ref_out], [seed], stage, kernels)[0]
 
     def call_run(self, staged: list[Staged], model_id: str, ref_outs: list[Any], seeds: list[int], stage: Stage,
-                 kernels: KernelMode = KernelMode.RUN) -> list[CallResult]:
+                 kernels: KernelMode = KernelMode.RUN, garbage_above: int = 0) -> list[CallResult]:
         """Calls of one model run back to back, the k-th on staged[k] (placed in slot k): armed, the
         pending inputs written, then one Go. A result per call that ran, in order; the run stops at
         the first call that failed (the last result then). Each result's wall_ms is the run's wall
-        time over its calls."""
+        time over its calls. garbage_above: wire.Arm's (kernels GARBAGE only)."""
         self.stage = stage
         calls, outs = [], []
         for k, (st, ref_out) in enumerate(zip(staged, ref_outs)):
@@ -262,7 +262,7 @@ class Channel:
             outs.append(out_views)
             self.calls += 1
         warm = any(st.staging is not Staging.NOW_COLD for st in staged)
-        reply = self.request(wire.Arm(self.next_seq(), model_id, calls, kernels, warm), stage)
+        reply = self.request(wire.Arm(self.next_seq(), model_id, calls, kernels, warm, garbage_above), stage)
         if not isinstance(reply, wire.Outcome):
             self.sandbox.kill()
             raise SandboxProtocol(stage, f"a {type(reply).__name__} in answer to an arm")

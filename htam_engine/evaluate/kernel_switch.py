@@ -66,6 +66,18 @@ strict xfails: the switch's state read through the wrapper's closure, a sentinel
 reads, the kernel's read of the input against PyTorch's, the garbage's statistics, the operator
 gate's mode, the time a launch on garbage takes). It is then ok at PyTorch's speed.
 
+"On the bulk": where the judge's output is a reduction to a few elements (a loss, a total), a run
+on garbage everywhere cannot tell whose work the output is: an honest reduction kernel writes
+garbage, and so does a kernel that only scales the one-element sum PyTorch computed
+(cheat_scalar_tail_mse), and one element is all right or all wrong. There the judge asks for garbage
+only in the tensors of more elements than wire.Arm.garbage_above (sequence.bulk_threshold: the
+square root of the inputs' elements, at least the output's size), the smaller ones keeping their
+real values: a kernel that reduced the inputs, or a library product of them, was handed them and
+writes garbage, while one handed only what PyTorch had reduced already (or handed the inputs too
+and not using them) computes the right output from real values, and the share still right convicts
+it as it convicts a probe. A tensor counts by the memory locations a kernel may read through it (a
+view's own, not its storage's; an expanded view's once each).
+
 "Spoiled" (a fourth call) measures how much of the output the kernels made: it skips every
 kernel as above and overwrites every tensor a kernel was handed (arguments, and what an
 extension function returned) with NaN (-1 for integers). What is still right after that was made
@@ -177,6 +189,10 @@ class KernelSwitch:
         self.extension_ops: set[str] = set()
         # What a garbage run saw that convicts by itself: drained into the call's reply (sandbox.py)
         self.no_kernel: list[str] = []
+        # GARBAGE: only tensors of more elements than this get garbage, the rest keep their real
+        # values (0: every tensor). The judge sets it where the output is a reduction of few elements
+        # (wire.Arm.garbage_above, sequence.bulk_threshold): see "On the bulk" in the module docstring.
+        self.garbage_above = 0
         self._restore: list[Callable[[], None]] = []
 
     # ------------------------------------------------------------ the gate every kernel passes
@@ -191,7 +207,7 @@ class KernelSwitch:
             self.launches += 1  # only launches that returned: a failed try does not count
             return out
         if mode == GARBAGE:
-            return _on_garbage(run, skipped, handed, extension, self.no_kernel)
+            return _on_garbage(run, skipped, handed, extension, self.no_kernel, self.garbage_above)
         if mode in (SKIP, SPOIL):
             return skipped()
         raise KernelsDisabled("custom kernels are switched off for this call")
@@ -211,19 +227,22 @@ class KernelSwitch:
         return launch()
 
     @contextlib.contextmanager
-    def switched(self, mode: KernelMode | str) -> Iterator[None]:
+    def switched(self, mode: KernelMode | str, garbage_above: int = 0) -> Iterator[None]:
         """Within the block, every custom kernel runs (RUN), is skipped (SKIP), raises (RAISE), runs on
-        garbage with what it did not write put back (GARBAGE) or is skipped with every tensor it was
-        handed overwritten (SPOIL)."""
+        garbage with what it did not write put back (GARBAGE; garbage_above > 0: only in the tensors
+        of more elements than that, "on the bulk") or is skipped with every tensor it was handed
+        overwritten (SPOIL)."""
         if mode not in MODES:
             raise ValueError(f"unknown kernel mode {mode!r}")
         mode = self.mode = KernelMode(mode)
+        self.garbage_above = max(0, int(garbage_above)) if mode == GARBAGE else 0
         guard = _OpsGate(self) if mode != RUN and self.extension_ops else contextlib.nullcontext()
         try:
             with guard:
                 yield
         finally:
             self.mode = RUN
+            self.garbage_above = 0
 
     # ------------------------------------------------------------ installation
     def _patch(self, owner: Any, name: str, new: Any) -> None:
@@ -507,9 +526,10 @@ def _alias(t: Any) -> Any:
 
 
 def _on_garbage(run: Callable[[], Any], skipped: Callable[[], Any], handed: Any, extension: bool = False,
-                no_kernel: list[str] | None = None) -> Any:
-    """`run` the kernel with every tensor in `handed` overwritten by random values like its own,
-    then put back every tensor that still holds them (module docstring). Beside the kernel's
+                no_kernel: list[str] | None = None, above: int = 0) -> Any:
+    """`run` the kernel with every tensor in `handed` (of more than `above` elements: the bulk; the
+    smaller ones keep their real values) overwritten by random values like its own, then put back
+    every tensor that still holds them (module docstring). Beside the kernel's
     tensors it holds one copy of them, on their device up to GARBAGE_MAX_BYTES together, in host
     memory beyond, up to GARBAGE_HOST_MAX_BYTES or half the host memory available (over that:
     `skipped`, spoiled). Garbage is drawn
@@ -523,6 +543,11 @@ def _on_garbage(run: Callable[[], Any], skipped: Callable[[], Any], handed: Any,
         tensors = []
         for t in tensor_leaves(handed):
             plain = _distinct_elements(t) if t.numel() else None
+            if plain is not None and plain.numel() <= above:
+                # not the bulk: counted by the memory locations a kernel may read through it (a view's,
+                # not its storage's: a one-element sum handed as a view of a large buffer stays small;
+                # an expanded view's once each: a sum expanded to the inputs' size stays one element)
+                continue
             key = (plain.data_ptr(), tuple(plain.shape), plain.stride(), plain.dtype) if plain is not None else None
             if plain is not None and key not in seen:
                 seen.add(key)

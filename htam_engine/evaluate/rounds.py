@@ -412,7 +412,8 @@ class TimedRounds:
                 # The inputs as drawn (re-drawn where the reference changed them), written once the sandbox is armed.
                 staged = [self._staged(channel, Staging.AFTER_WARM_UP, rs, mutates, k) for k, rs in enumerate(sets)]
                 results = channel.call_run(staged, "main", [rs.ref_out for rs in sets], [rs.seed for rs in sets],
-                                           Stage.TIME, kernels=kernels)
+                                           Stage.TIME, kernels=kernels,
+                                           garbage_above=checks.garbage_above if kernels is GARBAGE else 0)
                 stopped.enter_context(self.reference_runs())
                 # The baselines' inputs, staged now: a picked trial's yardstick is taken from them below.
                 # The reference's own Model is trusted, so its warm-up may follow the staging.

@@ -350,7 +350,7 @@ class Sandbox:
         seed_all(seed)
         prep.marks.append(("seed", time.perf_counter_ns()))
         try:
-            with self.kernels.switched(arm.kernels):
+            with self.kernels.switched(arm.kernels, arm.garbage_above):
                 times = run_trial(self._traced(model, prep.marks), prep.args, self.device, _MARKERS[call.marker],
                                   prep.sizes, self.flusher, self._marker(prep.marks))
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - the forward's fault becomes a status

@@ -101,13 +101,16 @@ class Arm:
     writes the inputs once answered, so the warm-up cannot compute anything of them; what the
     sandbox does between the warm-up and the first forward is only reading the Go, and each
     further call follows the one before at once, as in KernelBench's back-to-back loop (timing.py).
-    kernels: what every custom kernel does in these calls (kernel_switch.KernelMode: off for the work check)."""
+    kernels: what every custom kernel does in these calls (kernel_switch.KernelMode: off for the work check).
+    garbage_above: with kernels GARBAGE, only tensors of more elements than this get garbage (0: all;
+    kernel_switch's "on the bulk")."""
 
     seq: int
     model_id: str
     calls: list[Call]
     kernels: KernelMode = KernelMode.RUN
     warm: bool = True
+    garbage_above: int = 0
 
 
 @dataclass(slots=True)

@@ -24,7 +24,10 @@ precision against float64, and, for a wrong output, whether it is an earlier cal
 
 One call with every custom kernel run on garbage comes before timing, and a run of them takes
 the place of a timed run chosen at random among the timed runs (rounds.py): an output still
-mostly right was mostly PyTorch's (judge_garbage_run). After timing, runs with every custom
+mostly right was mostly PyTorch's (judge_garbage_run). Where the output is a reduction to a few
+elements, the garbage goes only into the bulk a kernel was handed (its tensors of more than
+bulk_threshold elements), so a kernel that only finished PyTorch's reduction meets real values and
+its output is right. After timing, runs with every custom
 kernel skipped, then raising: an output that is still right means the kernels did no necessary
 work; then skipped with their tensors spoiled: an output still mostly right was mostly PyTorch's
 (check_kernels_did_the_work).
@@ -33,6 +36,7 @@ work; then skipped with their tensors spoiled: an output still mostly right was 
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
 
@@ -66,6 +70,27 @@ TINY_OUTPUT = 16
 # happen to be zero, a sixth of those numbers), a probe kernel beside PyTorch's work leaves it all,
 # and so does a kernel that only copies what PyTorch computes from or computed.
 MOSTLY_PYTORCH = 0.75
+
+
+def bulk_threshold(output_elements: int, input_tensor_elements: list[int]) -> int:
+    """Where the output is a reduction to few elements (TINY_OUTPUT at most: a loss, a total) of inputs
+    far larger: the size in elements above which a tensor a kernel was handed is "the bulk" and gets
+    garbage in the work check's run on garbage, the smaller ones keeping their real values
+    (kernel_switch's "on the bulk"); 0 elsewhere (garbage in every tensor).
+
+    On an output of one element the share still right is all or nothing, and on garbage everywhere a
+    kernel that only scales PyTorch's one-element sum writes garbage as an honest reduction kernel does
+    (cheat_scalar_tail_mse: ok at 1.05x eager on mse 1024 x 4096 before this). A reduction of n elements done in
+    two passes, PyTorch's and then a kernel's, splits as a x n / a: the kernel did the lesser pass when
+    what it reads holds fewer than sqrt(n) elements, so that is the bound (at least the output's size
+    and TINY_OUTPUT: a kernel reading a tensor of the output's size only finishes it). A kernel
+    reducing a library product over its whole result (a matmul's M x N) reads more than that and
+    stays honest. Not where no input tensor is above the bound (inputs of a few elements: nothing
+    there is the bulk, and an honest kernel would meet only real values)."""
+    if output_elements > TINY_OUTPUT or not input_tensor_elements:
+        return 0
+    bound = max(TINY_OUTPUT, output_elements, math.isqrt(sum(input_tensor_elements)))
+    return bound if max(input_tensor_elements) > bound else 0
 
 
 class CandidateFailed(Exception):
@@ -175,6 +200,7 @@ class SetResult:
     ref_out: Any
     exact: Any
     seed: int  # the call's seed
+    input_elements: list[int]  # the elements of each tensor input
 
 
 class CheckRun:
@@ -202,6 +228,9 @@ class CheckRun:
         self.last_out: Any = None  # the candidate's output on the latest call (None: not comparable)
         self.extension_ops = False  # the build registered torch.ops operators (their calls are not counted)
         self.launched = 0  # custom-kernel calls of the first call that made any
+        # The runs on garbage put garbage only in tensors of more elements than this (0: in all):
+        # bulk_threshold, from the first set (run)
+        self.garbage_above = 0
 
     # ------------------------------------------------------------------ one call
     def check_set(self, label: str, make: Callable[[], list[Any]], reference: ReferenceModel, model_id: str = "main",
@@ -245,7 +274,7 @@ class CheckRun:
             self.obs.note_mismatch(m)
         if self.obs.rejected:
             raise Stop()
-        return SetResult(out, ref_out, exact, seed)
+        return SetResult(out, ref_out, exact, seed, [t.numel() for t in tensor_leaves(values)])
 
     def verify_call(self, result: Any, values: list[Any], ref_out: Any, label: str, ref_changed: set[int]) -> None:
         """Everything about a call except its values: failure, notes, threads, inputs, the output's form."""
@@ -300,6 +329,7 @@ class CheckRun:
                                  kernelbench_set=True)
             if k == 0:
                 facts = ReferenceFacts(not nonfinite(res.ref_out), _numel(res.ref_out))
+                self.garbage_above = bulk_threshold(facts.numel, res.input_elements)
                 self.timing_noise = {leaf.path: noise_of(res.ref_out, res.exact)(leaf.path)
                                      for leaf in flatten(res.ref_out)}
                 self.check_uninitialized(label, seed, res)
@@ -569,13 +599,20 @@ class CheckRun:
                   for k, (out, ref_out, _) in enumerate(usable)]
         share = max(shares, default=0.0)
         if share >= MOSTLY_PYTORCH:
-            self.obs.find("no_kernel", f"with every custom kernel run on garbage (every tensor it was handed "
-                                       f"overwritten, what it did not write put back), {share:.1%} of the output "
-                                       "that depends on the inputs was still right: PyTorch computed it, and the "
-                                       "kernels' writes do not depend on what they read (a probe kernel), copy "
-                                       "it unchanged (a copy kernel), pass it on unchanged where the constants "
-                                       "they were handed are real (a kernel scaling by ones) or are what "
-                                       "PyTorch's operators computed (an extension calling ATen)")
+            # On an output of a few elements only the bulk got garbage (bulk_threshold): the message
+            # says so, and names the one way more there is to be right then (finishing PyTorch's reduction).
+            handed = (f"in every tensor of more than {self.garbage_above} elements it was handed (the bulk of a "
+                      "reduction to a few elements; the smaller ones real, what it did not write put back)"
+                      if self.garbage_above else
+                      "(every tensor it was handed overwritten, what it did not write put back)")
+            self.obs.find("no_kernel", f"with every custom kernel run on garbage {handed}, {share:.1%} of the "
+                                       "output that depends on the inputs was still "
+                                       "right: PyTorch computed it, and the kernels' writes do not depend on what "
+                                       "they read (a probe kernel), copy it unchanged (a copy kernel), pass it on "
+                                       "unchanged where the constants they were handed are real (a kernel scaling "
+                                       "by ones) or are what PyTorch's operators computed (an extension calling "
+                                       "ATen)" + (", or only finish what PyTorch reduced (a kernel scaling "
+                                                  "PyTorch's sum)" if self.garbage_above else ""))
             return True
         return False
 
@@ -606,7 +643,8 @@ class CheckRun:
                 for k, (label, values, seed, ref_out, pristine, layouts) in enumerate(drawn)]
         del drawn  # each pristine copy lives on only until it is written
         results = self.channel.call_run([c.staged for c in sets], "main", [c.ref_out for c in sets],
-                                        [c.seed for c in sets], Stage.CHECK, kernels=mode)
+                                        [c.seed for c in sets], Stage.CHECK, kernels=mode,
+                                        garbage_above=self.garbage_above if mode is GARBAGE else 0)
         return self.usable_outputs(results, [(c.label, c.values, c.ref_out) for c in sets], mode)
 
     def usable_outputs(self, results: list[Any], calls: list[tuple[str, list[Any], Any]],

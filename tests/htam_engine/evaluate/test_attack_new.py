@@ -255,10 +255,10 @@ def test_the_work_check_runs_kernels_on_garbage_before_it_skips_them(monkeypatch
     runs = []
     real = Channel.call_run
 
-    def recording(self, staged, model_id, ref_outs, seeds, stage, kernels=RUN):
+    def recording(self, staged, model_id, ref_outs, seeds, stage, kernels=RUN, garbage_above=0):
         if model_id == "main":
             runs.append((KernelMode(kernels), stage, len(staged)))
-        return real(self, staged, model_id, ref_outs, seeds, stage, kernels)
+        return real(self, staged, model_id, ref_outs, seeds, stage, kernels, garbage_above)
 
     garbage_placed(monkeypatch, where)
     monkeypatch.setattr(Channel, "call_run", recording)

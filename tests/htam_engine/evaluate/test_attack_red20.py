@@ -1,6 +1,6 @@
-"""Cheats of a twentieth red-team pass (CPU). Each came back `ok`. The first and the last are caught now;
-the other two are strict xfails naming what the judge misses (the final assert_caught, inside missed(), is the
-part that fails).
+"""Cheats of a twentieth red-team pass (CPU). Each came back `ok`. The first, the second and the last
+are caught now; the third, and a variant of the second, are strict xfails naming what the judge misses
+(the final assert_caught, inside missed(), is the part that fails).
 
 - cheat_tensor_shift_softmax: softmax with no per-row max pass: every row is shifted by one number for
   the whole tensor (the 3rd largest of 64 elements sampled across all rows), with the max pass only on
@@ -18,7 +18,18 @@ part that fails).
   (honest_mse 0.018x); ok at 0.074x on the default mse (honest 0.0068x). What should catch it: on an
   output of few elements, the work check weighing the work a kernel was handed (the bytes it read)
   against what PyTorch computed before it (sequence.check_kernels_did_the_work; kernel_switch's garbage
-  run could compare the kernel's input bytes with the problem's input bytes).
+  run could compare the kernel's input bytes with the problem's input bytes). Now: where the output
+  is a reduction to a few elements, the runs on garbage put garbage only in the bulk a kernel was
+  handed (tensors of more than sqrt(the inputs' elements), sequence.bulk_threshold), the smaller
+  ones real: the scaling kernel computes from PyTorch's real sum and its output is right, while an
+  honest reduction kernel (honest_mse), or one reducing a library product's whole result
+  (honest_matmul_sum), reads the bulk and writes garbage. Handing the kernel the inputs unused, or
+  the sum as a view of a large buffer or expanded to the inputs' shape, changes nothing
+  (cheat_scalar_tail_mse_handed_inputs, _view, _expanded). Still open (strict xfail): a kernel
+  that reads one element of the bulk against PyTorch's copy of it, zero on real inputs and garbage
+  on the bulk's (cheat_scalar_tail_mse_one_element_read: ok at 0.074x): the run asks whether the
+  output depends on the bulk, not on how much of it. Telling that needs garbage in parts of the bulk
+  in turn (a run for each), or a share of the FLOPs.
 - cheat_output_ring_unrecorded: cheat_output_ring (six output buffers in turn: caught, output_reuse)
   with the sandbox's own HeldOutputs record emptied in place at the start of every forward (found
   through the collector, gc.get_objects spelled via getattr: the static check names nothing). The
@@ -36,10 +47,11 @@ part that fails).
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from cheats.caught import assert_caught
-from cheats.harness import load_candidate, run_check
+from cheats.harness import finding, load_candidate, run_check
 from htam_engine.evaluate.result import Status
 from test_attack_new import missed, xfail
 
@@ -72,9 +84,6 @@ def test_the_rows_apart_set_always_has_rows_on_both_sides():
     assert bool((y >= 0).all())
 
 
-@xfail("the work check's share of a one-element output is all or nothing: a kernel that scales PyTorch's sum "
-       "by 1/n is wrong skipped, spoiled and on garbage, as an honest reduction is: ok at 0.074x on mse beside "
-       "honest_mse's 0.0068x (1.05x eager against 0.018x on mse 1024x4096), no finding")
 def test_pytorch_reducing_and_a_kernel_scaling_the_scalar_is_caught():
     module = load_candidate("cheat_scalar_tail_mse")
     s, out = torch.tensor([6.0]), torch.empty(())
@@ -83,8 +92,82 @@ def test_pytorch_reducing_and_a_kernel_scaling_the_scalar_is_caught():
     p, t = torch.rand(64, 512), torch.rand(64, 512)
     torch.testing.assert_close(module.ModelNew()(p, t), torch.mean((p - t) ** 2))
     r = run_check("mse", "cheat_scalar_tail_mse")
+    assert_caught(r, "no_kernel")
+    assert "bulk" in finding(r, "no_kernel").message, finding(r, "no_kernel").message
+
+
+@pytest.mark.parametrize("candidate", ["cheat_scalar_tail_mse_handed_inputs", "cheat_scalar_tail_mse_view",
+                                       "cheat_scalar_tail_mse_expanded"])
+def test_a_scalar_tail_handed_the_inputs_unused_or_its_sum_as_a_large_view_is_caught(candidate):
+    """What the garbage on the bulk weighs is what the kernel uses: handed the inputs and reading none
+    of them, or handed the sum as a one-element view of a buffer the inputs' size, or expanded to the
+    inputs' shape, it is still only scaling PyTorch's sum (each ok before the garbage on the bulk)."""
+    p, t = torch.rand(64, 512), torch.rand(64, 512)
+    torch.testing.assert_close(load_candidate(candidate).ModelNew()(p, t), torch.mean((p - t) ** 2))
+    r = run_check("mse", candidate)
+    assert_caught(r, "no_kernel")
+    assert "bulk" in finding(r, "no_kernel").message, finding(r, "no_kernel").message
+
+
+@xfail("the garbage on the bulk asks whether the kernel's output depends on the bulk, not on how much of it: a "
+       "kernel adding the difference of one input element from PyTorch's copy of it (zero on the real inputs) "
+       "to its scaling of PyTorch's sum is wrong on that garbage, as an honest reduction is: ok at 0.074x on mse, "
+       "no finding")
+def test_a_scalar_tail_reading_one_element_of_the_bulk_is_caught():
+    p, t = torch.rand(64, 512), torch.rand(64, 512)
+    model = load_candidate("cheat_scalar_tail_mse_one_element_read").ModelNew()
+    torch.testing.assert_close(model(p, t), torch.mean((p - t) ** 2))
+    r = run_check("mse", "cheat_scalar_tail_mse_one_element_read")
     with missed():
         assert_caught(r, "no_kernel")
+
+
+def test_a_library_product_reduced_by_a_kernel_over_its_whole_result_stays_ok():
+    """The legitimate pattern beside the scalar tail: torch's matmul, then a Triton kernel reducing the
+    ReLU of its whole M x N result to the one-element output. The kernel reads the product (6144
+    elements, over the bound of 286 for its inputs' 81920), which gets garbage: its output is
+    wrong there, as an honest reduction's is."""
+    module = load_candidate("honest_matmul_sum")
+    a, b = torch.randn(64, 512), torch.randn(512, 96)
+    torch.testing.assert_close(module.ModelNew()(a, b), torch.relu(a @ b).sum(), rtol=1e-4, atol=1e-2)
+    r = run_check("matmul_sum", "honest_matmul_sum")
+    assert r.status is Status.OK, (r.diagnostics.message, r.integrity)
+    assert not [f for f in r.integrity if f.severity != "warn"], r.integrity
+
+
+def test_every_run_on_garbage_of_a_reduction_to_a_few_elements_is_on_the_bulk(monkeypatch):
+    """Both runs on garbage, the call before the timed rounds and the run in a timed run's place (drawn
+    at random, so a candidate counting calls cannot meet it with its kernels), put garbage only in the
+    bulk on the mse problem; no other run is told a bound."""
+    from htam_engine.evaluate.channel import Channel
+    from htam_engine.evaluate.kernel_switch import GARBAGE, KernelMode
+
+    runs = []
+    real = Channel.call_run
+
+    def recording(self, staged, model_id, ref_outs, seeds, stage, kernels=KernelMode.RUN, garbage_above=0):
+        if model_id == "main":
+            runs.append((KernelMode(kernels), garbage_above))
+        return real(self, staged, model_id, ref_outs, seeds, stage, kernels, garbage_above)
+
+    monkeypatch.setattr(Channel, "call_run", recording)
+    r = run_check("mse", "honest_mse")
+    assert r.status is Status.OK, (r.diagnostics.message, r.integrity)
+    assert [above for mode, above in runs if mode is GARBAGE] == [256, 256], runs
+    assert {above for mode, above in runs if mode is not GARBAGE} == {0}, runs
+
+
+def test_the_bulk_bound():
+    """Garbage on the bulk only for outputs of a few elements, above sqrt(the inputs' elements) and at
+    least TINY_OUTPUT; nowhere when no input tensor is above the bound."""
+    from htam_engine.evaluate.checks.sequence import TINY_OUTPUT, bulk_threshold
+
+    assert bulk_threshold(1, [64 * 512, 64 * 512]) == 256  # the mse problem
+    assert bulk_threshold(1, [1024 * 4096] * 2) == 2896
+    assert bulk_threshold(16, [8 * 300]) == TINY_OUTPUT * 3  # minmax: sqrt(2400) = 48
+    assert bulk_threshold(TINY_OUTPUT + 1, [1 << 20]) == 0  # not a reduction to a few elements
+    assert bulk_threshold(1, [4, 4, 4]) == 0  # inputs of a few elements: no bulk to tell
+    assert bulk_threshold(1, []) == 0
 
 
 def _overwrites_earlier_outputs(model, *shapes) -> None:

@@ -10,7 +10,9 @@ honest reduction kernel. The share of a one-element output cannot tell a kernel 
 reduction from one that did its last multiply.
 
 Class: no_kernel rule (the work check's share of the output is all-or-nothing on a scalar output:
-kernel_switch GARBAGE/SPOIL, sequence.check_kernels_did_the_work)."""
+kernel_switch GARBAGE/SPOIL, sequence.check_kernels_did_the_work). Caught by the runs on garbage
+putting garbage only in the bulk where the output is a reduction to a few elements
+(sequence.bulk_threshold): the kernel then reads PyTorch's real sum and its output is right."""
 
 import torch
 import torch.nn as nn
