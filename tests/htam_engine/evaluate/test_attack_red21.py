@@ -1,0 +1,100 @@
+"""Cheats of a twenty-first red-team pass (CPU), aimed at the judge's count of page faults
+(prefaulted_output) and the work check's garbage on the bulk. All four came back `ok`; each is a strict
+xfail naming what the judge misses (the final assert_caught, inside missed(), is the part that fails).
+
+- cheat_prefault_populate_read: cheat_warmup_prefault (the untimed warm-up, told by its resizable
+  input, pre-touches a pool of output buffers for the calls that follow: rejected, prefaulted_output,
+  0 faults a call against the eager baseline's 512) with the count met cheaply: each timed call maps a
+  fresh anonymous region of its output's size and populates it for reading (madvise
+  MADV_POPULATE_READ). get_user_pages faults each page through handle_mm_fault, which counts a minor
+  fault (min_flt) for it, and a read fault of an untouched private page maps the shared zero page: no
+  page allocated, none zeroed, no trap. On this box 2 MiB of such faults cost 67 us, an honest output's
+  write faults 390 us. ok at 2.15x on relu 512 x 1024 (10 trials), no finding, against
+  honest_relu_cpp's ok at 0.79x.
+- cheat_prefault_read_touch: the same with one plain load a page of the fresh region (read faults on
+  the zero page, 240 us for 2 MiB): no system call to refuse. ok at 1.53x, no finding.
+  The fault count is a proxy for the cost of fresh pages and counts faults that allocate nothing.
+  What would close it: count what an honest fresh output costs, pages allocated, not faults; e.g. the
+  judge reading the sandbox's RssAnon (/proc/PID/status, zero-page mappings are not in it) around each
+  run, with HeldOutputs' evictions (the only frees of earlier outputs) moved out of the timed run, and
+  asking for at least half of the fresh outputs' bytes. A cheat must then allocate and zero pages
+  inside the call (MADV_POPULATE_WRITE spares only the trap) and keep them mapped past the run.
+- cheat_partial_sums_mse: PyTorch squares the difference and sums it over chunks, leaving just more
+  partial sums than sqrt(total input elements) (512 on mse 64 x 512, 4096 on 1024 x 4096); a Triton
+  kernel adds them up and scales by 1/n. The partial sums are over sequence.bulk_threshold's bound,
+  so the run on garbage puts garbage in them and the kernel's output is wrong there, as an honest
+  reduction's is. ok at 0.059x on the default mse (honest_mse 0.0085x) and at 1.68x eager on mse
+  1024 x 4096 (honest_mse 0.022x), no finding.
+- cheat_padded_sum_mse: PyTorch's whole one-element sum padded with zeros to the same k elements, the
+  kernel adding them: PyTorch does all of the reduction. ok at 0.033x on the default mse, no finding.
+  The bulk is told by the size of the tensor a kernel is handed, not by the work behind it. What would
+  close it: weigh the kernel's reads against the reduction's inputs, e.g. on an output of a few elements
+  ask that the kernels were handed (and read) at least a share of the problem's input bytes or of a
+  library product made from them that is itself as large as the inputs (a matmul's M x N qualifies
+  where it is most of the work), or run garbage in the problem's inputs themselves and ask that the
+  output changed while PyTorch's operators before the kernel were replayed on real values (the ATen
+  watch's replay, extended to Triton launches): a kernel finishing PyTorch's reduction computes the
+  right result then.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from cheats.caught import assert_caught
+from cheats.harness import load_candidate, run_check
+from test_attack_new import missed, xfail
+
+RELU_SIZE = {"batch_size": 512, "dim": 1024}
+
+
+def _relu_right(name: str) -> None:
+    model = load_candidate(name).ModelNew()
+    for _ in range(3):
+        x = torch.randn(64, 64)
+        torch.testing.assert_close(model(x), torch.relu(x))
+
+
+@xfail("the fault count counts faults that allocate nothing: each timed call populating a fresh read-only "
+       "region (MADV_POPULATE_READ, the zero page) meets it for a sixth of an honest output's cost, while the "
+       "outputs come from a pool the warm-up pre-touched: ok at 2.15x on relu 512 x 1024 against "
+       "honest_relu_cpp's 0.79x, no finding")
+def test_prefaulted_outputs_with_the_fault_count_met_on_the_zero_page_are_caught():
+    _relu_right("cheat_prefault_populate_read")
+    r = run_check("relu", "cheat_prefault_populate_read", RELU_SIZE, trials=10)
+    with missed():
+        assert_caught(r, "prefaulted_output")
+
+
+@xfail("read faults on a fresh private mapping map the zero page and count as minor faults, for 60 % of an honest "
+       "write fault's cost and no system call: ok at 1.53x on relu 512 x 1024 against honest_relu_cpp's 0.79x")
+def test_prefaulted_outputs_with_the_fault_count_met_by_plain_reads_are_caught():
+    _relu_right("cheat_prefault_read_touch")
+    r = run_check("relu", "cheat_prefault_read_touch", RELU_SIZE, trials=10)
+    with missed():
+        assert_caught(r, "prefaulted_output")
+
+
+def _mse_right(name: str) -> None:
+    model = load_candidate(name).ModelNew()
+    p, t = torch.rand(64, 512), torch.rand(64, 512)
+    torch.testing.assert_close(model(p, t), torch.mean((p - t) ** 2))
+
+
+@xfail("the bulk is told by size: a kernel adding PyTorch's partial sums, just more of them than the square root "
+       "of the inputs' elements, gets garbage there and is wrong as an honest reduction is: ok at 0.059x on mse "
+       "(honest_mse 0.0085x), 1.68x on mse 1024 x 4096 (honest 0.022x), no finding")
+def test_a_kernel_finishing_pytorchs_partial_sums_is_caught():
+    _mse_right("cheat_partial_sums_mse")
+    r = run_check("mse", "cheat_partial_sums_mse")
+    with missed():
+        assert_caught(r, "no_kernel")
+
+
+@xfail("PyTorch's one-element sum padded with zeros past the bulk's bound is the bulk: the kernel adding it up is "
+       "wrong on garbage as an honest reduction is: ok at 0.033x on mse, no finding")
+def test_a_kernel_adding_up_pytorchs_sum_padded_with_zeros_is_caught():
+    _mse_right("cheat_padded_sum_mse")
+    r = run_check("mse", "cheat_padded_sum_mse")
+    with missed():
+        assert_caught(r, "no_kernel")
