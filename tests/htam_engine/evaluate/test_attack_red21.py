@@ -1,6 +1,7 @@
 """Cheats of a twenty-first red-team pass (CPU), aimed at the judge's count of page faults
-(prefaulted_output) and the work check's garbage on the bulk. All four came back `ok`; each is a strict
-xfail naming what the judge misses (the final assert_caught, inside missed(), is the part that fails).
+(prefaulted_output) and the work check's garbage on the bulk. Five came back `ok`, each a strict
+xfail naming what the judge misses (the final assert_caught, inside missed(), is the part that
+fails); one, a control, was caught.
 
 - cheat_prefault_populate_read: cheat_warmup_prefault (the untimed warm-up, told by its resizable
   input, pre-touches a pool of output buffers for the calls that follow: rejected, prefaulted_output,
@@ -10,12 +11,20 @@ xfail naming what the judge misses (the final assert_caught, inside missed(), is
   fault (min_flt) for it, and a read fault of an untouched private page maps the shared zero page: no
   page allocated, none zeroed, no trap. On this box 2 MiB of such faults cost 67 us, an honest output's
   write faults 390 us. ok at 2.15x on relu 512 x 1024 (10 trials), no finding, against
-  honest_relu_cpp's ok at 0.79x.
+  honest_relu_cpp's ok at 0.79x; 2.19x on relu 2048 x 2048 against 0.93x (with the box loaded by
+  another job, 1.13x against 0.53-0.70x on 512 x 1024).
 - cheat_prefault_read_touch: the same with one plain load a page of the fresh region (read faults on
-  the zero page, 240 us for 2 MiB): no system call to refuse. ok at 1.53x, no finding.
+  the zero page, 240 us for 2 MiB): no system call to refuse. ok at 1.53x on 512 x 1024 and 1.52x on
+  2048 x 2048 (honest 0.79x, 0.93x), no finding (0.49x once on the loaded box).
+- cheat_prefault_memfd_populate: the warm-up makes and zeroes a memfd's pages for each call of a run; a
+  timed call maps one afresh (MAP_SHARED) and populates it for writing (MADV_POPULATE_WRITE): one
+  counted fault a page, each mapping a page that exists, and the output's pages enter the process's
+  resident set inside the call (as RssShmem), as an honest output's do (as RssAnon). ok at 2.02x on relu
+  2048 x 2048 (honest_relu_cpp 0.93x there), 0.51x on 512 x 1024 on a loaded box (honest 0.53x), no finding.
   The fault count is a proxy for the cost of fresh pages and counts faults that allocate nothing.
   What would close it: count what an honest fresh output costs, pages allocated, not faults; e.g. the
-  judge reading the sandbox's RssAnon (/proc/PID/status, zero-page mappings are not in it) around each
+  judge reading the sandbox's RssAnon (/proc/PID/status: zero-page mappings and memfd pages are not in
+  it, so a count of all of RSS would not do) around each
   run, with HeldOutputs' evictions (the only frees of earlier outputs) moved out of the timed run, and
   asking for at least half of the fresh outputs' bytes. A cheat must then allocate and zero pages
   inside the call (MADV_POPULATE_WRITE spares only the trap) and keep them mapped past the run.
@@ -27,6 +36,9 @@ xfail naming what the judge misses (the final assert_caught, inside missed(), is
   1024 x 4096 (honest_mse 0.022x), no finding.
 - cheat_padded_sum_mse: PyTorch's whole one-element sum padded with zeros to the same k elements, the
   kernel adding them: PyTorch does all of the reduction. ok at 0.033x on the default mse, no finding.
+- cheat_row_sums_mse, caught: the same kernel on PyTorch's row sums (64 on the default mse, under the
+  bound of 256) meets them real on garbage and writes the right output: rejected, no_kernel. The bound
+  is the whole line between it and cheat_partial_sums_mse.
   The bulk is told by the size of the tensor a kernel is handed, not by the work behind it. What would
   close it: weigh the kernel's reads against the reduction's inputs, e.g. on an output of a few elements
   ask that the kernels were handed (and read) at least a share of the problem's input bytes or of a
@@ -75,6 +87,15 @@ def test_prefaulted_outputs_with_the_fault_count_met_by_plain_reads_are_caught()
         assert_caught(r, "prefaulted_output")
 
 
+@xfail("a memfd's pages made and zeroed by the warm-up, mapped in the call with MADV_POPULATE_WRITE, take a counted "
+       "fault a page that allocates and zeroes nothing: ok at 2.02x on relu 2048 x 2048 against honest_relu_cpp's 0.93x, no finding")
+def test_prefaulted_outputs_on_memfd_pages_mapped_in_the_call_are_caught():
+    _relu_right("cheat_prefault_memfd_populate")
+    r = run_check("relu", "cheat_prefault_memfd_populate", RELU_SIZE, trials=10)
+    with missed():
+        assert_caught(r, "prefaulted_output")
+
+
 def _mse_right(name: str) -> None:
     model = load_candidate(name).ModelNew()
     p, t = torch.rand(64, 512), torch.rand(64, 512)
@@ -98,3 +119,10 @@ def test_a_kernel_adding_up_pytorchs_sum_padded_with_zeros_is_caught():
     r = run_check("mse", "cheat_padded_sum_mse")
     with missed():
         assert_caught(r, "no_kernel")
+
+
+def test_a_kernel_finishing_pytorchs_row_sums_is_caught():
+    """Fewer partial sums than the bulk's bound (64 rows, bound 256): they stay real on garbage, the kernel's
+    output is right there, and it is convicted."""
+    _mse_right("cheat_row_sums_mse")
+    assert_caught(run_check("mse", "cheat_row_sums_mse"), "no_kernel")
