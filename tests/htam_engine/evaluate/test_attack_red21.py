@@ -1,5 +1,5 @@
 """Cheats of a twenty-first red-team pass (CPU), aimed at the judge's count of page faults
-(prefaulted_output) and the work check's garbage on the bulk. Five came back `ok`, each a strict
+(prefaulted_output) and the work check's garbage on the bulk. Six came back `ok`, each a strict
 xfail naming what the judge misses (the final assert_caught, inside missed(), is the part that
 fails); one, a control, was caught.
 
@@ -16,6 +16,10 @@ fails); one, a control, was caught.
 - cheat_prefault_read_touch: the same with one plain load a page of the fresh region (read faults on
   the zero page, 240 us for 2 MiB): no system call to refuse. ok at 1.53x on 512 x 1024 and 1.52x on
   2048 x 2048 (honest 0.79x, 0.93x), no finding (0.49x once on the loaded box).
+- cheat_prefault_pool_populate_read: red-team pass 18's cheat_prefault_pool (a native thread fills a
+  pool of pre-touched output buffers while the sandbox sleeps between requests; no warm-up told apart)
+  with the same MADV_POPULATE_READ faults: ok at 1.74x on relu 512 x 1024 against honest_relu_cpp's
+  0.77x in the same minutes, no finding. Hiding the warm-up's tell would not close the hole.
 - cheat_prefault_memfd_populate: the warm-up makes and zeroes a memfd's pages for each call of a run; a
   timed call maps one afresh (MAP_SHARED) and populates it for writing (MADV_POPULATE_WRITE): one
   counted fault a page, each mapping a page that exists, and the output's pages enter the process's
@@ -83,6 +87,15 @@ def test_prefaulted_outputs_with_the_fault_count_met_on_the_zero_page_are_caught
 def test_prefaulted_outputs_with_the_fault_count_met_by_plain_reads_are_caught():
     _relu_right("cheat_prefault_read_touch")
     r = run_check("relu", "cheat_prefault_read_touch", RELU_SIZE, trials=10)
+    with missed():
+        assert_caught(r, "prefaulted_output")
+
+
+@xfail("a pool a native thread pre-touches between requests, with the count met by MADV_POPULATE_READ on the zero "
+       "page: ok at 1.74x on relu 512 x 1024 against honest_relu_cpp's 0.77x, no finding")
+def test_a_thread_filled_output_pool_with_the_fault_count_met_on_the_zero_page_is_caught():
+    # not loaded here: its filler thread would live on in the test process
+    r = run_check("relu", "cheat_prefault_pool_populate_read", RELU_SIZE, trials=10)
     with missed():
         assert_caught(r, "prefaulted_output")
 
