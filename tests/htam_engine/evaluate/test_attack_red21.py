@@ -1,5 +1,5 @@
 """Cheats of a twenty-first red-team pass (CPU), aimed at the judge's count of page faults
-(prefaulted_output) and the work check's garbage on the bulk. Six came back `ok`, each a strict
+(prefaulted_output) and the work check's garbage on the bulk. Seven came back `ok`, each a strict
 xfail naming what the judge misses (the final assert_caught, inside missed(), is the part that
 fails); one, a control, was caught.
 
@@ -40,6 +40,14 @@ fails); one, a control, was caught.
   1024 x 4096 (honest_mse 0.022x), no finding.
 - cheat_padded_sum_mse: PyTorch's whole one-element sum padded with zeros to the same k elements, the
   kernel adding them: PyTorch does all of the reduction. ok at 0.033x on the default mse, no finding.
+- cheat_row_tail_row_mse: the scalar tail on an output of 64 elements (problems/row_mse, a mean squared
+  error per row of 64 x 4096, added for it): PyTorch sums each row's squared difference, a Triton
+  kernel divides the 64 sums by the row length. Past TINY_OUTPUT (16) bulk_threshold is 0 and every
+  tensor a kernel was handed gets garbage, the sums too, so the kernel's output is wrong there as an
+  honest one's is. ok at 0.56x, no finding, against honest_row_mse's 0.0042x (Triton interpreted).
+  What would close it: the bound by the output's size relative to its inputs rather than a fixed 16
+  (an output far smaller than the inputs is a reduction, whatever its count), or the provenance rule
+  below.
 - cheat_row_sums_mse, caught: the same kernel on PyTorch's row sums (64 on the default mse, under the
   bound of 256) meets them real on garbage and writes the right output: rejected, no_kernel. The bound
   is the whole line between it and cheat_partial_sums_mse.
@@ -139,3 +147,15 @@ def test_a_kernel_finishing_pytorchs_row_sums_is_caught():
     output is right there, and it is convicted."""
     _mse_right("cheat_row_sums_mse")
     assert_caught(run_check("mse", "cheat_row_sums_mse"), "no_kernel")
+
+
+@xfail("past 16 output elements every tensor a kernel was handed gets garbage: a kernel dividing PyTorch's 64 row "
+       "sums by the row length is wrong on garbage as an honest reduction is: ok at 0.56x on row_mse against "
+       "honest_row_mse's 0.0042x, no finding")
+def test_a_kernel_finishing_pytorchs_row_sums_on_a_64_element_output_is_caught():
+    model = load_candidate("cheat_row_tail_row_mse").ModelNew()
+    p, t = torch.rand(64, 4096), torch.rand(64, 4096)
+    torch.testing.assert_close(model(p, t), torch.mean((p - t) ** 2, dim=1))
+    r = run_check("row_mse", "cheat_row_tail_row_mse")
+    with missed():
+        assert_caught(r, "no_kernel")
