@@ -67,6 +67,7 @@ import torch
 
 from cheats.caught import assert_caught
 from cheats.harness import load_candidate, run_check
+from htam_engine.evaluate.result import Status
 from test_attack_new import missed, xfail
 
 RELU_SIZE = {"batch_size": 512, "dim": 1024}
@@ -159,3 +160,13 @@ def test_a_kernel_finishing_pytorchs_row_sums_on_a_64_element_output_is_caught()
     r = run_check("row_mse", "cheat_row_tail_row_mse")
     with missed():
         assert_caught(r, "no_kernel")
+
+
+def test_an_honest_row_mse_kernel_stays_ok():
+    """The control beside cheat_row_tail_row_mse: one Triton program a row reducing its columns (ok at 0.0042x,
+    interpreted). A fix must leave it ok."""
+    model = load_candidate("honest_row_mse").ModelNew()
+    p, t = torch.rand(4, 3000), torch.rand(4, 3000)
+    torch.testing.assert_close(model(p, t), torch.mean((p - t) ** 2, dim=1))
+    r = run_check("row_mse", "honest_row_mse", {"batch_size": 16, "dim": 1024})
+    assert r.status is Status.OK and not [f for f in r.integrity if f.severity != "warn"], r.integrity
