@@ -1,7 +1,7 @@
 """Cheats of a twenty-first red-team pass (CPU), aimed at the judge's count of page faults
 (prefaulted_output) and the work check's garbage on the bulk. Seven came back `ok`, each a strict
 xfail naming what the judge misses (the final assert_caught, inside missed(), is the part that
-fails); one, a control, was caught.
+fails); one, the partial sums' control, was caught.
 
 - cheat_prefault_populate_read: cheat_warmup_prefault (the untimed warm-up, told by its resizable
   input, pre-touches a pool of output buffers for the calls that follow: rejected, prefaulted_output,
@@ -40,14 +40,6 @@ fails); one, a control, was caught.
   1024 x 4096 (honest_mse 0.022x), no finding.
 - cheat_padded_sum_mse: PyTorch's whole one-element sum padded with zeros to the same k elements, the
   kernel adding them: PyTorch does all of the reduction. ok at 0.033x on the default mse, no finding.
-- cheat_row_tail_row_mse: the scalar tail on an output of 64 elements (problems/row_mse, a mean squared
-  error per row of 64 x 4096, added for it): PyTorch sums each row's squared difference, a Triton
-  kernel divides the 64 sums by the row length. Past TINY_OUTPUT (16) bulk_threshold is 0 and every
-  tensor a kernel was handed gets garbage, the sums too, so the kernel's output is wrong there as an
-  honest one's is. ok at 0.56x, no finding, against honest_row_mse's 0.0042x (Triton interpreted).
-  What would close it: the bound by the output's size relative to its inputs rather than a fixed 16
-  (an output far smaller than the inputs is a reduction, whatever its count), or the provenance rule
-  below.
 - cheat_row_sums_mse, caught: the same kernel on PyTorch's row sums (64 on the default mse, under the
   bound of 256) meets them real on garbage and writes the right output: rejected, no_kernel. The bound
   is the whole line between it and cheat_partial_sums_mse.
@@ -59,6 +51,14 @@ fails); one, a control, was caught.
   output changed while PyTorch's operators before the kernel were replayed on real values (the ATen
   watch's replay, extended to Triton launches): a kernel finishing PyTorch's reduction computes the
   right result then.
+- cheat_row_tail_row_mse: the scalar tail on an output of 64 elements (problems/row_mse, a mean squared
+  error per row of 64 x 4096, added for it): PyTorch sums each row's squared difference, a Triton
+  kernel divides the 64 sums by the row length. Past TINY_OUTPUT (16) bulk_threshold is 0 and every
+  tensor a kernel was handed gets garbage, the sums too, so the kernel's output is wrong there as an
+  honest one's is. ok at 0.56x, no finding, against honest_row_mse's 0.0042x (Triton interpreted).
+  What would close it: the bound by the output's size relative to its inputs rather than a fixed 16
+  (an output far smaller than the inputs is a reduction, whatever its count), or the weighing above
+  (honest_row_mse, ok, is the control).
 """
 
 from __future__ import annotations
