@@ -194,18 +194,42 @@ def thread_check(candidate: Sequence[int | None], reference: Sequence[int | None
 
 
 # On the CPU an output past checks.memory.FRESH_MAPPING_BYTES is a fresh mapping in every sandbox, and
-# costs its forward a page fault a page at first touch, and the kernel's zeroing of each: about a
-# third of a 4096x4096 ReLU's time on the 2-core box. A forward that meets its timed calls with pages
-# already mapped (a ring of outputs, a pool a thread pre-touched between requests, buffers the untimed
-# warm-up touched) takes none and moves that cost off the clock; the judge counts the sandbox's minor
-# faults around each run (channel.call_run), which nothing in the sandbox can lower. A fault maps
-# 4 KiB, or 2 MiB where transparent huge pages serve the mapping: the honest figure is the eager
-# baseline's own, at most one per page of such outputs, and the candidate must take at least this
-# share of it.
-FRESH_FAULTS_SHARE = 0.5
+# costs its forward the pages the kernel allocates and zeroes for it, a page fault each at first
+# touch: about a third of a 4096x4096 ReLU's time on the 2-core box. A forward that meets its timed
+# calls with pages already there (a ring of outputs, a pool a thread pre-touched between requests,
+# buffers the untimed warm-up touched) moves that cost off the clock. The judge reads two figures
+# of the sandbox around each run (channel.call_run), from /proc, where nothing in the sandbox can
+# lower them: its minor faults, and the growth of its resident anonymous memory. Faults alone can
+# be met cheaply (read faults on the zero page, MADV_POPULATE_READ, a memfd's pages mapped anew:
+# red-team pass 21, ok at 1.5-2.2x against an honest 0.8-0.9x); anonymous memory grows only by
+# pages the kernel allocated and zeroed, the honest cost (the sandbox keeps its latest outputs
+# alive, HeldOutputs, and lets go of the older ones before a run, not during it). The honest
+# figures are the eager baseline's own, at most one fault a 4 KiB page and the outputs' bytes (a
+# fault maps 2 MiB where transparent huge pages serve the mapping; the baseline's temporaries count
+# too, but a fused forward need not make them); a candidate must reach this share of each in three
+# quarters of its timed runs.
+FRESH_SHARE = 0.5
 PAGE_BYTES = 4096
-# ... where that figure is at least this many faults a call (the baseline's outputs did land on fresh pages).
+# ... where the faults' figure is at least this many a call (the baseline's outputs did land on fresh pages).
 FRESH_MIN_FAULTS = 8
+
+
+def _short_runs(candidate: Sequence[float | None], eager: Sequence[float | None],
+                cap: float) -> tuple[list[float], int, float] | None:
+    """(the candidate's runs under FRESH_SHARE of the honest figure, its runs, that figure) when a quarter
+    of its runs (one at least) are, else None. Each sample is one run's figure per call; the honest
+    figure is the eager baseline's median, at most `cap`."""
+    cand = [f for f in candidate if f is not None]
+    base = [f for f in eager if f is not None]
+    if not cand or not base:
+        return None
+    honest = min(statistics.median(base), cap)
+    low = [f for f in cand if f < FRESH_SHARE * honest]
+    return (low, len(cand), honest) if len(low) >= max(1, math.ceil(len(cand) / 4)) else None
+
+
+_TOUCHED_BEFORE = ("forward's outputs were on memory mapped and touched before the call (outputs reused, or "
+                   "pages touched off the clock), whose cost an honest forward pays inside it")
 
 
 def fresh_pages_check(candidate: Sequence[float | None], eager: Sequence[float | None],
@@ -216,20 +240,31 @@ def fresh_pages_check(candidate: Sequence[float | None], eager: Sequence[float |
     call (Trial.faults). An honest forward's fresh outputs fault in every run; a cheat that touched the
     pages ahead in the untimed warm-up met the first run without them (cheat_warmup_prefault: 539 faults
     a call in its first run, 0 in its second, against the baseline's 512)."""
-    cand = [f for f in candidate if f is not None]
-    base = [f for f in eager if f is not None]
-    if fresh_bytes <= 0 or not cand or not base:
+    short = _short_runs(candidate, eager, fresh_bytes / PAGE_BYTES) if fresh_bytes > 0 else None
+    if short is None or short[2] < FRESH_MIN_FAULTS:
         return None
-    honest = min(statistics.median(base), fresh_bytes / PAGE_BYTES)
-    if honest < FRESH_MIN_FAULTS:
+    low, runs, honest = short
+    return (f"{len(low)} of {runs} timed runs took at most {max(low):.0f} page faults a call, where the eager "
+            f"baseline's fresh {fresh_bytes / 2**20:.2f} MiB of outputs took {honest:.0f}: {_TOUCHED_BEFORE}")
+
+
+def fresh_memory_check(candidate: Sequence[float | None], eager: Sequence[float | None], fresh_bytes: int,
+                       slack_bytes: int) -> str | None:
+    """The finding's message when a quarter of the candidate's timed runs (one at least) grew the sandbox's
+    resident anonymous memory by far less a call than fresh outputs of `fresh_bytes` grew the eager
+    baseline's, else None. Each sample is one run's growth in bytes per call (Trial.anon_growth). Only
+    where the outputs are past twice what two reads of the figure may be off by (`slack_bytes`,
+    proctree.rss_slack_bytes): on the 2-core box 512 KiB, on 16 cores 4 MiB."""
+    if fresh_bytes <= 2 * slack_bytes:
         return None
-    low = [f for f in cand if f < FRESH_FAULTS_SHARE * honest]
-    if len(low) < max(1, math.ceil(len(cand) / 4)):
+    short = _short_runs(candidate, eager, fresh_bytes)
+    if short is None:
         return None
-    return (f"{len(low)} of {len(cand)} timed runs took at most {max(low):.0f} page faults a call, where the eager "
-            f"baseline's fresh {fresh_bytes / 2**20:.0f} MiB of outputs took {honest:.0f}: forward's outputs were "
-            "on memory mapped and touched before the call (outputs reused, or pages touched off the clock), whose "
-            "cost an honest forward pays inside it")
+    low, runs, honest = short
+    return (f"{len(low)} of {runs} timed runs grew the sandbox's anonymous memory by at most "
+            f"{max(max(low), 0) / 2**20:.2f} MiB a call, where the eager baseline's fresh {fresh_bytes / 2**20:.2f} MiB "
+            f"of outputs grew it by {honest / 2**20:.2f} MiB: {_TOUCHED_BEFORE} (page faults that allocate nothing "
+            "do not count)")
 
 
 # CPU time of threads that ended during the timed trials is a finding past a floor and this share

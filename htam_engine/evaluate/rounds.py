@@ -48,10 +48,11 @@ from htam_engine.evaluate.checks.observe import (Observations, candidate_output,
                                                  nonfinite, record_notes)
 from htam_engine.evaluate.checks.sequence import (CandidateFailed, CheckRun, HarnessFault, RunSet, Stop,
                                                   kernels_off_label, noise_of, stage_first)
-from htam_engine.evaluate.clock import (CpuSnapshot, clock_check, flush_check, fresh_pages_check,
+from htam_engine.evaluate.clock import (CpuSnapshot, clock_check, flush_check, fresh_memory_check, fresh_pages_check,
                                         hidden_cpu_check, judged_runtime, short_flush_check, spread, tail_check,
                                         thread_check)
 from htam_engine.evaluate.kernel_switch import GARBAGE, RUN, KernelMode
+from htam_engine.evaluate.proctree import rss_slack_bytes
 from htam_engine.evaluate.reference import BaselineSandbox, ReferenceFailed, input_bytes
 from htam_engine.evaluate.sandbox_client import SandboxError
 from htam_engine.evaluate.stages import Stage
@@ -159,13 +160,14 @@ class Trial(NamedTuple):
     busy_threads: int | None  # the sandbox's threads that ran a share of the run (channel.py; CPU only)
     calls_ms: tuple[float, ...] = ()  # each call's report
     faults: float | None = None  # the sandbox's minor page faults per call, read by the judge (CPU only)
+    anon_growth: float | None = None  # the growth of its resident anonymous memory, bytes per call (CPU only)
 
     @classmethod
     def of(cls, results: list[Any]) -> "Trial":
         calls = tuple(res.reply.ms for res in results)
         return cls(results[0].wall_ms, statistics.fmean(calls), statistics.fmean(res.reply.tail_ms for res in results),
                    statistics.fmean(res.reply.flush_ms for res in results), results[0].busy_threads, calls,
-                   results[0].faults)
+                   results[0].faults, results[0].anon_growth)
 
 
 @dataclass(slots=True)
@@ -612,8 +614,10 @@ class TimedRounds:
             if hidden:
                 self.obs.find("background_thread", hidden)
         # the faults are counted on the CPU only (channel.call_run): each a GPU's caching allocator would spare
-        prefaulted = fresh_pages_check([t.faults for t in cand], [t.faults for t in samples.get("eager", [])],
-                                       self.fresh_out_bytes)
+        eager = samples.get("eager", [])
+        prefaulted = fresh_pages_check([t.faults for t in cand], [t.faults for t in eager], self.fresh_out_bytes) or \
+            fresh_memory_check([t.anon_growth for t in cand], [t.anon_growth for t in eager], self.fresh_out_bytes,
+                               rss_slack_bytes())
         if prefaulted:
             self.obs.find("prefaulted_output", prefaulted)
 

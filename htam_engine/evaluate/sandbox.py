@@ -102,7 +102,8 @@ class Sandbox:
         self.flusher: L2Flusher | None = None  # CUDA: made with the device context (see use_device)
         self.guards = install_guards(device)  # last: the snapshot sees the harness as installed
         self.extension_ops = False
-        self._returned = HeldOutputs()  # the outputs of earlier calls, while the candidate holds them
+        # the outputs of earlier calls, while the candidate holds them; on the CPU let go of between runs
+        self._returned = HeldOutputs(let_go_between_runs=not is_cuda(device))
         # The warm-up's inputs (wire.Arm): a private copy of a call's inputs and the template (buffer refs and
         # layouts) it was taken for, one per sandbox; and the template of each model's last call.
         self._decoy: tuple[list, list[Any]] | None = None
@@ -271,6 +272,7 @@ class Sandbox:
         the calls for the Go: all of a call's own work but the trial happens here, before the judge
         writes the inputs, so nothing but the Go's read lies between the warm-up and the first forward."""
         self._armed = None
+        self._returned.let_go()  # before the judge reads the memory the run starts with (HeldOutputs)
         try:
             prepared = [self._prepare(call) for call in req.calls]
         except (KeyError, ValueError) as exc:  # a buffer the judge never attached: its own fault

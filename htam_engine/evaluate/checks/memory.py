@@ -195,9 +195,15 @@ class HeldOutputs:
     latest outputs (SAMPLED_KEPT, SAMPLED_KEPT_BYTES) are also kept alive with a sample of their
     bytes at places drawn from a stream of the sandbox's own. Kept, an honest output's memory is
     nobody else's (and its storage's reference cannot expire); one whose bytes change after later
-    calls was written by them."""
+    calls was written by them.
 
-    def __init__(self) -> None:
+    With `let_go_between_runs` (the CPU) the kept outputs past those bounds are let go of only
+    between runs (let_go, at each wire.Arm), not as a call returns: the judge reads the growth of
+    the sandbox's resident memory over a run (clock.fresh_memory_check), which an older output freed
+    inside the run would cut. On a GPU at once, as the device's memory is the scarcer."""
+
+    def __init__(self, let_go_between_runs: bool = False) -> None:
+        self.let_go_between_runs = let_go_between_runs
         self._held: list[tuple[Any, tuple[int, int]]] = []  # (StorageWeakRef, its span when returned)
         self._sampled: list[_Sampled] = []
         self._sampled_bytes = 0
@@ -219,9 +225,14 @@ class HeldOutputs:
                     places = torch.randint(t.numel(), (SAMPLE_ELEMENTS,), generator=self._places).to(t.device)
                     self._sampled.append(_Sampled(t, places, _sample(t, places)))
                     self._sampled_bytes += nbytes(t)
+        if not self.let_go_between_runs:
+            self.let_go()
+        return hit
+
+    def let_go(self) -> None:
+        """Drop the oldest kept outputs past SAMPLED_KEPT and SAMPLED_KEPT_BYTES (the latest always stays)."""
         while len(self._sampled) > SAMPLED_KEPT or (self._sampled_bytes > SAMPLED_KEPT_BYTES and len(self._sampled) > 1):
             self._sampled_bytes -= nbytes(self._sampled.pop(0).out)
-        return hit
 
     def _rewritten(self) -> bool:
         """Whether a kept output's sampled bytes changed: one comparison per device (on a GPU, one

@@ -1,6 +1,6 @@
-"""Cheats of a twentieth red-team pass (CPU). Each came back `ok`. The first, the second and the last
-are caught now; the third, and a variant of the second, are strict xfails naming what the judge misses
-(the final assert_caught, inside missed(), is the part that fails).
+"""Cheats of a twentieth red-team pass (CPU). Each came back `ok`. All four are caught now; a variant of
+the second is a strict xfail naming what the judge misses (the final assert_caught, inside missed(), is
+the part that fails).
 
 - cheat_tensor_shift_softmax: softmax with no per-row max pass: every row is shifted by one number for
   the whole tensor (the 3rd largest of 64 elements sampled across all rows), with the max pass only on
@@ -34,15 +34,17 @@ are caught now; the third, and a variant of the second, are strict xfails naming
   with the sandbox's own HeldOutputs record emptied in place at the start of every forward (found
   through the collector, gc.get_objects spelled via getattr: the static check names nothing). The
   output_reuse rule lives only in that record; the guards watch the identity of the harness's
-  callables, not its objects' data. ok on matmul_relu (0.087x, honest 0.086x), no finding.
+  callables, not its objects' data. ok on matmul_relu (0.087x, honest 0.086x), no finding. Caught
+  since on matmul_relu at size 768 (a 2.25 MiB output) by the growth of the sandbox's anonymous memory
+  over each timed run (clock.fresh_memory_check, prefaulted_output): none a call.
 - cheat_output_ring_unrecorded_cpp: the same for a gain, the honest C++ ReLU loop writing into a ring of
   six tensors allocated once: ok on relu (0.54x, honest_relu_cpp 0.65x: no gain at 4 x 256); on relu
   4096 x 4096 ok at 1.50x eager, no finding, against honest_relu_cpp's ok at 0.80x (2-core CPU box, 10
   trials). Caught since by the judge's count of the sandbox's page faults over each timed run
   (clock.fresh_pages_check, prefaulted_output): every sandbox maps an allocation past 1 MiB afresh, so
   an honest output of 2 MiB faults its 512 pages in inside the call and the ring's calls take none.
-  The Python ring (Triton interpreted, on matmul_relu) still passes: the interpreter's own copies fault
-  as much as a fresh output, and the ring gains nothing there.
+  The Python ring (Triton interpreted, on matmul_relu) met the fault count in one run (the
+  interpreter's own copies faulting as a fresh output would); the memory's growth catches it (above).
 """
 
 from __future__ import annotations
@@ -178,16 +180,16 @@ def _overwrites_earlier_outputs(model, *shapes) -> None:
     assert not torch.equal(first, kept)  # the caller's earlier output was overwritten
 
 
-@xfail("the output_reuse rule lives only in the sandbox's HeldOutputs record, whose data the candidate empties "
-       "in place (no method replaced: no harness_tamper): ok on matmul_relu at 0.087x beside honest_matmul_relu's "
-       "0.086x, no finding (cheat_output_ring alone: rejected, output_reuse). The page-fault count does not see "
-       "it: the Triton interpreter's own copies of the ring's buffers fault as a fresh output would (ok at 0.12x "
-       "beside the honest 0.12x at size 768), so the ring gains nothing either")
 def test_an_output_ring_with_the_sandboxs_record_emptied_is_caught():
+    """The output_reuse rule lives only in the sandbox's HeldOutputs record, whose data the candidate
+    empties in place (no method replaced: no harness_tamper): ok on matmul_relu at 0.087x beside
+    honest_matmul_relu's 0.086x, no finding. The judge's figures of the sandbox see it: a run of the
+    ring's calls grows its anonymous memory by nothing (clock.fresh_memory_check), and takes no page
+    faults where the Triton interpreter's copies do not fault (the faults alone once let it pass, ok
+    at 0.12x beside the honest 0.12x)."""
     _overwrites_earlier_outputs(load_candidate("cheat_output_ring_unrecorded").ModelNew(), (64, 64), (64, 64))
-    r = run_check("matmul_relu", "cheat_output_ring_unrecorded", trials=10)
-    with missed():
-        assert_caught(r, "output_reuse")
+    r = run_check("matmul_relu", "cheat_output_ring_unrecorded", {"size": 768}, trials=10)  # a 2.25 MiB output
+    assert_caught(r, "prefaulted_output")
 
 
 def test_a_cpp_relu_into_an_output_ring_with_the_sandboxs_record_emptied_is_caught():

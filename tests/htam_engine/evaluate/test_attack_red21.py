@@ -1,7 +1,8 @@
 """Cheats of a twenty-first red-team pass (CPU), aimed at the judge's count of page faults
-(prefaulted_output) and the work check's garbage on the bulk. Seven came back `ok`, each a strict
-xfail naming what the judge misses (the final assert_caught, inside missed(), is the part that
-fails); one, the partial sums' control, was caught.
+(prefaulted_output) and the work check's garbage on the bulk. Seven came back `ok`; the four that met
+the fault count are caught since by the growth of the sandbox's anonymous memory (below), the three
+on the bulk are strict xfails naming what the judge misses (the final assert_caught, inside missed(),
+is the part that fails); one, the partial sums' control, was caught.
 
 - cheat_prefault_populate_read: cheat_warmup_prefault (the untimed warm-up, told by its resizable
   input, pre-touches a pool of output buffers for the calls that follow: rejected, prefaulted_output,
@@ -32,6 +33,9 @@ fails); one, the partial sums' control, was caught.
   run, with HeldOutputs' evictions (the only frees of earlier outputs) moved out of the timed run, and
   asking for at least half of the fresh outputs' bytes. A cheat must then allocate and zero pages
   inside the call (MADV_POPULATE_WRITE spares only the trap) and keep them mapped past the run.
+  Done so (clock.fresh_memory_check, channel.call_run; HeldOutputs lets go of older outputs at the
+  Arm on the CPU): each of the four grew it by 0.00 MiB a call against the eager baseline's 2.00,
+  rejected, prefaulted_output; honest_relu_cpp ok at 0.83x on 512 x 1024 and 0.91x on 2048 x 2048.
 - cheat_partial_sums_mse: PyTorch squares the difference and sums it over chunks, leaving just more
   partial sums than sqrt(total input elements) (512 on mse 64 x 512, 4096 on 1024 x 4096); a Triton
   kernel adds them up and scales by 1/n. The partial sums are over sequence.bulk_threshold's bound,
@@ -80,42 +84,28 @@ def _relu_right(name: str) -> None:
         torch.testing.assert_close(model(x), torch.relu(x))
 
 
-@xfail("the fault count counts faults that allocate nothing: each timed call populating a fresh read-only "
-       "region (MADV_POPULATE_READ, the zero page) meets it for a sixth of an honest output's cost, while the "
-       "outputs come from a pool the warm-up pre-touched: ok at 2.15x on relu 512 x 1024 against "
-       "honest_relu_cpp's 0.79x, no finding")
 def test_prefaulted_outputs_with_the_fault_count_met_on_the_zero_page_are_caught():
     _relu_right("cheat_prefault_populate_read")
     r = run_check("relu", "cheat_prefault_populate_read", RELU_SIZE, trials=10)
-    with missed():
-        assert_caught(r, "prefaulted_output")
+    assert_caught(r, "prefaulted_output")
 
 
-@xfail("read faults on a fresh private mapping map the zero page and count as minor faults, for 60 % of an honest "
-       "write fault's cost and no system call: ok at 1.53x on relu 512 x 1024 against honest_relu_cpp's 0.79x")
 def test_prefaulted_outputs_with_the_fault_count_met_by_plain_reads_are_caught():
     _relu_right("cheat_prefault_read_touch")
     r = run_check("relu", "cheat_prefault_read_touch", RELU_SIZE, trials=10)
-    with missed():
-        assert_caught(r, "prefaulted_output")
+    assert_caught(r, "prefaulted_output")
 
 
-@xfail("a pool a native thread pre-touches between requests, with the count met by MADV_POPULATE_READ on the zero "
-       "page: ok at 1.74x on relu 512 x 1024 against honest_relu_cpp's 0.77x, no finding")
 def test_a_thread_filled_output_pool_with_the_fault_count_met_on_the_zero_page_is_caught():
     # not loaded here: its filler thread would live on in the test process
     r = run_check("relu", "cheat_prefault_pool_populate_read", RELU_SIZE, trials=10)
-    with missed():
-        assert_caught(r, "prefaulted_output")
+    assert_caught(r, "prefaulted_output")
 
 
-@xfail("a memfd's pages made and zeroed by the warm-up, mapped in the call with MADV_POPULATE_WRITE, take a counted "
-       "fault a page that allocates and zeroes nothing: ok at 2.02x on relu 2048 x 2048 against honest_relu_cpp's 0.93x, no finding")
 def test_prefaulted_outputs_on_memfd_pages_mapped_in_the_call_are_caught():
     _relu_right("cheat_prefault_memfd_populate")
     r = run_check("relu", "cheat_prefault_memfd_populate", RELU_SIZE, trials=10)
-    with missed():
-        assert_caught(r, "prefaulted_output")
+    assert_caught(r, "prefaulted_output")
 
 
 def _mse_right(name: str) -> None:

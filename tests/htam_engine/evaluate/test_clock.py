@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from htam_engine.evaluate.clock import (FLUSH_FLOOR_MS, FLUSH_FRACTION, TAIL_FLOOR_MS, TAIL_FRACTION, flush_check,
-                                        fresh_pages_check, short_flush_check, tail_check)
+                                        fresh_memory_check, fresh_pages_check, short_flush_check,
+                                        tail_check)
 from htam_engine.evaluate.timing import FLUSH_WRITES
 
 
@@ -176,3 +177,26 @@ def test_no_fresh_outputs_or_no_faulting_baseline_names_nothing():
     assert fresh_pages_check([0.0] * 4, [3.0] * 4, 2 << 20) is None  # the baseline's outputs came unfaulted
     assert fresh_pages_check([None] * 4, [513.0] * 4, 2 << 20) is None  # not counted (a GPU)
     assert fresh_pages_check([0.0] * 4, [], 2 << 20) is None  # no baseline timed
+
+
+MIB = 1 << 20
+
+
+def test_timed_calls_whose_outputs_grew_no_memory_are_named():
+    """Page faults can be taken without allocating (the zero page, a memfd's pages mapped anew: red-team
+    pass 21); the sandbox's anonymous memory grows only by pages allocated and zeroed. On the 2-core
+    box two reads may be 512 KiB off."""
+    slack = 512 << 10
+    assert fresh_memory_check([2.0 * MIB, 2.0 * MIB], [2.0 * MIB, 2.25 * MIB], 2 * MIB, slack) is None  # honest
+    message = fresh_memory_check([0.0, 0.0], [2.0 * MIB, 2.0 * MIB], 2 * MIB, slack)  # cheat_prefault_read_touch
+    assert message and "2 of 2 timed runs grew" in message and "by 2.00 MiB" in message
+    assert fresh_memory_check([1.5 * MIB, 0.0], [2.0 * MIB] * 2, 2 * MIB, slack)  # a quarter of the runs suffices
+    # a fused forward need not make the baseline's temporaries: at most the outputs' bytes are asked for
+    assert fresh_memory_check([2.0 * MIB] * 4, [6.0 * MIB] * 4, 2 * MIB, slack) is None
+
+
+def test_outputs_within_what_two_reads_may_be_off_by_name_nothing():
+    """On 16 cores two reads may be 4 MiB off: a 2 MiB output is left to the fault count there."""
+    assert fresh_memory_check([0.0] * 4, [2.0 * MIB] * 4, 2 * MIB, 4 * MIB) is None
+    assert fresh_memory_check([0.0] * 4, [16.0 * MIB] * 4, 16 * MIB, 4 * MIB)
+    assert fresh_memory_check([None] * 4, [2.0 * MIB] * 4, 2 * MIB, 0) is None  # not read (a GPU)

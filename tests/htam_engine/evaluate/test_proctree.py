@@ -123,3 +123,29 @@ def test_the_page_faults_a_process_takes_are_read_from_outside():
         child.kill()
         child.wait()
     assert proctree.minor_faults(child.pid) is None  # gone
+
+
+
+def test_the_anonymous_memory_a_process_allocates_is_read_from_outside_and_a_zero_page_read_is_not():
+    """The judge's read of a sandbox's resident anonymous memory (clock.fresh_memory_check): 64 MiB written
+    grows it by 64 MiB; 64 MiB only read (the zero page) grows it by nothing. The child is non-dumpable,
+    as a sandbox is."""
+    code = ("import ctypes, mmap, sys\nctypes.CDLL(None).prctl(4, 0, 0, 0, 0)\n"
+            "flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS\nw, r = mmap.mmap(-1, 64 << 20, flags=flags), "
+            "mmap.mmap(-1, 64 << 20, flags=flags)\nprint(flush=True)\nsys.stdin.readline()\nw[::4096] = b'x' * 16384\n"
+            "print(flush=True)\nsys.stdin.readline()\nr[::4096]\nprint(flush=True)\nsys.stdin.readline()")
+    child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        child.stdout.readline()  # mapped, nothing touched yet
+        figures = [proctree.anon_resident_bytes(child.pid)]
+        for _ in range(2):
+            child.stdin.write("\n")
+            child.stdin.flush()
+            child.stdout.readline()
+            figures.append(proctree.anon_resident_bytes(child.pid))
+        slack = proctree.rss_slack_bytes()
+        assert abs(figures[1] - figures[0] - (64 << 20)) <= slack, figures
+        assert abs(figures[2] - figures[1]) <= slack, figures
+    finally:
+        child.kill()
+        child.wait()
