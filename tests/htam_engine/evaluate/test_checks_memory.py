@@ -84,3 +84,24 @@ def test_outputs_kept_and_sampled_are_not_reused_when_left_alone():
         out = torch.full((64,), float("nan") if k % 2 else float(k))
         assert not held.reused(out)
         del out
+
+
+def test_on_the_cpu_kept_outputs_are_let_go_of_between_runs_only():
+    """The judge reads the growth of the sandbox's memory over a run (clock.fresh_memory_check): an older
+    output freed inside the run would cut it. With let_go_between_runs the outputs past SAMPLED_KEPT stay
+    until let_go (at the next Arm); without, the oldest goes as the next is kept."""
+    import weakref
+
+    from htam_engine.evaluate.checks.memory import SAMPLED_KEPT
+
+    for between_runs in (True, False):
+        held = HeldOutputs(let_go_between_runs=between_runs)
+        first = torch.rand(8)
+        gone = weakref.ref(first)
+        held.reused(first)
+        del first
+        for _ in range(SAMPLED_KEPT):
+            held.reused(torch.rand(8))
+        assert (gone() is None) is not between_runs
+        held.let_go()
+        assert gone() is None
