@@ -24,7 +24,13 @@ output's scale (the float64 output's root-mean-square), not only of each element
 a sum of 4096 signed float32 values accumulated one after another (the offline proposer's
 column kernel for KernelBench's 47_Sum_reduction) is 5e-4 off an output of 0.002 whose
 neighbours are ~64 across, 1e-5 of the scale (on the H200: 2 of 524,160 outputs), while
-bfloat16 rounding, a missing term or a wrong input is 1e-3 of the scale or more.
+bfloat16 rounding, a missing term or a wrong input is 1e-3 of the scale or more. There, too, a
+millionth of the output's elements (none below a million) may be outside the per-element test, the
+whole-output bound still holding: on the H100 an honest Triton GEMM + scale + BatchNorm
+(KernelBench's 2/33, 1024 x 8192, a split-float32 GEMM) had 1 of 8,388,608 outputs outside on the
+rows-apart set (rows shifted by -90 to -240 make the batch statistics huge and a few normalised
+outputs the difference of near-equal numbers), where KernelBench's own check passes it; an
+algorithm wrong on such a set (a softmax without its max pass) is wrong on whole rows.
 
 Every comparison reads its tensors in runs of at most CHUNK_ELEMENTS elements and keeps
 per-run figures (counts, maxima, norms, the worst index), so its float64 temporaries stay
@@ -41,6 +47,9 @@ import torch
 
 from htam_engine.evaluate.result import Mismatch
 
+# On input sets beyond KernelBench's own (where the float64 yardstick is passed): the share of an output's
+# elements that may be outside the per-element test (rounded down), the whole-output bound still holding.
+OUTLIER_SHARE = 1e-6
 # Tolerance for dtypes the config does not name (exact for integers and bools).
 _FALLBACK_TOLERANCE = 1e-2
 # The noise floor is this many times the reference's own distance to float64.
@@ -313,7 +322,7 @@ def _compare_float(new: torch.Tensor, ref: torch.Tensor, tol: float, mm: Callabl
         kind = "NaN/Inf" if bool(stats[:, _ANY_NONFINITE].any()) else "finite values"
         return mm(f"{n_bad_nonfinite} element(s) with {kind} where the reference differs", max_abs, max_rel, where)
     n_bad = int(stats[:, _OUTSIDE].sum())
-    if n_bad:
+    if n_bad > (int(ref.numel() * OUTLIER_SHARE) if exact is not None else 0):
         return mm(f"{n_bad} of {ref.numel()} elements outside atol=rtol={tol:g}", max_abs, max_rel, where)
     # Whole-output bound: rules out all-zeros / constant outputs that slip under atol.
     err_norm, ref_norm = _norm(stats[:, _ERR_NORM]), _norm(stats[:, _REF_NORM])
