@@ -69,11 +69,9 @@ def install(compiled: list[str]) -> None:
     JITFunction.run = run
 
 
-def _import(code: str):
+def _import(code: str, folder: str):
     import importlib.util
-    import tempfile
 
-    folder = tempfile.mkdtemp(prefix="htam-compile-")
     path = os.path.join(folder, "candidate.py")
     with open(path, "w") as f:
         f.write(code)
@@ -84,6 +82,17 @@ def _import(code: str):
 
 
 def check(case: dict) -> dict:
+    import shutil
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="htam-compile-")  # the candidate's file, removed once checked
+    try:
+        return _check(case, folder)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _check(case: dict, folder: str) -> dict:
     import torch
 
     from htam_engine.problems import instantiate, load_problem
@@ -92,7 +101,7 @@ def check(case: dict) -> dict:
     install(compiled)
     try:
         problem = load_problem(case["problem"], case.get("overrides") or None)
-        module = _import(case["code"])  # Triton's compiler reads a kernel's source from its file
+        module = _import(case["code"], folder)  # Triton's compiler reads a kernel's source from its file
         inst = instantiate(problem)
         torch.manual_seed(3)
         model = module.ModelNew(*inst.get_init_inputs())
