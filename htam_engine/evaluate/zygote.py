@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import gc
 import os
+import re
 import resource
 import select
 import shutil
@@ -147,6 +148,45 @@ def _child(sock: socket.socket, zygote_sock: socket.socket, role: str, device: s
         os._exit(code)
 
 
+def private_folder(role: str) -> str:
+    """A new sandbox's compile caches' folder (_private_compile_caches), named for this zygote:
+    htam-<role>-compile-<zygote pid>-<random>. The zygote removes it when it reaps the sandbox or
+    closes (sweep, kill_all); a zygote killed outright (its worker's tree killed on a cancel or a
+    timeout) leaves its folders, which the next zygote to start removes
+    (remove_orphaned_private_folders): test runs had left 516 in the temporary folder."""
+    return tempfile.mkdtemp(prefix=f"htam-{role}-compile-{os.getpid()}-")
+
+
+_PRIVATE_FOLDER = re.compile(r"htam-[a-z]+-compile-(\d+)-.+")
+
+
+def remove_orphaned_private_folders() -> int:
+    """Remove the temporary folder's sandbox compile-cache folders whose zygote is no longer alive; how
+    many. One of a live process (of any user) is left alone."""
+    root = tempfile.gettempdir()
+    removed = 0
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return 0
+    for name in names:
+        m = _PRIVATE_FOLDER.fullmatch(name)
+        if m is None:
+            continue
+        try:
+            os.kill(int(m.group(1)), 0)
+            continue  # its zygote lives
+        except ProcessLookupError:
+            pass
+        except (PermissionError, OverflowError, ValueError):
+            continue
+        path = os.path.join(root, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+            removed += 1
+    return removed
+
+
 class Zygote:
     def __init__(self, fd: int):
         self.sock = socket.socket(fileno=fd)
@@ -166,7 +206,7 @@ class Zygote:
 
     def fork(self, role: str, device: str, bounds: dict[str, Any]) -> None:
         judge_end, child_end = socket.socketpair()
-        private = tempfile.mkdtemp(prefix=f"htam-{role}-compile-")
+        private = private_folder(role)
         pid = os.fork()
         if pid == 0:
             judge_end.close()
@@ -268,6 +308,7 @@ def main() -> int:
     limits.no_core_files()
     limits.make_non_dumpable()
     limits.adopt_orphans()
+    remove_orphaned_private_folders()
     _import_everything()
     import torch
 
