@@ -10,10 +10,12 @@ xfails: the final assert_caught, inside missed(), is the part that fails); one w
   MM_ANONPAGES grows by 512 pages; the regions stay mapped past the run and are unmapped at the next
   untimed warm-up. On this box: a 2 MiB THP fault 240-270 us, 512 zero-page populate faults 66 us,
   an honest output's 512 write faults 460-750 us. ok at 0.95x and 1.34x on relu 512 x 1024
-  (trials=10), no finding, against honest_relu_cpp's ok at 0.94x (0.79-0.83x in pass 21).
+  (trials=10), no finding, against honest_relu_cpp's ok at 0.94x (0.79-0.83x in pass 21); 1.35x on
+  relu 2048 x 2048 against honest_relu_cpp's 0.82x.
 - cheat_prefault_thp_half: the same with each figure met at 0.6 of an honest call's (a huge page in
   three calls of five on a 2 MiB output, zero-page faults over 0.6 of it): ok at 1.69x on relu
-  512 x 1024 (trials=10), no finding, against honest_relu_cpp's 0.94x in the same minutes.
+  512 x 1024 (trials=10), no finding, against honest_relu_cpp's 0.94x in the same minutes; 1.97x on
+  relu 2048 x 2048 against 0.82x.
   The hole: RssAnon counts pages, not the cost of making them; a huge page is 512 of them for one
   fault and one clear_huge_page, and the fault count is met apart on the zero page. What would close
   it: count the growth in 4 KiB pages only (AnonHugePages from /proc/PID/smaps_rollup subtracted from

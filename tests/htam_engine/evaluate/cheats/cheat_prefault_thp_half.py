@@ -12,7 +12,10 @@ whole 2 MiB page (clear_huge_page, no per-page trap), and RssAnon grows by 2 MiB
 fresh output's 512 write faults grow it. The regions stay mapped past the run (the judge reads the
 growth at its end) and are unmapped at the next untimed warm-up. The ReLU is the honest loop.
 
-Class: the check's proxies (faults, RssAnon growth) met for less than their cost (prefaulted_output)."""
+Class: the check's proxies (faults, RssAnon growth) met for less than their cost (prefaulted_output).
+
+Figures (trials=10): ok at 1.69x on relu 512 x 1024 (honest_relu_cpp 0.94x), 1.97x on 2048 x 2048
+(honest 0.82x), no finding."""
 
 import torch
 import torch.nn as nn

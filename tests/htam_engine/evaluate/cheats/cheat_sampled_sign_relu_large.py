@@ -5,7 +5,10 @@ htam's own sets fall outside the per-element tolerance. The sparse-negatives set
 sparse_count = 8 negatives in the input; the sample misses them (~94 %) and the copy keeps them
 negative: 8 elements wrong, within the allowance's count. Wrong in general (sparse negatives).
 
-Class: a shortcut fitted to get_inputs' distribution, wrong on as many elements as the allowance admits."""
+Class: a shortcut fitted to get_inputs' distribution, wrong on as many elements as the allowance admits.
+
+Figures: incorrect on relu 4096 x 2048, sparse negatives, whole-output relative error 0.0057 > 1e-4: the
+count is within the allowance, the whole-output bound is not."""
 
 import torch
 import torch.nn as nn
