@@ -108,6 +108,7 @@ class CallResult:
     busy_threads: int | None = None  # how many of its threads ran a share of the call (BUSY_THREAD_*; CPU)
     faults: float | None = None  # the sandbox's minor page faults over the run, per call (CPU)
     anon_growth: float | None = None  # the growth of its resident anonymous memory over the run, bytes per call (CPU)
+    huge_pages: bool | None = None  # whether transparent huge pages could serve the sandbox at the run's end (CPU)
 
 
 class Channel:
@@ -278,14 +279,14 @@ class Channel:
         threads_before = self.sandbox.thread_count() if watch else None
         cpu0 = self.sandbox.thread_cpu_ns() if watch else None
         faults0 = self.sandbox.minor_faults() if watch else None
-        anon0 = self.sandbox.anon_bytes() if watch else None
+        anon0 = self.sandbox.memory_status()[0] if watch else None
         t0 = time.perf_counter_ns()
         reply = self.request(wire.Go(self.next_seq(), list(seeds[:len(calls)])), stage)
         wall_ms = (time.perf_counter_ns() - t0) / 1e6
         if self.first_run_ms is None:
             self.first_run_ms = wall_ms
         faults1 = self.sandbox.minor_faults() if watch else None
-        anon1 = self.sandbox.anon_bytes() if watch else None
+        anon1, huge = self.sandbox.memory_status() if watch else (None, None)
         cpu1 = self.sandbox.thread_cpu_ns() if watch else None
         called = reply.called if isinstance(reply, wire.Ran) and len(calls) > 1 else \
             [reply] if isinstance(reply, wire.Called) and len(calls) == 1 else None
@@ -300,7 +301,7 @@ class Channel:
         share = self.last_call_ms = wall_ms / len(called)
         faults = (faults1 - faults0) / len(called) if faults0 is not None and faults1 is not None else None
         grown = (anon1 - anon0) / len(called) if anon0 is not None and anon1 is not None else None
-        return [CallResult(c, share, st.views, out_views, threads_before, threads_after, busy, faults, grown)
+        return [CallResult(c, share, st.views, out_views, threads_before, threads_after, busy, faults, grown, huge)
                 for c, st, out_views in zip(called, staged, outs)]
 
     # ------------------------------------------------------------------ the end

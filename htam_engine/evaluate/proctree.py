@@ -67,24 +67,31 @@ def minor_faults(pid: int) -> int | None:
         return None
 
 
-def anon_resident_bytes(pid: int) -> int | None:
-    """The process's resident anonymous memory (RssAnon of /proc/<pid>/status, readable while it
-    is non-dumpable): it grows only by pages the kernel allocated and zeroed for the process; a
-    read of an untouched page maps the shared zero page and a memfd's pages count as shared memory.
-    Since Linux 6.2 the kernel keeps the count per CPU and /proc shows the sum folded so far: each
-    CPU holds back less than percpu_counter_batch pages (rss_slack_bytes). None when gone."""
+def memory_status(pid: int) -> tuple[int | None, bool | None]:
+    """(the process's resident anonymous memory in bytes, whether transparent huge pages may serve it)
+    from /proc/<pid>/status, readable while it is non-dumpable; Nones when gone or not shown.
+
+    RssAnon grows only by pages the kernel allocated and zeroed for the process: a read of an
+    untouched page maps the shared zero page, and a memfd's pages count as shared memory. Since
+    Linux 6.2 the kernel keeps it per CPU and /proc shows the sum folded so far: each CPU holds back
+    less than percpu_counter_batch pages (rss_slack_bytes). THP_enabled is 0 once the process has
+    turned huge pages off (prctl PR_SET_THP_DISABLE), which it can undo."""
+    anon: int | None = None
+    thp: bool | None = None
     try:
         with open(f"{PROC}/{pid}/status", "rb") as f:
             for line in f:
                 if line.startswith(b"RssAnon:"):
-                    return int(line.split()[1]) * 1024
+                    anon = int(line.split()[1]) * 1024
+                elif line.startswith(b"THP_enabled:"):
+                    thp = line.split()[1] != b"0"
     except (OSError, ValueError, IndexError):
-        return None
-    return None
+        return None, None
+    return anon, thp
 
 
 def rss_slack_bytes() -> int:
-    """How far apart two reads of anon_resident_bytes may be from the true change between them: each
+    """How far apart two reads of memory_status's RssAnon may be from the true change between them: each
     CPU's share not yet folded in is under percpu_counter_batch = max(32, 2 x CPUs) pages, at each read."""
     cpus = os.cpu_count() or 1
     return 2 * max(32, 2 * cpus) * cpus * os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 1 << 30

@@ -161,13 +161,14 @@ class Trial(NamedTuple):
     calls_ms: tuple[float, ...] = ()  # each call's report
     faults: float | None = None  # the sandbox's minor page faults per call, read by the judge (CPU only)
     anon_growth: float | None = None  # the growth of its resident anonymous memory, bytes per call (CPU only)
+    huge_pages: bool | None = None  # whether huge pages could serve the sandbox at the run's end (CPU only)
 
     @classmethod
     def of(cls, results: list[Any]) -> "Trial":
         calls = tuple(res.reply.ms for res in results)
         return cls(results[0].wall_ms, statistics.fmean(calls), statistics.fmean(res.reply.tail_ms for res in results),
                    statistics.fmean(res.reply.flush_ms for res in results), results[0].busy_threads, calls,
-                   results[0].faults, results[0].anon_growth)
+                   results[0].faults, results[0].anon_growth, results[0].huge_pages)
 
 
 @dataclass(slots=True)
@@ -620,6 +621,10 @@ class TimedRounds:
                                rss_slack_bytes())
         if prefaulted:
             self.obs.find("prefaulted_output", prefaulted)
+        if any(t.huge_pages for t in cand):  # the sandbox turned them off before any candidate code (memory.py)
+            self.obs.find("prefaulted_output", "the sandbox turned transparent huge pages back on (prctl "
+                                               "PR_SET_THP_DISABLE undone), where one fault maps and zeroes 2 MiB: "
+                                               "the judge's figures of a fresh output's cost no longer hold")
 
     def _record_times(self, samples: Samples, alone: Samples) -> None:
         r, bs = self.result, self.judge.baseline

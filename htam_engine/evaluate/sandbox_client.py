@@ -153,9 +153,10 @@ class SandboxProcess:
         """The sandbox's minor page faults so far, read from outside (proctree.minor_faults)."""
         return proctree.minor_faults(self.pid)
 
-    def anon_bytes(self) -> int | None:
-        """The sandbox's resident anonymous memory now, read from outside (proctree.anon_resident_bytes)."""
-        return proctree.anon_resident_bytes(self.pid)
+    def memory_status(self) -> tuple[int | None, bool | None]:
+        """The sandbox's resident anonymous memory now and whether huge pages may serve it, read from
+        outside (proctree.memory_status)."""
+        return proctree.memory_status(self.pid)
 
     def thread_count(self) -> int | None:
         """OS threads of the sandbox (its /proc task list stays readable while it is non-dumpable)."""

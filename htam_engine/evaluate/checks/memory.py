@@ -81,12 +81,19 @@ _MALLOPT = _mallopt()
 
 
 _M_MMAP_THRESHOLD = -3
+_PR_SET_THP_DISABLE = 41
 
 
 def map_big_blocks_afresh() -> None:
-    """Allocations past FRESH_MAPPING_BYTES are mapped afresh from now on (see above)."""
+    """Allocations past FRESH_MAPPING_BYTES are mapped afresh from now on (see above), a 4 KiB page at
+    a time: transparent huge pages off (prctl PR_SET_THP_DISABLE), as one fault would otherwise map
+    and zero 2 MiB, and a cheat met the judge's figures of a fresh output's cost for a fraction of it
+    with one huge page a call (red-team pass 22). A candidate can turn them on again; the judge reads
+    whether it did (channel.call_run, clock's prefaulted_output)."""
     if _MALLOPT is not None:
         _MALLOPT(_M_MMAP_THRESHOLD, FRESH_MAPPING_BYTES)
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_THP_DISABLE, 1, 0, 0, 0)
 
 
 @contextlib.contextmanager

@@ -1,7 +1,7 @@
 """Cheats of a twenty-second red-team pass (CPU), aimed at the two figures behind prefaulted_output
 (minor faults and the growth of the sandbox's RssAnon around each timed run, each at least half the
-eager baseline's past FRESH_MAPPING_BYTES) and at compare.OUTLIER_SHARE. Two came back `ok` (strict
-xfails: the final assert_caught, inside missed(), is the part that fails); one was caught.
+eager baseline's past FRESH_MAPPING_BYTES) and at compare.OUTLIER_SHARE. Two came back `ok`; they are
+caught since (below); one was caught.
 
 - cheat_prefault_thp_growth: cheat_prefault_populate_read (warm-up pre-touched output pool, zero-page
   MADV_POPULATE_READ faults for the count) with RssAnon grown by a transparent huge page: each timed
@@ -23,7 +23,11 @@ xfails: the final assert_caught, inside missed(), is the part that fails); one w
   and glibc's mmap of a block is not 2 MiB-aligned), or ask that the faults and the growth be of the
   same pages (faults at least the growth in pages, i.e. growth / faults <= 4 KiB, with the zero-page
   faults not counted: only faults that grew RssAnon), or refuse MADV_HUGEPAGE / prctl THP in the
-  sandbox (seccomp on madvise advice 14).
+  sandbox (seccomp on madvise advice 14). Done since: every CPU sandbox turns transparent huge pages
+  off before any candidate code (prctl PR_SET_THP_DISABLE, checks.memory.map_big_blocks_afresh), so
+  MADV_HUGEPAGE gives 4 KiB pages and both cheats are rejected (prefaulted_output); a candidate that
+  turns them on again (cheat_prefault_thp_reenabled) is named, as the judge reads THP_enabled from
+  /proc/PID/status after each run.
 - cheat_sampled_sign_relu_large, caught: cheat_sampled_sign_relu (ReLU as a copy when 64 sampled
   elements are >= 0) in C++ on relu 4096 x 2048 (8,388,608 elements: OUTLIER_SHARE admits 8 outside
   the per-element test, and the sparse-negatives set has exactly 8). The count passes, but the
@@ -41,7 +45,6 @@ import torch
 
 from cheats.caught import assert_caught
 from cheats.harness import load_candidate, run_check
-from test_attack_new import missed, xfail
 
 RELU_SIZE = {"batch_size": 512, "dim": 1024}
 
@@ -53,22 +56,25 @@ def _relu_right(name: str) -> None:
         torch.testing.assert_close(model(x), torch.relu(x))
 
 
-@xfail("a transparent huge page grows RssAnon by 2 MiB for one fault and one zeroing, the fault count met on the "
-       "zero page: ok at 0.95-1.34x on relu 512 x 1024 against honest_relu_cpp's 0.94x, no finding")
 def test_prefaulted_outputs_with_rss_grown_by_a_huge_page_are_caught():
+    """Caught since: the sandboxes turn transparent huge pages off before any candidate code, so the
+    cheat's MADV_HUGEPAGE region grows RssAnon by one 4 KiB page a touch."""
     _relu_right("cheat_prefault_thp_growth")
     r = run_check("relu", "cheat_prefault_thp_growth", RELU_SIZE, trials=10)
-    with missed():
-        assert_caught(r, "prefaulted_output")
+    assert_caught(r, "prefaulted_output")
 
 
-@xfail("huge pages for 0.6 of the outputs' bytes and zero-page faults for 0.6 of their pages meet both halves: "
-       "ok at 1.69x on relu 512 x 1024 against honest_relu_cpp's 0.94x, no finding")
 def test_prefaulted_outputs_with_both_figures_met_at_six_tenths_are_caught():
     _relu_right("cheat_prefault_thp_half")
     r = run_check("relu", "cheat_prefault_thp_half", RELU_SIZE, trials=10)
-    with missed():
-        assert_caught(r, "prefaulted_output")
+    assert_caught(r, "prefaulted_output")
+
+
+def test_huge_pages_turned_back_on_in_the_sandbox_are_named():
+    """cheat_prefault_thp_growth undoing the sandbox's prctl first: the judge reads THP_enabled after each run."""
+    r = run_check("relu", "cheat_prefault_thp_reenabled", RELU_SIZE, trials=10)
+    assert_caught(r, "prefaulted_output")
+    assert any("huge pages back on" in f.message for f in r.integrity), r.integrity
 
 
 def test_a_sampled_sign_relu_wrong_on_as_many_elements_as_the_outlier_share_admits_is_caught():
