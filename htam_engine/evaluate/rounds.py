@@ -43,7 +43,7 @@ from htam_engine.evaluate import wire
 from htam_engine.evaluate.channel import Channel, Staging, fresh_seed
 from htam_engine.evaluate.checks.compare import compare_outputs, tensors
 from htam_engine.evaluate.checks.inputs import draw
-from htam_engine.evaluate.checks.memory import FRESH_MAPPING_BYTES, aliased_outputs, tensor_leaves
+from htam_engine.evaluate.checks.memory import FRESH_MAPPING_BYTES, aliased_outputs, nbytes, tensor_leaves
 from htam_engine.evaluate.checks.observe import (Observations, candidate_output, check_mutation, check_precision,
                                                  nonfinite, record_notes)
 from htam_engine.evaluate.checks.sequence import (CandidateFailed, CheckRun, HarnessFault, RunSet, Stop,
@@ -284,9 +284,10 @@ class TimedRounds:
         self.cpu_snapshots: list[CpuSnapshot] = []
         with judge.lock.checking():
             first = self._round_set(0, checks.reference_mutates)
-        out_bytes = sum(t.numel() * t.element_size() for t in tensors(first.ref_out))
-        self.fresh_out_bytes = sum(b for b in (t.numel() * t.element_size() for t in tensors(first.ref_out))
-                                   if b > FRESH_MAPPING_BYTES)
+        leaf_bytes = [nbytes(t) for t in tensors(first.ref_out)]
+        out_bytes = sum(leaf_bytes)
+        # the leaves a sandbox maps afresh (checks.memory): what an honest forward faults in (clock.fresh_*_check)
+        self.fresh_out_bytes = sum(b for b in leaf_bytes if b > FRESH_MAPPING_BYTES)
         # A reference that changes its inputs re-draws each set before it is staged (_staged): one at a time.
         self.per_run = 1 if checks.reference_mutates else \
             trials_per_run(input_bytes(first.values), out_bytes, trials)
