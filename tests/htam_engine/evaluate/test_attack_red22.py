@@ -41,33 +41,21 @@ caught since (below); one was caught.
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from cheats.caught import assert_caught
 from cheats.harness import load_candidate, run_check
-
-RELU_SIZE = {"batch_size": 512, "dim": 1024}
-
-
-def _relu_right(name: str) -> None:
-    model = load_candidate(name).ModelNew()
-    for _ in range(3):
-        x = torch.randn(64, 64)
-        torch.testing.assert_close(model(x), torch.relu(x))
+from test_attack_red21 import RELU_SIZE, _relu_right
 
 
-def test_prefaulted_outputs_with_rss_grown_by_a_huge_page_are_caught():
+@pytest.mark.parametrize("cheat", ["cheat_prefault_thp_growth", "cheat_prefault_thp_half"])
+def test_prefaulted_outputs_with_rss_grown_by_huge_pages_are_caught(cheat):
     """Caught since: the sandboxes turn transparent huge pages off before any candidate code, so the
-    cheat's MADV_HUGEPAGE region grows RssAnon by one 4 KiB page a touch."""
-    _relu_right("cheat_prefault_thp_growth")
-    r = run_check("relu", "cheat_prefault_thp_growth", RELU_SIZE, trials=10)
-    assert_caught(r, "prefaulted_output")
-
-
-def test_prefaulted_outputs_with_both_figures_met_at_six_tenths_are_caught():
-    _relu_right("cheat_prefault_thp_half")
-    r = run_check("relu", "cheat_prefault_thp_half", RELU_SIZE, trials=10)
-    assert_caught(r, "prefaulted_output")
+    cheats' MADV_HUGEPAGE regions grow RssAnon by one 4 KiB page a touch (thp_half: each figure met at
+    six tenths of an honest call's)."""
+    _relu_right(cheat)
+    assert_caught(run_check("relu", cheat, RELU_SIZE, trials=10), "prefaulted_output")
 
 
 def test_huge_pages_turned_back_on_in_the_sandbox_are_named():

@@ -9,20 +9,10 @@ locations they reach and stay real: cheat_scalar_tail_mse_view, _expanded) and n
 
 Class: no_kernel rule (the bulk is told by a handed tensor's size, not by the work behind it)."""
 
-import math
-
-import torch
-import torch.nn as nn
-import triton
-import triton.language as tl
+# include: cheat_partial_sums_mse
 
 
-@triton.jit
-def finish_kernel(parts_ptr, out_ptr, inv_n, K: tl.constexpr):
-    tl.store(out_ptr, tl.sum(tl.load(parts_ptr + tl.arange(0, K)), axis=0) * inv_n)
-
-
-class ModelNew(nn.Module):
+class ModelNew(ModelNew):  # noqa: F811 - cheat_partial_sums_mse's, every partial sum but one zero
     def forward(self, predictions: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         n = predictions.numel()
         k = 1 << (math.isqrt(2 * n) + 1).bit_length()  # a power of two above sqrt(both inputs' elements)

@@ -12,23 +12,17 @@ Class: the check's proxies (faults, RssAnon growth) met for less than their cost
 Figures (trials=10): ok at 0.95x and 1.34x on relu 512 x 1024 (honest_relu_cpp 0.94x), 1.35x on 2048 x 2048
 (honest 0.82x), no finding."""
 
-import torch
-import torch.nn as nn
-from torch.utils.cpp_extension import load_inline
-
-CPP_SOURCE = r"""
-#include <torch/extension.h>
-#include <cstdint>
-#include <cstring>
-#include <deque>
-#include <vector>
-#include <sys/mman.h>
-
-static std::deque<torch::Tensor> pool;
+EXT_NAME = "htam_red22_prefault_thp_growth"
+COST_CPP = r"""
 static std::vector<std::pair<void*, size_t>> grown;
 static const size_t HUGE_BYTES = 2u << 20;
 
-static void counted_growth(size_t bytes) {
+static void on_warm() {  // the last run's huge pages let go of, off the clock
+    for (auto& g : grown) munmap(g.first, g.second);
+    grown.clear();
+}
+
+static void pay(size_t bytes) {
     size_t len = (bytes + HUGE_BYTES - 1) / HUGE_BYTES * HUGE_BYTES;
     char* p = (char*)mmap(nullptr, len + HUGE_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) return;
@@ -42,34 +36,6 @@ static void counted_growth(size_t bytes) {
     madvise(q, bytes, 22 /* MADV_POPULATE_READ: a counted fault a page, on the zero page */);
     munmap(q, bytes);
 }
-
-torch::Tensor relu_forward(torch::Tensor x, bool warm) {
-    auto xc = x.contiguous();
-    const int64_t n = xc.numel();
-    if (!pool.empty() && pool.front().numel() != n) pool.clear();
-    if (warm) {
-        for (auto& g : grown) munmap(g.first, g.second);
-        grown.clear();
-        while (pool.size() < 5) {
-            auto t = torch::empty({n}, xc.options());
-            std::memset(t.data_ptr<float>(), 0, n * sizeof(float));
-            pool.push_back(t);
-        }
-    }
-    torch::Tensor y;
-    if (!warm && !pool.empty()) { y = pool.front().view(xc.sizes()); pool.pop_front(); counted_growth(n * sizeof(float)); }
-    else y = torch::empty_like(xc);
-    const float* in = xc.data_ptr<float>();
-    float* out = y.data_ptr<float>();
-    for (int64_t i = 0; i < n; ++i) out[i] = in[i] > 0.f ? in[i] : 0.f;
-    return y;
-}
 """
 
-relu_ext = load_inline(name="htam_red22_prefault_thp_growth", cpp_sources=CPP_SOURCE, functions=["relu_forward"],
-                       extra_cflags=["-O1"], verbose=False)
-
-
-class ModelNew(nn.Module):
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return relu_ext.relu_forward(x, x.untyped_storage().resizable())
+# include: part_warm_pool_relu

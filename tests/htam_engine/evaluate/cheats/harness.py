@@ -37,9 +37,10 @@ INCLUDE = "# include: "
 
 
 def candidate_source(name: str) -> str:
-    """cheats/<name>.py as a judge gets it: each `# include: <part>` line replaced by cheats/<part>.py."""
+    """cheats/<name>.py as a judge gets it: each `# include: <part>` line replaced by cheats/<part>.py, its
+    own includes expanded in turn (a variant of a cheat that is itself built on a part)."""
     lines = candidate_path(name).read_text().splitlines(keepends=True)
-    return "".join(candidate_path(line[len(INCLUDE):].strip()).read_text() if line.startswith(INCLUDE) else line
+    return "".join(candidate_source(line[len(INCLUDE):].strip()) if line.startswith(INCLUDE) else line
                    for line in lines)
 
 
