@@ -55,6 +55,8 @@ SETTINGS: tuple[Setting, ...] = (
             "CPU seconds any one sandbox process may use (a backstop, not the timeout)"),
     Setting("sandbox_file_mb", "evaluate", "HTAM_SANDBOX_FILE_MB", int, 4096,
             "largest file a sandbox process (a candidate, its compiler) may write, in MB (0: no limit)"),
+    Setting("sandbox_confine_writes", "evaluate", "HTAM_SANDBOX_CONFINE_WRITES", bool, True,
+            "a sandbox writes only beneath its own folders (Linux Landlock; off: wherever its user may)"),
     Setting("debug", "cli", "HTAM_DEBUG", bool, False, "print tracebacks instead of one-line errors"),
     Setting("model", "model", "HTAM_MODEL", str, "gpt-4o-mini", "model name at the endpoint"),
     Setting("base_url", "model", "HTAM_BASE_URL", str, "", "OpenAI-compatible endpoint (also OPENAI_BASE_URL)"),
@@ -205,6 +207,10 @@ def sandbox_file_mb() -> int | None:
     """The largest file a sandbox may write (MB), or None for no limit."""
     mb = int(value("sandbox_file_mb"))
     return mb if mb > 0 else None
+
+
+def sandbox_confine_writes() -> bool:
+    return bool(value("sandbox_confine_writes"))
 
 
 def debug() -> bool:

@@ -18,10 +18,25 @@ from typing import Any, Iterator
 from htam_engine import settings
 
 
+# The cache's folders: extension builds per candidate key, candidate files, lock files and
+# precompiled headers (pch.py). A sandbox's build writes into these and nowhere else in the cache
+# (SANDBOX_WRITABLE; landlock.py).
+BUILD, CANDIDATES, LOCKS, PCH = "build", "candidates", "locks", "pch"
+SANDBOX_WRITABLE = (BUILD, CANDIDATES, LOCKS, PCH)
+
+
 def cache_dir() -> Path:
     root = settings.cache_dir()
     root.mkdir(parents=True, exist_ok=True)
     return root
+
+
+def sandbox_writable_folders() -> list[str]:
+    """The cache's folders a sandbox may write beneath (SANDBOX_WRITABLE), made where missing."""
+    folders = [cache_dir() / name for name in SANDBOX_WRITABLE]
+    for folder in folders:
+        folder.mkdir(parents=True, exist_ok=True)
+    return [str(f) for f in folders]
 
 
 def sha256_text(*parts: str) -> str:
@@ -39,7 +54,7 @@ def candidate_key(code: str, backend: str, device_kind: str, torch_version: str)
 
 def build_dir(key: str) -> Path:
     """The per-candidate folder that load_inline builds into."""
-    path = cache_dir() / "build" / key
+    path = cache_dir() / BUILD / key
     path.mkdir(parents=True, exist_ok=True)
     return path
 
@@ -50,7 +65,7 @@ def built_marker(key: str) -> Path:
 
 
 def _lock_path(name: str) -> Path:
-    path = cache_dir() / "locks" / f"{name}.lock"
+    path = cache_dir() / LOCKS / f"{name}.lock"
     path.parent.mkdir(parents=True, exist_ok=True)
     return path
 

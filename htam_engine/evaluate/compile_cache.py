@@ -20,7 +20,7 @@ import types
 from typing import Any, Callable
 
 from htam_engine.evaluate import pch
-from htam_engine.evaluate.cache import build_dir, cache_dir
+from htam_engine.evaluate.cache import CANDIDATES, build_dir, cache_dir
 from htam_engine.storage import atomic_write_text
 
 _CUDA_SUFFIXES = (".cu", ".cuh")
@@ -105,7 +105,7 @@ def clear_stale_batons(folder: os.PathLike) -> None:
 
 
 def candidate_file(key: str):
-    return cache_dir() / "candidates" / f"candidate_{key}.py"
+    return cache_dir() / CANDIDATES / f"candidate_{key}.py"
 
 
 def import_candidate(code: str, key: str) -> types.ModuleType:

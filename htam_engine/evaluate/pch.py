@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from htam_engine import settings
-from htam_engine.evaluate.cache import cache_dir, file_lock, sha256_text
+from htam_engine.evaluate.cache import PCH, cache_dir, file_lock, sha256_text
 from htam_engine.storage import atomic_write_text
 
 ENV_SWITCH = settings.BY_KEY["pch"].env
@@ -142,7 +142,7 @@ def include_dir(extra_cflags: object, with_cuda: bool, build_name: str,
     try:
         if _compiler() is None:
             return None
-        folder = cache_dir() / "pch" / pch_key(flags, with_cuda)
+        folder = cache_dir() / PCH / pch_key(flags, with_cuda)
         link_header(folder, with_cuda)
         if settled(folder) or not _recurring(folder, build_name):
             return folder

@@ -16,6 +16,7 @@ running as the same user cannot ptrace it to reach sandboxes forked later.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import re
@@ -28,7 +29,7 @@ import sys
 import tempfile
 from typing import Any
 
-from htam_engine.evaluate import limits, seccomp
+from htam_engine.evaluate import landlock, limits, seccomp
 
 SWEEP_S = 0.5
 
@@ -101,6 +102,13 @@ def renew_private_compile_caches() -> None:
             shutil.rmtree(os.path.join(root, entry), ignore_errors=True)
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(fresh, "inductor")
     os.environ["TRITON_CACHE_DIR"] = os.path.join(fresh, "triton")
+    # A build outside the shared cache's key (a candidate's load_inline after its import) and every
+    # compiler's and tempfile's scratch go here too: a sandbox writes nowhere else (landlock.py).
+    os.environ["TORCH_EXTENSIONS_DIR"] = os.path.join(fresh, "torch_extensions")
+    scratch = os.path.join(fresh, "tmp")
+    os.makedirs(scratch, exist_ok=True)
+    os.environ["TMPDIR"] = scratch
+    tempfile.tempdir = scratch  # the zygote's tempfile had settled on the machine's own
 
 
 def _child(sock: socket.socket, zygote_sock: socket.socket, role: str, device: str, bounds: dict[str, Any],
@@ -132,6 +140,10 @@ def _child(sock: socket.socket, zygote_sock: socket.socket, role: str, device: s
         unfiltered = seccomp.install()  # ... and nothing it starts can leave it (seccomp.py)
         if unfiltered:
             print(f"htam sandbox: {unfiltered}: processes cloned beside it are not prevented", file=sys.stderr)
+        # ... nor write outside its folders (unless a site turned that off: sandbox_confine_writes)
+        unconfined = confine_writes(private) if bounds.get("confine_writes", True) else None
+        if unconfined:
+            print(f"htam sandbox: {unconfined}: it may write wherever its user may", file=sys.stderr)
         _close_all_but(0, 1, 2, sock.fileno())
         limits.apply_sandbox_limits()
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -146,6 +158,22 @@ def _child(sock: socket.socket, zygote_sock: socket.socket, role: str, device: s
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
+
+
+def confine_writes(private: str) -> str | None:
+    """landlock.install for a sandbox: it may write beneath its compile caches' folder `private`,
+    the shared cache's folders a build writes (cache.SANDBOX_WRITABLE) and /dev/shm, and into a
+    diagnostic trace file where one is asked for (SANDBOX_TRACE_ENV, made now if missing). None
+    once installed, else why not."""
+    from htam_engine.evaluate.cache import sandbox_writable_folders
+    from htam_engine.settings import SANDBOX_TRACE_ENV
+
+    files = []
+    trace = os.environ.get(SANDBOX_TRACE_ENV)
+    if trace:
+        with contextlib.suppress(OSError), open(trace, "a"):
+            files.append(trace)
+    return landlock.install([private, *sandbox_writable_folders(), "/dev/shm"], files)
 
 
 def private_folder(role: str) -> str:

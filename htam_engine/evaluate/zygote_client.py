@@ -34,13 +34,14 @@ class SandboxLimits:
     cpu_threads: int | None = None  # torch/OpenMP threads (the reference sandbox gets the same)
     file_mb: int | None = None  # RLIMIT_FSIZE: the largest file it may write (the sandbox_file_mb setting)
     compile_threads: int | None = None  # torch.compile's worker processes (TORCHINDUCTOR_COMPILE_THREADS)
+    confine_writes: bool = True  # writes only beneath its own folders (landlock.py; the sandbox_confine_writes setting)
 
     @classmethod
     def of(cls, config: Any, device: str, role: str = "candidate") -> "SandboxLimits":
         as_mb = config.memory_limit_mb if role == "candidate" and not device.startswith("cuda") else None
         threads = config.cpu_threads if not device.startswith("cuda") else None
         return cls(int(as_mb) if as_mb else None, int(threads) if threads else None, settings.sandbox_file_mb(),
-                   compile_threads())
+                   compile_threads(), settings.sandbox_confine_writes())
 
 
 def compile_threads() -> int:

@@ -21,7 +21,7 @@ import pytest
 from cheats.harness import run_check
 from cheats.isolated import isolated_judge
 from htam_engine.evaluate.result import Status
-from test_attack_new import honest_ok, missed, xfail
+from test_attack_new import honest_ok
 
 OK = Status.OK
 
@@ -48,14 +48,15 @@ def test_a_wrapper_planted_in_the_spare_sandboxs_private_cache_does_not_change_t
     assert after.status is OK, (after.status, after.diagnostics.message)
 
 
-@xfail("a judge's reference sandbox compiles the torch.compile baseline in a folder it made when it loaded the "
-       "problem (zygote.renew_private_compile_caches), while that judge's candidate is stopped, but a candidate of "
-       "another judge on the machine (htam batch --jobs N) is not, and every sandbox is a process of one user: it watches the "
-       "shared temporary folder for a new htam-reference-compile-* folder and writes a wrapper slowed by 20 ms "
-       "there under the hash inductor will look for, which the reference sandbox then loads as it is. The other "
-       "judge's honest ReLU: torch.compile baseline 20.5 ms against 0.05 ms, speedup_compile 12.7x against "
-       "0.03x, and 13.5x again on its next evaluation (the reference sandbox compiles once per judge); no finding")
 def test_a_wrapper_planted_in_another_judges_reference_cache_does_not_slow_its_compile_baseline(own_tmp):
+    """A judge's reference sandbox compiles the torch.compile baseline in a folder it made when it
+    loaded the problem, while that judge's candidate is stopped, but a candidate of another judge on
+    the machine (htam batch --jobs N) is not, and every sandbox is a process of one user: the cheat
+    watches the shared temporary folder for a new htam-reference-compile-* folder and writes a wrapper
+    slowed by 20 ms there under the hash inductor will look for. The other judge's honest ReLU had a
+    torch.compile baseline of 20.5 ms against 0.05 ms (speedup_compile 12.7x against 0.03x), and 13.5x
+    again on its next evaluation; no finding. A sandbox now writes only beneath its own folders
+    (landlock.py): the writes are refused."""
     with isolated_judge(own_tmp.parent / "clean") as j:
         clean = j.run("relu", "honest_relu_triton", time_compile_baseline=True)
     honest_ok(clean)
@@ -66,15 +67,14 @@ def test_a_wrapper_planted_in_another_judges_reference_cache_does_not_slow_its_c
             r=a.run("relu", "cheat_reference_private_cache", time_compile_baseline=True)))
         beside.start()
         try:
-            threading.Event().wait(3.0)  # the cheat is importing (its own compile, then its watch)
+            threading.Event().wait(12.0)  # the cheat compiles at import (~10 s here), then watches
             honest = b.run("relu", "honest_relu_triton", time_compile_baseline=True)
         finally:
             beside.join()
     honest_ok(honest)
     # Unpoisoned, compiled ReLU on 4 x 256 takes well under a millisecond here; the poison adds 20.
-    with missed():
-        assert honest.compile_ref_runtime_ms is not None and honest.compile_ref_runtime_ms < 10.0, (
-            honest.compile_ref_runtime_ms, honest.speedup_compile)
+    assert honest.compile_ref_runtime_ms is not None and honest.compile_ref_runtime_ms < 10.0, (
+        honest.compile_ref_runtime_ms, honest.speedup_compile)
 
 
 def test_a_forged_out_of_memory_message_on_the_work_checks_runs_gets_no_verdict():

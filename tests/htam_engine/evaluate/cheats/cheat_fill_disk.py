@@ -1,6 +1,7 @@
-"""Cheat (disk): an honest kernel that also leaves 256 MB behind in the cache folder (the one
-the judge, every later sandbox and the compile cache share). Nothing bounds what a sandbox may
-write or cleans up after it; repeated, this fills the disk under every later evaluation.
+"""Cheat (disk): an honest kernel that also leaves 256 MB behind in the cache's build folder (the
+one every later sandbox's extension builds share, which a sandbox may write: landlock.py). Nothing
+bounded what a sandbox may write or cleaned up after it; repeated, this fills the disk under every
+later evaluation.
 
 Class: resource limits (disk)."""
 
@@ -12,7 +13,7 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 
-JUNK = Path(os.environ.get("HTAM_CACHE_DIR", Path.home() / ".cache" / "htam")) / "junk.bin"
+JUNK = Path(os.environ.get("HTAM_CACHE_DIR", Path.home() / ".cache" / "htam")) / "build" / "junk.bin"
 with open(JUNK, "wb") as fh:
     block = b"\0" * (1 << 20)
     for _ in range(256):

@@ -15,7 +15,11 @@ reports a torch.compile speedup hundreds of times too high. The candidate itself
 Triton ReLU.
 
 A sandbox compiles in a caches-* folder it makes under its root when its first request comes
-(zygote.renew_private_compile_caches): the watch plants there too.
+(zygote.renew_private_compile_caches): the watch plants there too. Its temporary folder is inside
+its own caches: the watch looks beside them.
+
+Caught since every sandbox may write only beneath its own folders (evaluate/landlock.py): the
+writes into the other sandbox's folder are refused and the baseline is unchanged.
 
 Class: baseline poisoning (files the sandbox can write: a sibling judge's reference sandbox's
 private compile cache)."""
@@ -55,18 +59,28 @@ def _slowed_modules() -> dict[Path, str]:
     return slowed
 
 
-TMP = Path(tempfile.gettempdir())  # the zygote's temporary folder, where every sandbox's caches are
+# The zygote's temporary folder, where every sandbox's caches are: the folder holding this sandbox's
+# own (its TMPDIR points inside them, <tmp>/htam-candidate-compile-*/caches-*/tmp, so
+# tempfile.gettempdir() alone would not find the others).
+OWN = next((p for p in Path(tempfile.gettempdir()).parents if p.name.startswith("htam-candidate-compile-")),
+           Path(tempfile.gettempdir()) / "htam-candidate-compile-0-x")
+TMP = OWN.parent
+# htam-<role>-compile-<zygote pid>-*: this candidate's own judge's reference sandbox is not the target
+OWN_JUDGES = f"htam-reference-compile-{OWN.name.split('-')[3]}-"
 SEEN = set(TMP.glob("htam-reference-compile-*"))  # before this candidate's own compile
 
 
 def watch_and_plant(modules: dict[Path, str], wait_s: float = 60.0) -> int:
-    """Plant the modules into the compile folder of every reference sandbox made since import, once
-    it made the folder it compiles in (renew_private_compile_caches: caches-* in its root)."""
+    """Plant the modules into every compile folder a reference sandbox made since import (it makes a
+    caches-* folder in its root at its fork and again when it loads the problem:
+    renew_private_compile_caches), until one it was planted in holds the reference's own compile."""
     deadline = time.monotonic() + wait_s
     planted: set[Path] = set()
     while time.monotonic() < deadline:
         for root in set(TMP.glob("htam-reference-compile-*")) - SEEN:
-            for caches in [*root.glob("caches-*"), root]:
+            if root.name.startswith(OWN_JUDGES):
+                continue
+            for caches in root.glob("caches-*"):
                 if caches in planted:
                     continue
                 planted.add(caches)
@@ -77,7 +91,7 @@ def watch_and_plant(modules: dict[Path, str], wait_s: float = 60.0) -> int:
                         dest.write_text(text)
                     except OSError:
                         pass
-        if any(c.name.startswith("caches-") for c in planted):
+        if any((c / "inductor" / "fxgraph").exists() for c in planted):  # it compiled where the modules are
             return len(planted)
         time.sleep(0.002)
     return 0
