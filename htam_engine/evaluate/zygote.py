@@ -105,6 +105,9 @@ def renew_private_compile_caches() -> None:
     # A build outside the shared cache's key (a candidate's load_inline after its import) and every
     # compiler's and tempfile's scratch go here too: a sandbox writes nowhere else (landlock.py).
     os.environ["TORCH_EXTENSIONS_DIR"] = os.path.join(fresh, "torch_extensions")
+    # the CUDA driver's JIT cache and PyTorch's jiterator kernels, which default to the home folder
+    os.environ["CUDA_CACHE_PATH"] = os.path.join(fresh, "nv")
+    os.environ["PYTORCH_KERNEL_CACHE_PATH"] = os.path.join(fresh, "torch_kernels")
     scratch = os.path.join(fresh, "tmp")
     os.makedirs(scratch, exist_ok=True)
     os.environ["TMPDIR"] = scratch
