@@ -18,7 +18,7 @@ import pytest
 from harness_core_support import TRITON_CHAIN, fast_config
 from htam_engine.evaluate import devicelock
 from htam_engine.evaluate.backend import resolve_backend
-from htam_engine.evaluate.cache import cache_dir
+from htam_engine.evaluate.cache import LOCKS, cache_dir
 from htam_engine.evaluate.devicelock import DeviceLock
 from htam_engine.evaluate.result import Status
 from htam_engine.evaluate.stages import Stage
@@ -45,6 +45,15 @@ def judge():
     j = Judge("cpu", lambda msg: None, env=worker_env("cpu"))
     yield j
     j.close()
+
+
+@pytest.fixture
+def flag():
+    """Where the stand-in candidates below leave a mark that a later sandbox of theirs sees: the cache's
+    lock folder, one of the few a sandbox may write (landlock.py; the test's own folder is not)."""
+    path = cache_dir() / LOCKS / f"test-flag-{uuid.uuid4().hex}"
+    yield path
+    path.unlink(missing_ok=True)
 
 
 def oom_once(flag: str) -> str:
@@ -133,8 +142,8 @@ def test_baseline_warm_ups_hold_the_lock_shared_on_a_gpu(judge, small_problem, m
 
 
 def test_check_out_of_memory_beside_other_checkers_is_checked_again_alone(judge, small_problem, monkeypatch,
-                                                                          tmp_path):
-    stages = _stages(judge, small_problem, monkeypatch, 2, oom_once(str(tmp_path / "flag")))
+                                                                          flag):
+    stages = _stages(judge, small_problem, monkeypatch, 2, oom_once(str(flag)))
     assert stages[:5] == [("compile", False), ("wait_lock", False), ("check", True), ("compile", False),
                           ("check", True)]
     assert stages[5:] == GPU_ORDER[3:]
@@ -165,24 +174,24 @@ class ModelNew(_Fused):
 
 
 def test_an_out_of_memory_on_the_unseen_shape_is_checked_again_alone_not_blamed_on_the_shapes(
-        judge, small_problem, monkeypatch, tmp_path):
+        judge, small_problem, monkeypatch, flag):
     """Seen on the H200: 26_GELU and 36_RMSNorm came back 'fails on input shapes it was not shown'
     when their sandbox's allocator ran out beside another evaluation on the unseen-shape set."""
-    stages = _stages(judge, small_problem, monkeypatch, 2, oom_on_unseen_shape_once(str(tmp_path / "flag")))
-    assert (tmp_path / "flag").exists()  # it did fail once, and was checked again alone to an ok
+    stages = _stages(judge, small_problem, monkeypatch, 2, oom_on_unseen_shape_once(str(flag)))
+    assert flag.exists()  # it did fail once, and was checked again alone to an ok
     assert stages[:5] == [("compile", False), ("wait_lock", False), ("check", True), ("compile", False),
                           ("check", True)]
 
 
-def test_check_out_of_memory_with_the_device_alone_is_a_runtime_error(judge, small_problem, monkeypatch, tmp_path):
-    stages = _stages(judge, small_problem, monkeypatch, 1, oom_once(str(tmp_path / "flag")), Status.RUNTIME_ERROR)
+def test_check_out_of_memory_with_the_device_alone_is_a_runtime_error(judge, small_problem, monkeypatch, flag):
+    stages = _stages(judge, small_problem, monkeypatch, 1, oom_once(str(flag)), Status.RUNTIME_ERROR)
     assert [s for s, _ in stages].count("check") == 1
 
 
-def test_check_out_of_memory_holding_every_unit_is_a_runtime_error(judge, small_problem, monkeypatch, tmp_path):
+def test_check_out_of_memory_holding_every_unit_is_a_runtime_error(judge, small_problem, monkeypatch, flag):
     """Its need was more than the device (1 GiB here): it had every unit, so nothing beside it
     ran it out and it is not checked again."""
-    stages = _stages(judge, small_problem, monkeypatch, 2, oom_once(str(tmp_path / "flag")), Status.RUNTIME_ERROR,
+    stages = _stages(judge, small_problem, monkeypatch, 2, oom_once(str(flag)), Status.RUNTIME_ERROR,
                      total_memory=1 << 30)
     assert [s for s, _ in stages].count("check") == 1
 
