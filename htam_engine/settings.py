@@ -72,7 +72,7 @@ BY_KEY: dict[str, Setting] = {s.key: s for s in SETTINGS}
 # Variables htam sets for its own worker processes (not settings a person gives).
 INTERNAL_ENV = ("HTAM_WORKER_FDS", "HTAM_WORKER_DEVICE", "HTAM_WORKER_LOCK", "HTAM_WORKER_CPU_THREADS",
                 "HTAM_WORKER_AS_MB", "HTAM_WORKER_FILE_MB", "HTAM_ZYGOTE_FD", "HTAM_JUDGES_ON_DEVICE",
-                "HTAM_PRIVATE_COMPILE_ROOT")
+                "HTAM_PRIVATE_COMPILE_ROOT", "HTAM_SANDBOX_CONFINED")
 # Diagnostics, read where they act and never part of a verdict (README, "Diagnosing the judge"):
 # a file every sandbox appends the phases of each call to, and a folder a judge writes its CUDA
 # allocator history to, one snapshot per evaluation.

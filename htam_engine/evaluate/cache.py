@@ -31,9 +31,12 @@ def cache_dir() -> Path:
     return root
 
 
-def sandbox_writable_folders() -> list[str]:
-    """The cache's folders a sandbox may write beneath (SANDBOX_WRITABLE), made where missing."""
-    folders = [cache_dir() / name for name in SANDBOX_WRITABLE]
+def sandbox_writable_folders(build_key: str | None = None) -> list[str]:
+    """The cache's folders a sandbox may write beneath (SANDBOX_WRITABLE), made where missing. With
+    `build_key` (a candidate sandbox once its candidate is known, its file written): only that
+    key's build folder of the builds, and no candidate files."""
+    names = SANDBOX_WRITABLE if build_key is None else (f"{BUILD}/{build_key}", LOCKS, PCH)
+    folders = [cache_dir() / name for name in names]
     for folder in folders:
         folder.mkdir(parents=True, exist_ok=True)
     return [str(f) for f in folders]

@@ -17,6 +17,7 @@ import linecache
 import os
 import sys
 import types
+from pathlib import Path
 from typing import Any, Callable
 
 from htam_engine.evaluate import pch
@@ -108,6 +109,14 @@ def candidate_file(key: str):
     return cache_dir() / CANDIDATES / f"candidate_{key}.py"
 
 
+def write_candidate_file(code: str, key: str) -> Path:
+    """The candidate's file in the cache (candidate_file), written where it is missing or differs."""
+    path = candidate_file(key)
+    if not path.exists() or path.read_text() != code:
+        atomic_write_text(path, code)
+    return path
+
+
 def import_candidate(code: str, key: str) -> types.ModuleType:
     """Execute the candidate's source as module htam_candidate_<key> (its file lives in the cache,
     so tracebacks and compiler messages name a real file).
@@ -117,9 +126,7 @@ def import_candidate(code: str, key: str) -> types.ModuleType:
     with this file's mtime and size. The source lines go to linecache with no mtime, so
     inspect.getsource (Triton's @jit reads its kernels' text that way) reads `code` too, not the
     file as it may be later."""
-    path = candidate_file(key)
-    if not path.exists() or path.read_text() != code:
-        atomic_write_text(path, code)
+    path = write_candidate_file(code, key)
     mod_name = f"htam_candidate_{key}"
     spec = importlib.util.spec_from_file_location(mod_name, path)
     assert spec is not None

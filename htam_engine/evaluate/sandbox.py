@@ -37,7 +37,8 @@ from htam_engine.evaluate.checks.compare import flatten
 from htam_engine.evaluate.checks.guards import Guards, install_guards
 from htam_engine.evaluate.checks.memory import (NAN, SENTINEL, HeldOutputs, clone_inputs, map_big_blocks_afresh, nbytes,
                                                overlaps, tensor_leaves)
-from htam_engine.evaluate.compile_cache import CompileCache, candidate_file, clear_stale_batons, import_candidate
+from htam_engine.evaluate.compile_cache import (CompileCache, candidate_file, clear_stale_batons, import_candidate,
+                                                write_candidate_file)
 from htam_engine.evaluate.diagnostics import exception_messages, one_line, trim_log
 from htam_engine.evaluate.kernel_switch import KernelMode, KernelSwitch
 from htam_engine.evaluate.protocol import ProtocolError, recv_request, send_reply
@@ -45,7 +46,7 @@ from htam_engine.evaluate.seeding import seed_all
 from htam_engine.evaluate.shared import attach, dtype_name, view
 from htam_engine.evaluate.timing import (POLL_BEFORE_SLEEP_NS, WARM_COPY_MAX_BYTES, L2Flusher, TrialTimes, is_cuda,
                                          poll_before_sleep_ns, run_trial)
-from htam_engine.evaluate.zygote import renew_private_compile_caches
+from htam_engine.evaluate.zygote import confine_build, renew_private_compile_caches
 from htam_engine.settings import SANDBOX_TRACE_ENV
 
 CANDIDATE, REFERENCE = "candidate", "reference"
@@ -180,6 +181,10 @@ class Sandbox:
             warm_triton(self.device)
         marker = built_marker(req.key)
         cached = marker.exists()
+        write_candidate_file(req.code, req.key)
+        unconfined = confine_build(req.key)  # of the shared builds, only its own from here on
+        if unconfined:
+            print(f"htam sandbox: {unconfined}: it may write into other candidates' builds", file=sys.stderr)
         self.compile_cache.key = req.key
         try:
             with file_lock(f"build-{req.key}"):

@@ -163,11 +163,16 @@ def _child(sock: socket.socket, zygote_sock: socket.socket, role: str, device: s
         os._exit(code)
 
 
-def confine_writes(private: str) -> str | None:
+# Set in a sandbox whose writes were confined at its fork (confine_writes): its build narrows them
+# further (confine_build).
+CONFINED_ENV = "HTAM_SANDBOX_CONFINED"
+
+
+def confine_writes(private: str, build_key: str | None = None) -> str | None:
     """landlock.install for a sandbox: it may write beneath its compile caches' folder `private`,
-    the shared cache's folders a build writes (cache.SANDBOX_WRITABLE) and /dev/shm, and into a
-    diagnostic trace file where one is asked for (SANDBOX_TRACE_ENV, made now if missing). None
-    once installed, else why not."""
+    the shared cache's folders a build writes (cache.sandbox_writable_folders: with `build_key`,
+    of the builds only its own) and /dev/shm, and into a diagnostic trace file where one is asked
+    for (SANDBOX_TRACE_ENV, made now if missing). None once installed, else why not."""
     from htam_engine.evaluate.cache import sandbox_writable_folders
     from htam_engine.settings import SANDBOX_TRACE_ENV
 
@@ -176,7 +181,24 @@ def confine_writes(private: str) -> str | None:
     if trace:
         with contextlib.suppress(OSError), open(trace, "a"):
             files.append(trace)
-    return landlock.install([private, *sandbox_writable_folders(), "/dev/shm"], files)
+    refused = landlock.install([private, *sandbox_writable_folders(build_key), "/dev/shm"], files)
+    if refused is None:
+        os.environ[CONFINED_ENV] = "1"
+    return refused
+
+
+def confine_build(key: str) -> str | None:
+    """In a candidate sandbox whose writes were confined at its fork, once its candidate's file is
+    written and before its code runs: of the shared builds, only its own key's folder stays
+    writable (a second ruleset, which can only narrow the first). A candidate had copied a library
+    over another candidate's build, which a judge that did not ask for that build then loaded
+    (cheat_so_poison: the honest source INCORRECT in a new judge). Landlock restricts the calling
+    thread and those it starts: threads the sandbox already had (a GPU driver's) keep the first
+    ruleset, and run no candidate code. None once narrowed or where nothing was confined."""
+    private = os.environ.get(PRIVATE_ROOT_ENV)
+    if os.environ.get(CONFINED_ENV) != "1" or not private:
+        return None
+    return confine_writes(private, build_key=key)
 
 
 def private_folder(role: str) -> str:

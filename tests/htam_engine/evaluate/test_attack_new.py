@@ -22,6 +22,7 @@ import pytest
 from cheats.caught import assert_caught
 from cheats.harness import finding, run_check
 from cheats.isolated import isolated_judge
+from htam_engine.evaluate import landlock
 from htam_engine.evaluate.result import Status
 
 OK = Status.OK
@@ -96,10 +97,12 @@ def test_a_deferred_output_under_the_plain_tensor_name_is_not_delivered():
 # ---------------------------------------------------------------- caches later evaluations read
 def test_bytecode_planted_for_other_candidates_does_not_change_their_verdicts(tmp_path):
     """A .pyc planted beside every other candidate file with that file's mtime and size (its code
-    scales the output by 1.5) is never read: import_candidate runs the source the judge sent."""
+    scales the output by 1.5) is never read: import_candidate runs the source the judge sent. (Where
+    writes are confined, a candidate sandbox may no longer write the candidate files at all.)"""
     with isolated_judge(tmp_path) as j:
         honest_ok(j.run("relu", "honest_relu_triton"))
-        honest_ok(j.run("relu", "cheat_pyc_poison"))  # the poisoner is an honest ReLU itself
+        # the poisoner, an honest ReLU itself, fails on its plant where writes are confined (landlock.py)
+        j.run("relu", "cheat_pyc_poison")
         honest_ok(j.run("relu", "honest_relu_triton"))
 
 
@@ -108,14 +111,24 @@ def so_poisoned(tmp_path_factory):
     """honest_relu_cpp built by a judge, then cheat_so_poison's library copied over it (its mtime put
     back); then the same honest source evaluated by a new judge on that cache, which did not ask for
     the build, and after it by the judge that did. The two tests below read one poisoning: its two
-    builds (the honest one and the poisoner's) cost ~30 s on the CPU."""
-    with isolated_judge(tmp_path_factory.mktemp("so_poison")) as j:
-        honest_ok(j.run("relu", "honest_relu_cpp"))
-        honest_ok(j.run("relu", "cheat_so_poison"))  # the poisoner is an honest ReLU itself
-        with isolated_judge(j.root) as fresh:
-            for_another_judge = fresh.run("relu", "honest_relu_cpp")
-        later = j.run("relu", "honest_relu_cpp")
-    return {"later": later, "for_another_judge": for_another_judge}
+    builds (the honest one and the poisoner's) cost ~30 s on the CPU. With sandbox writes
+    unconfined (sandbox_confine_writes off, or a kernel without Landlock): what the judge's own
+    digests defend; confined, the copy is refused (the test after them)."""
+    return _so_poisoning(tmp_path_factory.mktemp("so_poison"), confined=False)
+
+
+def _so_poisoning(root, confined: bool) -> dict:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HTAM_SANDBOX_CONFINE_WRITES", "1" if confined else "0")
+        with isolated_judge(root) as j:
+            honest_ok(j.run("relu", "honest_relu_cpp"))
+            poisoner = j.run("relu", "cheat_so_poison")  # an honest ReLU itself, where its copies go through
+            with isolated_judge(j.root) as fresh:
+                for_another_judge = fresh.run("relu", "honest_relu_cpp")
+            later = j.run("relu", "honest_relu_cpp")
+    if not confined:
+        honest_ok(poisoner)
+    return {"poisoner": poisoner, "later": later, "for_another_judge": for_another_judge}
 
 
 def test_extension_libraries_replaced_by_another_candidate_do_not_change_their_verdicts(so_poisoned):
@@ -127,13 +140,27 @@ def test_extension_libraries_replaced_by_another_candidate_do_not_change_their_v
     assert "build_cache_changed" in {f.rule for f in later.integrity}, later.integrity
 
 
-@xfail("the digests of a build are the judge's own, in its memory: a judge that did not ask for that build "
-       "(another worker's, a later run's) finds the library planted over it and uses it as it is. The honest "
-       "honest_relu_cpp gets OK, the poisoner gets OK, the same honest source in a new judge on the same cache "
-       "is INCORRECT (every function returns its first argument times 1.5)")
+@xfail("with sandbox writes unconfined, the digests of a build are the judge's own, in its memory: a judge that "
+       "did not ask for that build (another worker's, a later run's) finds the library planted over it and uses it "
+       "as it is. The honest honest_relu_cpp gets OK, the poisoner gets OK, the same honest source in a new judge on "
+       "the same cache is INCORRECT (every function returns its first argument times 1.5)")
 def test_extension_libraries_replaced_for_another_judge_do_not_change_their_verdicts(so_poisoned):
     with missed():
         honest_ok(so_poisoned["for_another_judge"])
+
+
+@pytest.mark.skipif(landlock.abi_version() == 0, reason="this kernel has no Landlock")
+def test_a_candidate_cannot_replace_another_candidates_build(tmp_path):
+    """Confined (the default), a candidate sandbox may write, of the shared builds, only its own key's
+    folder once its file is written (zygote.confine_build): cheat_so_poison's copies are refused, and
+    both the judge that asked for the build and a new one find it as it was built."""
+    poisoning = _so_poisoning(tmp_path, confined=True)
+    poisoner = poisoning.pop("poisoner")
+    assert poisoner.status is Status.RUNTIME_ERROR and "PermissionError" in poisoner.diagnostics.message, (
+        poisoner.status, poisoner.diagnostics.message)
+    for r in poisoning.values():
+        honest_ok(r)
+        assert "build_cache_changed" not in {f.rule for f in r.integrity}, r.integrity
 
 
 def ninja_deps(root, name: str) -> str:
