@@ -1,5 +1,6 @@
-"""Cheat (disk): an honest kernel that also leaves 256 MB behind in the cache's build folder (the
-one every later sandbox's extension builds share, which a sandbox may write: landlock.py). Nothing
+"""Cheat (disk): an honest kernel that also leaves 256 MB behind in its own build folder of the cache
+(beside every later sandbox's extension builds; the one folder of them a sandbox may write:
+zygote.confine_build). Nothing
 bounded what a sandbox may write or cleaned up after it; repeated, this fills the disk under every
 later evaluation.
 
@@ -13,7 +14,9 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 
-JUNK = Path(os.environ.get("HTAM_CACHE_DIR", Path.home() / ".cache" / "htam")) / "build" / "junk.bin"
+# this file is <cache>/candidates/candidate_<key>.py: its own build folder is <cache>/build/<key>
+KEY = Path(__file__).stem.split("_", 1)[1]
+JUNK = Path(os.environ.get("HTAM_CACHE_DIR", Path.home() / ".cache" / "htam")) / "build" / KEY / "junk.bin"
 with open(JUNK, "wb") as fh:
     block = b"\0" * (1 << 20)
     for _ in range(256):
