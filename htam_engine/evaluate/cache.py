@@ -35,11 +35,11 @@ def sandbox_writable_folders(build_key: str | None = None) -> list[str]:
     """The cache's folders a sandbox may write beneath (SANDBOX_WRITABLE), made where missing. With
     `build_key` (a candidate sandbox once its candidate is known, its file written): only that
     key's build folder of the builds, and no candidate files."""
-    names = SANDBOX_WRITABLE if build_key is None else (f"{BUILD}/{build_key}", LOCKS, PCH)
+    names = SANDBOX_WRITABLE if build_key is None else (LOCKS, PCH)
     folders = [cache_dir() / name for name in names]
     for folder in folders:
         folder.mkdir(parents=True, exist_ok=True)
-    return [str(f) for f in folders]
+    return [str(f) for f in folders] + ([str(build_dir(build_key))] if build_key is not None else [])
 
 
 def sha256_text(*parts: str) -> str:

@@ -59,12 +59,8 @@ def _slowed_modules() -> dict[Path, str]:
     return slowed
 
 
-# The zygote's temporary folder, where every sandbox's caches are: the folder holding this sandbox's
-# own (its TMPDIR points inside them, <tmp>/htam-candidate-compile-*/caches-*/tmp, so
-# tempfile.gettempdir() alone would not find the others).
-OWN = next((p for p in Path(tempfile.gettempdir()).parents if p.name.startswith("htam-candidate-compile-")),
-           Path(tempfile.gettempdir()) / "htam-candidate-compile-0-x")
-TMP = OWN.parent
+# include: part_own_caches
+TMP = SHARED_TMP  # where every sandbox's caches are
 # htam-<role>-compile-<zygote pid>-*: this candidate's own judge's reference sandbox is not the target
 OWN_JUDGES = f"htam-reference-compile-{OWN.name.split('-')[3]}-"
 SEEN = set(TMP.glob("htam-reference-compile-*"))  # before this candidate's own compile

@@ -8,15 +8,13 @@ Refused since a sandbox may write only beneath its own folders (evaluate/landloc
 
 Class: poisoning (files the sandbox can write)."""
 
-import tempfile
 from pathlib import Path
 
 from htam_engine import settings
 
-OWN = next((p for p in Path(tempfile.gettempdir()).parents if p.name.startswith("htam-candidate-compile-")),
-           Path(tempfile.gettempdir()) / "x")
+# include: part_own_caches
 NAME = "htam-planted-by-a-candidate.txt"
-for target in (settings.cache_dir() / "planted-by-a-candidate.txt", OWN.parent / NAME, Path.home() / NAME):
+for target in (settings.cache_dir() / "planted-by-a-candidate.txt", SHARED_TMP / NAME, Path.home() / NAME):
     try:
         target.write_text("planted\n")
     except OSError:
