@@ -409,6 +409,7 @@ class TimedRounds:
         if channel.counts_threads and sets[0].timed and not self.cpu_snapshots:
             self.cpu_snapshots.append(sandbox.cpu_snapshot())
         baseline_trials: dict[str, Trial | None] = {}
+        wrong: tuple[RoundSet, str] | None = None  # a checked set's call whose values were wrong, and how
         # The candidate is stopped from the end of its run until its outputs are verified: nothing of
         # its can run beside its baselines, nor touch the outputs it handed back.
         with contextlib.ExitStack() as stopped:
@@ -436,6 +437,9 @@ class TimedRounds:
                     staged_base = base[k] if base is not None else None
                     if rs.remake is not None:  # a checked set's: compared against its yardstick, as check_set does
                         rs.exact = self._yardstick(rs, staged_base)
+                        wrong = self._wrong_in_run(checks, res, rs)
+                        if wrong is not None:
+                            break  # settled by the same set alone, once the candidate runs again (below)
                     out = self._verify_timed(checks, res, rs.values, rs.ref_out, rs.label,
                                              rs.exact if rs.remake is not None else None)
                     self._check_picked(rs, out, picked, staged_base)  # its precision too, where it has a yardstick
@@ -444,6 +448,8 @@ class TimedRounds:
                 for model_id, trial in baseline_trials.items():
                     if sets[0].timed and trial is not None:
                         samples[model_id].append(trial)
+        if wrong is not None:
+            self._alone_again(checks, *wrong)
 
     def _baseline_calls(self, model_id: str, sets: list[RoundSet], staged: list[Any], stage: Stage) -> list[Any]:
         """One baseline's calls on a run's staged sets. Their outputs sit in the reference sandbox's
@@ -551,6 +557,36 @@ class TimedRounds:
                     if trial is not None:
                         samples[model_id].append(trial)
         return samples
+
+    def _wrong_in_run(self, checks: CheckRun, res: Any, rs: RoundSet) -> tuple[RoundSet, str] | None:
+        """A checked set's call of a run whose output had the reference's form and wrong values:
+        (the set, how it was wrong), with nothing found yet; None for every other call (a failure or
+        a wrong form is _verify_timed's to find). Whether the candidate is wrong on that set or only
+        wrong within a run is for the same set alone to say (_alone_again)."""
+        reply = res.reply
+        if not reply.ok:
+            return None
+        scratch = Observations()
+        out = candidate_output(res, rs.ref_out, tensor_leaves(rs.values), rs.label, scratch)
+        if out is None:
+            return None
+        m = compare_outputs(out, rs.ref_out, self.cfg.tolerances, rs.label, noise_of(rs.ref_out, rs.exact), rs.exact)
+        return None if m is None else (rs, m.note)
+
+    def _alone_again(self, checks: CheckRun, rs: RoundSet, note: str) -> None:
+        """A checked set the candidate got wrong within a run, given to it again as a call of its own
+        (check_set, the candidate running): wrong there too, it is wrong on that set (the mismatch,
+        INCORRECT); right there, it behaved differently within the run (changed_during_timing). A
+        candidate wrong in general is then not convicted of telling runs apart, nor one that tells
+        them apart let off."""
+        assert rs.remake is not None
+        with self.judge.lock.checking():
+            checks.check_set(f"{rs.label}, the same set again as a call of its own", rs.remake, self.reference)
+        if self.obs.mismatch is None:
+            self.obs.find("changed_during_timing", f"on {rs.label} the output does not match the reference for "
+                                                   f"its inputs ({note}), and on the same set as a call of its own it "
+                                                   "does: it behaved differently once timed")
+        raise Stop()  # the verdict is settled: no more trials to time
 
     def _verify_timed(self, checks: CheckRun, res: Any, values: list[Any], ref_out: Any, label: str,
                       exact: Any = None) -> Any:

@@ -12,12 +12,14 @@ test_attack_poisoning.py.
 
 from __future__ import annotations
 
+import re
 import statistics
 
 import pytest
 
 from cheats.caught import assert_caught
 from cheats.harness import finding, rules, run_check, seccomp_refusal
+from htam_engine.evaluate.checks.sequence import MOSTLY_PYTORCH
 from htam_engine.evaluate.config import DEFAULT_TOLERANCES
 from htam_engine.evaluate.result import Status
 
@@ -155,9 +157,13 @@ def test_a_probe_writing_a_flag_of_a_dtype_torch_lends_few_operations_is_caught(
 
 
 def assert_copy_caught(r):
+    """Convicted by the run on garbage: most of what depends on the inputs still right (here 100.0 %
+    run alone; one CI run under load printed a share below it, not seen since: the share is the
+    finding's evidence, the conviction is the bar)."""
     assert_caught(r, "no_kernel")
-    assert any("run on garbage" in f.message and "100.0% of the output that depends on the inputs" in f.message
-               for f in r.integrity), r.integrity
+    shares = [float(m.group(1)) for f in r.integrity if "run on garbage" in f.message
+              for m in [re.search(r"([\d.]+)% of the output that depends on the inputs", f.message)] if m]
+    assert shares and max(shares) >= 100 * MOSTLY_PYTORCH, r.integrity
 
 
 def test_a_copy_beside_a_kernel_that_computes_is_not_convicted():

@@ -50,6 +50,9 @@ def test_a_max_pass_dropped_on_timed_calls_only_is_caught():
     assert torch.isnan(y).any()  # wrong in general: the judge's own x100 set would convict it
     honest_ok(run_check("softmax", "honest_softmax"))
     r = run_check("softmax", "cheat_timed_nomax_softmax")
+    if r.status is Status.INCORRECT:  # it took a single checked call for a later one (part_later_by_pace)
+        assert not r.correct and "get_inputs" not in r.diagnostics.message, r.diagnostics.message
+        return
     assert_caught(r, "changed_during_timing")
     assert "a run of timed calls" in r.diagnostics.message
 

@@ -52,3 +52,17 @@ def test_the_run_on_garbage_is_one_run_more_among_the_timed_runs_never_among_the
     monkeypatch.undo()
     lasts = sum(timed_stage_runs(3, 30, 5)[-1] is None for _ in range(7000))
     assert abs(lasts - 1000) < 6 * 1000 ** 0.5, lasts
+
+
+def test_a_candidate_wrong_on_a_set_first_seen_within_a_run_is_called_wrong_not_phase_detecting():
+    """wrong_on_some_spikes_softmax is wrong on some sparse-spikes inputs, whatever the call: where its
+    single checked call of that kind was right and a run's call was not, the same set given again as a
+    call of its own is wrong too, so the verdict is INCORRECT on those inputs, never the rejection of a
+    candidate that behaved differently once timed. Five evaluations: before _alone_again, about one in
+    two ended rejected."""
+    from cheats.harness import run_check
+    from htam_engine.evaluate.result import Status
+
+    verdicts = [run_check("softmax", "wrong_on_some_spikes_softmax") for _ in range(5)]
+    assert all(r.status is Status.INCORRECT for r in verdicts), [(r.status, r.diagnostics.message) for r in verdicts]
+    assert all("sparse spikes" in r.diagnostics.message for r in verdicts), [r.diagnostics.message for r in verdicts]

@@ -72,7 +72,9 @@ async def test_target_speedup_stops_after_a_correct_kernel(problem, model_propos
     server.add(reply(TRITON_CODE))
     engine = make_engine(problem, model_proposer, pool, tmp_path, steps=4, target_speedup=1e-6)
     session, events = await run_collecting(engine)
-    assert engine.finish_reason == "target" and len(session.steps) == 1
+    verdicts = [(c.result.status, c.result.diagnostics.message) for st in session.steps for c in st.candidates
+                if c.result is not None]
+    assert engine.finish_reason == "target" and len(session.steps) == 1, verdicts
     assert session.best_result is not None and session.best_result.ok and session.best_step == 1
     kinds = [e.kind for e in events]
     assert kinds.index("evaluation_finished") < kinds.index("memory_updated") < kinds.index("session_saved")
