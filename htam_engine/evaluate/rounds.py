@@ -435,13 +435,14 @@ class TimedRounds:
                     return
                 for k, (res, rs) in enumerate(zip(results, sets)):
                     staged_base = base[k] if base is not None else None
+                    checked: list[str] | None = None  # a checked set's call: how its values were wrong
                     if rs.remake is not None:  # a checked set's: compared against its yardstick, as check_set does
-                        rs.exact = self._yardstick(rs, staged_base)
-                        wrong = self._wrong_in_run(checks, res, rs)
-                        if wrong is not None:
-                            break  # settled by the same set alone, once the candidate runs again (below)
-                    out = self._verify_timed(checks, res, rs.values, rs.ref_out, rs.label,
-                                             rs.exact if rs.remake is not None else None)
+                        rs.exact, checked = self._yardstick(rs, staged_base), []
+                    exact = rs.exact if checked is not None else None
+                    out = self._verify_timed(checks, res, rs.values, rs.ref_out, rs.label, exact, checked)
+                    if checked:
+                        wrong = (rs, checked[0])
+                        break  # settled by the same set alone, once the candidate runs again (below)
                     self._check_picked(rs, out, picked, staged_base)  # its precision too, where it has a yardstick
                 if sets[0].timed:
                     samples["main"].append(Trial.of(results))
@@ -558,21 +559,6 @@ class TimedRounds:
                         samples[model_id].append(trial)
         return samples
 
-    def _wrong_in_run(self, checks: CheckRun, res: Any, rs: RoundSet) -> tuple[RoundSet, str] | None:
-        """A checked set's call of a run whose output had the reference's form and wrong values:
-        (the set, how it was wrong), with nothing found yet; None for every other call (a failure or
-        a wrong form is _verify_timed's to find). Whether the candidate is wrong on that set or only
-        wrong within a run is for the same set alone to say (_alone_again)."""
-        reply = res.reply
-        if not reply.ok:
-            return None
-        scratch = Observations()
-        out = candidate_output(res, rs.ref_out, tensor_leaves(rs.values), rs.label, scratch)
-        if out is None:
-            return None
-        m = compare_outputs(out, rs.ref_out, self.cfg.tolerances, rs.label, noise_of(rs.ref_out, rs.exact), rs.exact)
-        return None if m is None else (rs, m.note)
-
     def _alone_again(self, checks: CheckRun, rs: RoundSet, note: str) -> None:
         """A checked set the candidate got wrong within a run, given to it again as a call of its own
         (check_set, the candidate running): wrong there too, it is wrong on that set (the mismatch,
@@ -589,10 +575,12 @@ class TimedRounds:
         raise Stop()  # the verdict is settled: no more trials to time
 
     def _verify_timed(self, checks: CheckRun, res: Any, values: list[Any], ref_out: Any, label: str,
-                      exact: Any = None) -> Any:
+                      exact: Any = None, wrong: list[str] | None = None) -> Any:
         """A timed call's reply, output and values checked (precision is the caller's, for the
         trials it picked): its output when that matched the reference, else None. exact: a
-        large-magnitude set's yardstick, compared against as the checked sets are (check_set)."""
+        checked set's yardstick, compared against as the checked sets are (check_set). wrong: for
+        a checked set's call, where wrong values (in the reference's form) are told, nothing found
+        yet: the same set alone settles what they mean (_alone_again)."""
         reply = res.reply
         if not reply.ok:
             raise CandidateFailed(f"ModelNew.forward raised on {label}: {reply.message}", reply.kind)
@@ -610,8 +598,11 @@ class TimedRounds:
             m = compare_outputs(out, ref_out, self.cfg.tolerances, label, noise, exact)
             checks.note_stale(out, m, label)
             if m is not None and not any(f.rule == "caching" for f in self.obs.findings):
-                self.obs.find("changed_during_timing", f"on {label} the output does not match the reference for "
-                                                       f"its inputs ({m.note}): it behaved differently once timed")
+                if wrong is not None:
+                    wrong.append(m.note)
+                else:
+                    self.obs.find("changed_during_timing", f"on {label} the output does not match the reference "
+                                                           f"for its inputs ({m.note}): it behaved differently once timed")
             if m is not None:
                 out = None
         if self.obs.rejected:
