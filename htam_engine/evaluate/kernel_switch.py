@@ -96,7 +96,7 @@ import os
 import sys
 import types
 from enum import Enum
-from typing import Any, Callable, Iterator, NamedTuple
+from typing import AbstractSet, Any, Callable, Iterator, NamedTuple
 
 from htam_engine.evaluate.aten_watch import ATEN_MATCH_TOLERANCE, AtenWatch, close
 from htam_engine.evaluate.interpreter_guard import check_launch
@@ -845,7 +845,7 @@ def _alike(n1: float, s1: float, q1: float, n2: float, s2: float, q2: float) -> 
 
 
 def _copies_made_real(tensors: list[Any], kept: list[Any], unwritten: list[bool],
-                      apart: set[tuple[int, int]] = frozenset()) -> None:
+                      apart: AbstractSet[tuple[int, int]] = frozenset()) -> None:
     """A tensor the kernel wrote that now holds only values of the garbage of another tensor it was
     handed and left unwritten was copied into, no more (a kernel that "makes a tensor
     contiguous", or moves PyTorch's finished output into the buffer forward returns): it gets the
