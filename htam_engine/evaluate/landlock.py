@@ -13,7 +13,12 @@ memory of the user. With the ruleset a sandbox may change files only beneath
   files, lock files, precompiled headers; what a sandbox can plant there the judge already checks:
   BuildRecords, pch.link_header);
 - the device files (open for writing: /dev/null, a GPU's /dev/nvidia*) and /dev/shm (Python's
-  multiprocessing semaphores, which torch.compile's worker pool uses).
+  multiprocessing semaphores, which torch.compile's worker pool uses);
+- the files of its own process's /proc folder: the GPU driver names each thread it starts through
+  /proc/self/task/<tid>/comm, and where it may not, cuInit fails with error 304 ("OS call failed",
+  every sandbox on a GPU machine). Not another process's: their oom_score_adj or autogroup (their
+  scheduling) stay refused. A rule binds to the folder's inode, which procfs makes afresh when
+  a dropped entry is looked up again, so the process holds its folder open (own_process_folder).
 
 Reads stay open (torch, the compilers and the CUDA libraries read from everywhere); README says
 what that leaves. The ruleset also scopes signals (ABI 6 on): a sandbox cannot signal a process
@@ -60,10 +65,26 @@ def writes(abi: int) -> int:
     return _ABI1_WRITES | (_REFER if abi >= 2 else 0) | (_TRUNCATE if abi >= 3 else 0)
 
 
-def install(beneath: Sequence[str], files: Sequence[str] = (), devices: str = "/dev") -> str | None:
+# per process id: a descriptor holding that process's /proc folder (own_process_folder)
+_OWN_PROCESS_FOLDERS: dict[int, int] = {}
+
+
+def own_process_folder() -> tuple[str, int]:
+    """This process's /proc/<pid>, and a descriptor (O_PATH) that holds it open for as long as the
+    process keeps the descriptor: the rule on its files stays on the inode the process's threads
+    are looked up under (module docstring)."""
+    pid = os.getpid()
+    if pid not in _OWN_PROCESS_FOLDERS:
+        _OWN_PROCESS_FOLDERS[pid] = os.open(f"/proc/{pid}", os.O_PATH | os.O_CLOEXEC)
+    return f"/proc/{pid}", _OWN_PROCESS_FOLDERS[pid]
+
+
+def install(beneath: Sequence[str], files: Sequence[str] = (), devices: str = "/dev", *,
+            own_process: bool = True) -> str | None:
     """Restrict this thread, and every process and thread it starts, to writing beneath the
-    folders `beneath` (all of their content), into the existing `files`, and into the device files
-    beneath `devices` (opened for writing, nothing made or removed there); signals only within.
+    folders `beneath` (all of their content), into the existing `files`, into the device files
+    beneath `devices` (opened for writing, nothing made or removed there) and, with `own_process`,
+    into this process's /proc files (kept open: own_process_folder); signals only within.
     A path that does not exist is left out. None once installed, else why it was not."""
     abi = abi_version()
     if abi == 0:
@@ -83,7 +104,8 @@ def install(beneath: Sequence[str], files: Sequence[str] = (), devices: str = "/
         # a file's rule (and a device's) holds only the rights on the file itself: writing, and
         # truncating (a shell's `> /dev/null` opens it with O_TRUNC)
         on_file = WRITE_FILE | _TRUNCATE
-        rules = [(p, handled) for p in beneath] + [(p, on_file) for p in [*files, devices]]
+        proc = [own_process_folder()[0]] if own_process else []
+        rules = [(p, handled) for p in beneath] + [(p, on_file) for p in [*files, devices, *proc]]
         for path, access in rules:
             problem = _allow(libc, ruleset, path, access & handled)
             if problem:

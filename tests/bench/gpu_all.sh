@@ -26,6 +26,7 @@
 #                                            FILE": an earlier call's gpu_verify.json, its rows kept, with
 #                                            HTAM_BENCH_COMMIT=<commit> since the machine's copy has no git history)
 #   bash tests/bench/gpu_all.sh throughput   the worker pool against one at a time (gpu_batch.py --parts throughput)
+#   bash tests/bench/gpu_all.sh landlock     whether a GPU comes up under the sandbox's write ruleset (gpu_probe_landlock.py)
 #   bash tests/bench/gpu_all.sh tritonfirst  where a Triton candidate's first call in a fresh sandbox spends its time
 #   bash tests/bench/gpu_all.sh kbtable      the KernelBench level 1+2 table alone (its --deadline, default 480 s, + 2 min; needs
 #                                            HTAM_KERNELBENCH; kb_table.md/.json under $OUT)
@@ -71,6 +72,7 @@ for part in $parts; do
                --format=csv,noheader -lms 200 > "$OUT/verify_clocks.csv" 2>&1 & clocks=$!
              timeout ${VERIFY_S:-400} python3 tests/bench/gpu_verify.py --parts alone ${VERIFY_EXPORTS:+--exports "$VERIFY_EXPORTS"} ${vbatch:+--batch "$vbatch"} --work "$OUT/verify" \
                ${VERIFY_ARGS:---deadline 330} > "$OUT/gpu_verify.txt" 2>&1; tail -40 "$OUT/gpu_verify.txt"; kill $clocks ;;
+    landlock) timeout ${LANDLOCK_S:-150} python3 tests/bench/gpu_probe_landlock.py > "$OUT/gpu_probe_landlock.txt" 2>&1; cat "$OUT/gpu_probe_landlock.txt" ;;
     tritonfirst) timeout ${TRITONFIRST_S:-120} python3 tests/bench/gpu_triton_first_call.py > "$OUT/gpu_triton_first_call.txt" 2>&1; cat "$OUT/gpu_triton_first_call.txt" ;;
     throughput) timeout ${THROUGHPUT_S:-400} python3 tests/bench/gpu_batch.py --parts throughput \
                ${THROUGHPUT_ARGS:---workers 16 --parallel 16 --sequential 3} > "$OUT/gpu_throughput.txt" 2>&1; tail -20 "$OUT/gpu_throughput.txt" ;;

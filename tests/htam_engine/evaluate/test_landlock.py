@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import tempfile
+import threading
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,8 @@ pytestmark = pytest.mark.skipif(ABI == 0, reason="this kernel has no Landlock")
 
 def _attempts(own: str, elsewhere: str) -> dict:
     """In the child: restrict, then try each write; which ones the kernel let through."""
+    # another process of this user, outside the ruleset (which may not signal it: it ends at its input's end)
+    other = subprocess.Popen(["cat"], stdin=subprocess.PIPE)
     refused = landlock.install([own])
     done: dict = {"install": refused}
 
@@ -41,6 +45,15 @@ def _attempts(own: str, elsewhere: str) -> dict:
     attempt("remove elsewhere", lambda: os.unlink(os.path.join(elsewhere, "kept.txt")))
     attempt("/dev/null truncated", lambda: write("/dev/null"))  # a shell's `> /dev/null` opens it with O_TRUNC
     attempt("signal outside", lambda: os.kill(os.getppid(), 0))
+    # a thread started now named as the GPU driver names its own (cuInit fails with error 304 if refused)
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait, args=(30,))
+    thread.start()
+    attempt("own thread named", lambda: write(f"/proc/self/task/{thread.native_id}/comm"))
+    stop.set()
+    thread.join()
+    attempt("another process's oom score", lambda: write(f"/proc/{other.pid}/oom_score_adj"))
+    other.communicate()
     return done
 
 
@@ -53,7 +66,7 @@ def test_a_restricted_process_writes_only_beneath_its_folders(tmp_path):
     assert done.pop("install") is None
     assert done.pop("signal outside") is (ABI < 6)  # signals are scoped from ABI 6 on
     assert done == {"own file": True, "own folder": True, "elsewhere": False, "remove elsewhere": False,
-                    "/dev/null truncated": True}
+                    "/dev/null truncated": True, "own thread named": True, "another process's oom score": False}
     assert not (elsewhere / "planted.txt").exists() and (elsewhere / "kept.txt").read_text() == "kept"
 
 
