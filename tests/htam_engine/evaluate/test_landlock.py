@@ -87,6 +87,14 @@ def test_a_candidate_cannot_write_outside_its_sandboxs_folders():
             p.unlink(missing_ok=True)
 
 
+def test_a_candidate_names_its_threads_as_the_gpu_driver_does():
+    """In a real sandbox (the zygote's fork, its descriptors closed but the hold on its /proc
+    folder), a thread started by the candidate is named through /proc/self/task: the GPU driver's
+    cuInit does so, and failed with error 304 under the ruleset without its own /proc files."""
+    r = run_check("relu", "honest_names_its_threads")
+    assert r.status is Status.OK, (r.status, r.diagnostics.message)
+
+
 def test_install_names_why_where_the_kernel_has_none(monkeypatch):
     monkeypatch.setattr(landlock, "abi_version", lambda: 0)
     assert landlock.install(["/tmp"]) == "the kernel has no Landlock"
