@@ -79,6 +79,13 @@ def own_process_folder() -> tuple[str, int]:
     return f"/proc/{pid}", _OWN_PROCESS_FOLDERS[pid]
 
 
+def held_descriptors() -> tuple[int, ...]:
+    """The descriptors this process's rulesets rely on (own_process_folder's, where one was taken),
+    for a process that closes every other descriptor it has."""
+    fd = _OWN_PROCESS_FOLDERS.get(os.getpid())
+    return () if fd is None else (fd,)
+
+
 def install(beneath: Sequence[str], files: Sequence[str] = (), devices: str = "/dev", *,
             own_process: bool = True) -> str | None:
     """Restrict this thread, and every process and thread it starts, to writing beneath the

@@ -147,7 +147,7 @@ def _child(sock: socket.socket, zygote_sock: socket.socket, role: str, device: s
         unconfined = confine_writes(private) if bounds.get("confine_writes", True) else None
         if unconfined:
             print(f"htam sandbox: {unconfined}: it may write wherever its user may", file=sys.stderr)
-        _close_all_but(0, 1, 2, sock.fileno(), landlock.own_process_folder()[1])  # the ruleset's hold on /proc
+        _close_all_but(0, 1, 2, sock.fileno(), *landlock.held_descriptors())  # the ruleset's hold on /proc
         limits.apply_sandbox_limits()
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         from htam_engine.evaluate.sandbox import serve

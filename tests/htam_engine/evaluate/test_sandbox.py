@@ -12,7 +12,7 @@ import psutil
 import pytest
 import torch
 
-from htam_engine.evaluate import wire
+from htam_engine.evaluate import landlock, wire
 from htam_engine.evaluate.config import EvalConfig
 from htam_engine.evaluate.process import worker_env
 from htam_engine.evaluate.sandbox_client import SandboxLimits, fork_sandbox
@@ -103,7 +103,8 @@ import os, resource
 fds = []
 for f in sorted(os.listdir("/proc/self/fd"), key=int)[3:]:
     try:
-        fds.append(os.readlink(f"/proc/self/fd/{f}").split(":")[0])
+        target = os.readlink(f"/proc/self/fd/{f}")
+        fds.append("own /proc" if target == f"/proc/{os.getpid()}" else target.split(":")[0])
     except OSError:
         pass  # the listing's own descriptor, closed by now
 import torch._inductor.config as inductor  # what torch.compile will compile with, decided at its import
@@ -121,11 +122,13 @@ def test_a_sandbox_has_no_descriptor_of_its_parent_and_its_own_limits(zygote):
         sandbox.kill()
     assert not reply.ok and "SystemExit" in reply.message
     fds, as_limit, threads, compile_threads = reply.message.split("SystemExit: ", 1)[1].rsplit(" ", 3)
-    # Past stdin, stdout and stderr: its own socket and the build's lock file (held while it
-    # imports), nothing of the judge's or the zygote's (no other socket, no pipe).
+    # Past stdin, stdout and stderr: its own socket, the build's lock file (held while it imports)
+    # and, where writes are confined, its own /proc folder (the ruleset's hold on it: landlock.py),
+    # nothing of the judge's or the zygote's (no other socket, no pipe, no other process's folder).
     others = fds.split(",")
     assert others.count("socket") == 1 and "pipe" not in others, others
-    assert all(f == "socket" or f.endswith(".lock") for f in others), others
+    assert others.count("own /proc") == (landlock.abi_version() > 0), others  # where it confines its writes
+    assert all(f in ("socket", "own /proc") or f.endswith(".lock") for f in others), others
     assert int(as_limit) == 5000 * 1024 * 1024 and threads == "1" and compile_threads == "3"
 
 
