@@ -37,18 +37,6 @@ class Model(nn.Module):
         return x / torch.sqrt(torch.mean(x ** 2, dim=1, keepdim=True) + 1e-5) * self.g
 """
 
-# LayerNorm with weights between 1 and 1.5 (Model(hidden)): its outputs' error is the mean's, magnified
-FAR_LAYER_NORM = """
-class Model(nn.Module):
-    def __init__(self, hidden):
-        super().__init__()
-        self.norm = nn.LayerNorm(hidden)
-        with torch.no_grad():
-            self.norm.weight.uniform_(1.0, 1.5)
-    def forward(self, x):
-        return self.norm(x)
-"""
-
 
 def write_problem(tmp_path: Path, name: str, body: str, inputs: str, init: str = "[]", consts: str = "") -> Problem:
     """A KernelBench-format file: `body` is Model's source; `inputs` the get_inputs expression."""

@@ -16,7 +16,7 @@ from htam_engine.problems import load_problem
 from htam_engine.problems.builtin import DEMO_PROBLEM
 from htam_engine.propose.offline import Knob, generate
 
-from offline_support import FAR_LAYER_NORM, RMS_CHANNELS, write_problem
+from offline_support import RMS_CHANNELS, write_problem
 
 
 def _config(**kw) -> EvalConfig:
@@ -37,11 +37,14 @@ def test_demo_problem_is_ok_with_a_measured_speedup():
 
 @pytest.mark.slow
 def test_layer_norm_single_pass_welford_is_ok_on_rows_far_from_zero(tmp_path):
-    # Rows centred near -200 with weights up to 1.5, as the judge's shifted-down set makes of
-    # builtin:layernorm: a mean accumulated in float32 over a row of 768 drifts by ~1e-4, past
-    # float32's tolerance at thousands of outputs; KernelBench's own check of get_inputs sees it.
-    problem = write_problem(tmp_path, "far_layernorm", FAR_LAYER_NORM,
-                            "[torch.randn(4, 128, 768) * 2.0 - 200.0]", "[768]")
+    # builtin:layernorm (weights 0.5-1.5) with its rows centred near -200, as the judge's shifted-down
+    # set makes them: a mean accumulated in float32 over a row of 768 drifts by ~1e-4, past float32's
+    # tolerance at hundreds of outputs; KernelBench's own check of get_inputs sees it.
+    builtin = load_problem("layernorm")
+    far = builtin.source.replace("* 2.0 + 1.0", "* 2.0 - 200.0")
+    assert far != builtin.source
+    (tmp_path / "layernorm_far.py").write_text(far)
+    problem = load_problem(str(tmp_path / "layernorm_far.py"), {"batch_size": 4})
     g = generate(problem, "cpp", "online_reduction")
     assert "accmean" in g.code  # the Welford accumulators
     result = evaluate(problem, g.code, _config(trials=3))
