@@ -9,18 +9,13 @@ place of a timed run drawn at random, before the skipped run wherever it falls).
 
 Class: no_kernel rule (decoy kernel), phase detection of the timed runs and of the work check."""
 
-import time
-
 import torch
 import torch.nn as nn
 import triton
 import triton.language as tl
 
 _state = {"honest": False, "returned": 0.0}
-# A call this soon after the last one returned is a later call of a run. On a loaded 2-core machine
-# a run's later calls start 0.15-0.8 ms after the last return (part_later_by_pace.py); at 0.3 ms
-# the work check's run on garbage could pass with every call taken for a lone one, the cheat ok.
-RUN_GAP_S = 0.001
+# include: part_run_gap
 
 
 @triton.jit
