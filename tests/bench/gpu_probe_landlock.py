@@ -8,8 +8,8 @@ process (python3 tests/bench/gpu_probe_landlock.py):
                 its threads (/proc/self/task/<tid>/comm) and cuInit fails with error 304
 
 Each then makes a CUDA context, allocates, runs a matmul, times it with events and launches a Triton
-kernel (its compile writing into the scratch folder). Prints the device files' modes and, where
-strace is installed, every file call refused in the without_proc variant."""
+kernel (its compile writing into the scratch folder). Prints the device files' modes first.
+(On the H100 at 873e576: none and confined ok, without_proc error 304.)"""
 
 from __future__ import annotations
 
@@ -63,9 +63,9 @@ def _child(variant: str, scratch: str) -> None:
     print(json.dumps({"variant": variant, "steps": steps}))
 
 
-def _run(variant: str, prefix: list[str] | None = None) -> str:
+def _run(variant: str) -> str:
     scratch = tempfile.mkdtemp(prefix=f"landlock-probe-{variant}-")
-    proc = subprocess.run([*(prefix or []), sys.executable, __file__, "--child", variant, scratch],
+    proc = subprocess.run([sys.executable, __file__, "--child", variant, scratch],
                           capture_output=True, text=True, timeout=240)
     shutil.rmtree(scratch, ignore_errors=True)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
@@ -77,16 +77,6 @@ def main() -> None:
     subprocess.run("ls -l /dev/nvidia* 2>&1", shell=True)
     for variant in VARIANTS:
         print(_run(variant), flush=True)
-    strace = shutil.which("strace")
-    if strace:
-        trace = tempfile.mktemp(suffix=".strace")
-        _run("without_proc", [strace, "-f", "-qq", "-e", "trace=%file,%desc", "-e", "status=failed", "-o", trace])
-        with open(trace) as f:
-            refused = [ln.strip() for ln in f if "EACCES" in ln or "EPERM" in ln]
-        print(f"strace of without_proc: {len(refused)} refused calls")
-        print("\n".join(refused[:40]))
-    else:
-        print("no strace on this machine")
 
 
 if __name__ == "__main__":
