@@ -19,10 +19,11 @@ from htam_engine import settings
 
 
 # The cache's folders: extension builds per candidate key, candidate files, lock files and
-# precompiled headers (pch.py). A sandbox's build writes into these and nowhere else in the cache
-# (SANDBOX_WRITABLE; landlock.py).
+# precompiled headers (pch.py). A sandbox's build writes into the first three and nowhere else in
+# the cache (SANDBOX_WRITABLE; landlock.py); the precompiled headers only the judge writes, since
+# every later build with their flags reads them.
 BUILD, CANDIDATES, LOCKS, PCH = "build", "candidates", "locks", "pch"
-SANDBOX_WRITABLE = (BUILD, CANDIDATES, LOCKS, PCH)
+SANDBOX_WRITABLE = (BUILD, CANDIDATES, LOCKS)
 
 
 def cache_dir() -> Path:
@@ -35,7 +36,7 @@ def sandbox_writable_folders(build_key: str | None = None) -> list[str]:
     """The cache's folders a sandbox may write beneath (SANDBOX_WRITABLE), made where missing. With
     `build_key` (a candidate sandbox once its candidate is known, its file written): only that
     key's build folder of the builds, and no candidate files."""
-    names = SANDBOX_WRITABLE if build_key is None else (LOCKS, PCH)
+    names = SANDBOX_WRITABLE if build_key is None else (LOCKS,)
     folders = [cache_dir() / name for name in names]
     for folder in folders:
         folder.mkdir(parents=True, exist_ok=True)

@@ -18,13 +18,15 @@ import os
 import sys
 import types
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from htam_engine.evaluate import pch
 from htam_engine.evaluate.cache import CANDIDATES, build_dir, cache_dir
 from htam_engine.storage import atomic_write_text
 
 _CUDA_SUFFIXES = (".cu", ".cuh")
+# (flags, with_cuda, extension name): a build's request for its flag set's shared header
+PchRequest = Callable[[Sequence[str], bool, str], None]
 
 
 class CompileCache:
@@ -33,8 +35,9 @@ class CompileCache:
 
     def __init__(self) -> None:
         self.key: str | None = None
-        # Told before a shared precompiled header is built (or waited for), and after.
-        self.on_pch: Callable[[bool], None] | None = None
+        # Told (flags, with_cuda, extension name) before each build that can use a shared precompiled
+        # header: the sandbox asks the judge for it (wire.PchWanted).
+        self.on_pch_wanted: PchRequest | None = None
         import torch.utils.cpp_extension as ce
 
         for fn_name in ("load_inline", "load"):
@@ -55,14 +58,16 @@ class CompileCache:
             folder.mkdir(parents=True, exist_ok=True)
             bound.arguments["name"] = name
             bound.arguments["build_directory"] = str(folder)
-            _use_shared_pch(bound.arguments, self.on_pch)
+            _use_shared_pch(bound.arguments, self.on_pch_wanted)
             return original(*bound.args, **bound.kwargs)
 
         return routed
 
 
-def _use_shared_pch(arguments: dict[str, Any], on_pch: Callable[[bool], None] | None) -> None:
-    """Put the shared precompiled torch/extension.h first on a build's include path.
+def _use_shared_pch(arguments: dict[str, Any], on_wanted: PchRequest | None) -> None:
+    """Put the shared precompiled torch/extension.h's folder first on a build's include path, and
+    tell the judge (on_wanted), which builds its .gch where the flag set recurs (pch.wanted); this
+    sandbox may not write the folder.
 
     load_inline always has a C++ host unit (its bindings); load has one when any source
     is not CUDA. The folder goes before the candidate's own include paths so gcc finds
@@ -76,19 +81,12 @@ def _use_shared_pch(arguments: dict[str, Any], on_pch: Callable[[bool], None] | 
         with_cuda = bool(arguments.get("with_cuda")) or any(str(f).endswith(_CUDA_SUFFIXES) for f in files)
     else:
         with_cuda = bool(arguments.get("with_cuda")) or bool(arguments.get("cuda_sources"))
-    building = False
-
-    def on_build() -> None:
-        nonlocal building
-        building = True
-        if on_pch is not None:
-            on_pch(True)
-
-    folder = pch.include_dir(arguments.get("extra_cflags"), with_cuda, str(arguments["name"]), on_build)
-    if building and on_pch is not None:
-        on_pch(False)
+    flags = pch.flag_set(arguments.get("extra_cflags"))
+    folder = pch.shared_folder(flags, with_cuda) if flags is not None else None
     if folder is None:
         return
+    if on_wanted is not None:  # every build: the judge also puts back a link planted where writes are not confined
+        on_wanted(flags, with_cuda, str(arguments["name"]))
     own = arguments.get("extra_include_paths") or []
     own = [own] if isinstance(own, str) else list(own)
     arguments["extra_include_paths"] = [str(folder), *own]

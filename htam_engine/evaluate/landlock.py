@@ -10,8 +10,8 @@ memory of the user. With the ruleset a sandbox may change files only beneath
 
 - its own compile caches' folder (zygote._private_compile_caches; TMPDIR points inside it too);
 - the shared extension cache's folders a build needs (cache.SANDBOX_WRITABLE: builds, candidate
-  files, lock files, precompiled headers; what a sandbox can plant there the judge already checks:
-  BuildRecords, pch.link_header);
+  files, lock files; what a sandbox can plant there the judge already checks: BuildRecords). Not
+  the precompiled headers', which the judge builds (pch.wanted);
 - the device files (open for writing: /dev/null, a GPU's /dev/nvidia*) and /dev/shm (Python's
   multiprocessing semaphores, which torch.compile's worker pool uses);
 - the files of its own process's /proc folder: the GPU driver names each thread it starts through

@@ -9,8 +9,15 @@ goes first on the candidate's include path: `-I` folders are searched before tor
 `-isystem` ones, so `#include <torch/extension.h>` finds the link, and gcc takes the .gch
 next to it when the flags match (it silently reads the plain header when they do not).
 
-The .gch is built once a flag set has proved to recur (see build_after), by the build
-that proves it, in a stage the engine does not count against that candidate's timeout.
+Who writes what: a candidate sandbox may not write this folder (cache.SANDBOX_WRITABLE,
+landlock.py). Every later build with those flags reads the header and its .gch from here, so a
+sandbox that could write it could poison them all: a link to a header of its own (every later
+build at -O0, cheat_pch_poison) or a .gch of its own making. The sandbox only asks
+(compile_cache, wire.PchWanted); the judge, which never runs candidate code, counts the flag set
+and builds the .gch itself (`wanted`), with gcc and torch's own header, for a flag set of the
+forms extension builds use (SAFE_FLAG: the judge runs gcc with those flags). The .gch is built
+once a flag set has proved to recur (see build_after), in a stage the engine does not count
+against that candidate's timeout; the build that asked goes on without it.
 The folder is handed out even before and when the .gch could not be built, so a candidate's build
 command (and so ninja's view of it) is the same whether or not the header is precompiled.
 `HTAM_PCH=0` turns all of this off. Anything that goes wrong means: no precompiled header.
@@ -127,31 +134,70 @@ def pch_key(extra_cflags: Sequence[str], with_cuda: bool) -> str:
                        *_system_includes(with_cuda), "\x1f".join(extra_cflags))[:16]
 
 
-def include_dir(extra_cflags: object, with_cuda: bool, build_name: str,
-                on_build: Callable[[], None] | None = None) -> Path | None:
-    """The folder to put first on a build's include path, its .gch built on first need.
+# The flags the judge passes gcc when it builds a flag set's header (build_command), one
+# list element each, in the forms extension builds use: optimisation, debug info, warnings, the
+# C++ standard, target and floating-point options, macros. Anything else is refused, since some
+# flags run or read a file of the caller's choosing in the judge's process (-fplugin=, -wrapper,
+# -B, -specs=, @file, -include, -Wp,...); such a flag set gets no shared header.
+SAFE_FLAG = re.compile(
+    r"-(O[0-3sgz]?|Ofast|g[0-3]?|w|W(no-)?[a-z][a-z0-9-]*|std=(c|gnu)\+\+[0-9a-z]{2}"
+    r"|m(arch|tune|cpu)=[A-Za-z0-9_.-]+|m(no-)?(avx[0-9a-z]*|fma|f16c|sse[0-9.a-z]*|bmi2?|popcnt|lzcnt)"
+    r"|mprefer-vector-width=[0-9]+"
+    r"|f(no-)?(fast-math|math-errno|trapping-math|unroll-loops|unroll-all-loops|openmp|openmp-simd|pic|PIC"
+    r"|strict-aliasing|tree-vectorize|vectorize|omit-frame-pointer|finite-math-only|signed-zeros"
+    r"|associative-math|reciprocal-math|unsafe-math-optimizations|rounding-math|exceptions|rtti"
+    r"|inline-functions)"
+    r"|ffp-contract=(fast|on|off)|fvisibility=(hidden|default)"
+    r"|D[A-Za-z_][A-Za-z0-9_]*(=[A-Za-z0-9_.+-]*)?|U[A-Za-z_][A-Za-z0-9_]*)")
+# An extension's name as the judge files it under seen/ (a Python module name: no path in it).
+_BUILD_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,199}")
 
-    `build_name` names the extension being built (its distinct builds are counted per
-    flag set, see build_after). `on_build` is called first when this call will build the header or wait for another
-    process building it (the engine does not count that time against the candidate).
-    None when precompiled headers are off or cannot apply (not gcc, odd flags); never raises.
-    """
-    if not enabled() or not isinstance(extra_cflags, (list, tuple, type(None))):
+
+def flag_set(extra_cflags: object) -> tuple[str, ...] | None:
+    """A build's extra_cflags as the flag set a shared header is keyed by; None where they are
+    not a list of SAFE_FLAG forms (that build gets no shared header)."""
+    if not isinstance(extra_cflags, (list, tuple, type(None))):
         return None
-    flags = tuple(str(f).strip() for f in (extra_cflags or ()))
+    flags = tuple(f.strip() if isinstance(f, str) else "" for f in (extra_cflags or ()))
+    return flags if all(SAFE_FLAG.fullmatch(f) for f in flags) else None
+
+
+def shared_folder(flags: Sequence[str], with_cuda: bool) -> Path | None:
+    """The folder to put first on a build's include path (in the candidate sandbox: it reads, and
+    writes nothing); None when precompiled headers are off or cannot apply (not gcc). Never raises."""
+    if not enabled():
+        return None
     try:
         if _compiler() is None:
             return None
-        folder = cache_dir() / PCH / pch_key(flags, with_cuda)
-        link_header(folder, with_cuda)
-        if settled(folder) or not _recurring(folder, build_name):
-            return folder
-        if on_build is not None:
-            on_build()
-        ensure(folder, flags, with_cuda)
-        return folder
+        return cache_dir() / PCH / pch_key(flags, with_cuda)
     except Exception:  # noqa: BLE001 - a missing PCH only costs time
         return None
+
+
+def wanted(extra_cflags: object, with_cuda: bool, build_name: object,
+           on_build: Callable[[], None] | None = None) -> bool:
+    """In the judge, when a candidate's build asked for a flag set's header (wire.PchWanted): the
+    header link put right, the extension counted, and the .gch built once the flag set recurs
+    (build_after). `on_build` is called first when this call will build the header or wait for
+    another process building it. True when it did either. Every argument is the sandbox's word:
+    flags outside SAFE_FLAG and a name that is not a module name are refused. Never raises."""
+    flags = flag_set(extra_cflags)
+    if flags is None or not isinstance(build_name, str) or not _BUILD_NAME.fullmatch(build_name):
+        return False
+    folder = shared_folder(flags, bool(with_cuda))
+    if folder is None:
+        return False
+    try:
+        link_header(folder, bool(with_cuda))
+        if settled(folder) or not _recurring(folder, build_name):
+            return False
+        if on_build is not None:
+            on_build()
+        ensure(folder, flags, bool(with_cuda))
+        return True
+    except Exception:  # noqa: BLE001 - a missing PCH only costs time
+        return False
 
 
 def _recurring(folder: Path, build_name: str) -> bool:
@@ -164,8 +210,9 @@ def _recurring(folder: Path, build_name: str) -> bool:
 
 def link_header(folder: Path, with_cuda: bool) -> None:
     """folder/torch/extension.h -> the real header (gcc wants the .gch beside what it includes).
-    A link that points anywhere else is replaced: every sandbox can write this folder, and it goes
-    first on every later build's include path (a planted header once built them all at -O0)."""
+    A link that points anywhere else is replaced: it goes first on every later build's include
+    path, and where sandbox writes are not confined (no Landlock) a sandbox can plant one (a
+    planted header once built them all at -O0)."""
     link = folder / _HEADER
     target = Path(_system_includes(with_cuda)[0]) / _HEADER
     if link.is_symlink() and os.readlink(link) == str(target):

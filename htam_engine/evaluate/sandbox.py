@@ -25,7 +25,7 @@ import sys
 import time
 import traceback
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 # The role comes from the zygote; everything below is imported in the zygote, before it forks.
 import torch
@@ -98,7 +98,7 @@ class Sandbox:
         self.buffers: dict[int, torch.Tensor] = {}
         self.compile_cache = CompileCache() if role == CANDIDATE else None
         if self.compile_cache is not None:
-            self.compile_cache.on_pch = lambda building: self._send(wire.StageNote("pch" if building else "compile"))
+            self.compile_cache.on_pch_wanted = self._ask_for_header
         self.kernels = KernelSwitch().install()
         self.flusher: L2Flusher | None = None  # CUDA: made with the device context (see use_device)
         self.guards = install_guards(device)  # last: the snapshot sees the harness as installed
@@ -120,6 +120,15 @@ class Sandbox:
     # ------------------------------------------------------------------ messages
     def _send(self, reply: Any) -> None:
         send_reply(self.fd, wire.encode_reply(reply))
+
+    def _ask_for_header(self, flags: Sequence[str], with_cuda: bool, name: str) -> None:
+        """A build's request for its flag set's shared header (compile_cache): the judge builds it
+        (this sandbox may not write there), and the build waits for its answer, so it uses the
+        header where the judge built one."""
+        self._send(wire.PchWanted(list(flags), with_cuda, name))
+        answer = recv_request(self.fd)
+        if not isinstance(answer, wire.PchDone):
+            raise ProtocolError(f"a {type(answer).__name__} where the answer to a header request was due")
 
     def serve(self) -> int:
         self._send(wire.Ready(pid=os.getpid(), role=self.role))

@@ -17,13 +17,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-from htam_engine.evaluate import proctree, wire
+from htam_engine.evaluate import pch, proctree, wire
 from htam_engine.evaluate.clock import CpuSnapshot
 from htam_engine.evaluate.process import describe_exit, kill_tree, tree_rss_mb
 from htam_engine.evaluate.procstate import ProcessState, changes
 from htam_engine.evaluate.protocol import ProtocolError, ReplyReader, send_request
 from htam_engine.evaluate.shared import Exported
-from htam_engine.evaluate.stages import Stage, parse_stage
+from htam_engine.evaluate.stages import Stage
 from htam_engine.evaluate.zygote_client import HarnessStartError, SandboxLimits, ZygoteProcess
 
 __all__ = ["Budget", "HarnessStartError", "SandboxDied", "SandboxLimits", "SandboxError", "SandboxMemory", "SandboxProcess",
@@ -192,22 +192,38 @@ class SandboxProcess:
             self.kill()
             raise SandboxDied(stage, f"its channel failed ({exc.strerror or exc})") from None
         current = stage
+        header_asked = False
         while True:
             raw = self._wait(deadline_s, current, budget, memory_mb, stage)
             reply = self._decode(raw, msg.seq, current)
-            if isinstance(reply, wire.StageNote):
-                named = parse_stage(reply.stage)
-                if named not in (Stage.PCH, Stage.COMPILE) or stage is not Stage.COMPILE:
+            if isinstance(reply, wire.PchWanted):
+                if stage is not Stage.COMPILE:
                     self.kill()
-                    raise SandboxProtocol(current, f"an unexpected stage {reply.stage[:20]!r}")
-                current = named
-                if on_stage is not None:
-                    on_stage(named)
+                    raise SandboxProtocol(current, "a request for a precompiled header outside a build")
+                if not header_asked:  # one flag set counted (and at most one header built) a request
+                    header_asked = True
+                    self._build_header(reply, on_stage)
+                try:
+                    send_request(self.sock.fileno(), wire.PchDone(seq=msg.seq))
+                except OSError as exc:
+                    self.kill()
+                    raise SandboxDied(stage, f"its channel failed ({exc.strerror or exc})") from None
                 continue
             if isinstance(reply, wire.Ready):
                 self.kill()
                 raise SandboxProtocol(current, "a second 'ready'")
             return reply
+
+    @staticmethod
+    def _build_header(asked: wire.PchWanted, on_stage: Callable[[Stage], None] | None) -> None:
+        """The shared precompiled header a build asked for, counted and built here, in the judge
+        (pch.wanted), never by the sandbox: its time is the PCH stage's, not the candidate's."""
+        def on_build() -> None:
+            if on_stage is not None:
+                on_stage(Stage.PCH)
+
+        if pch.wanted(asked.flags, asked.with_cuda, asked.name, on_build) and on_stage is not None:
+            on_stage(Stage.COMPILE)
 
     def _decode(self, raw: dict[str, Any], seq: int | None, stage: Stage) -> Any:
         try:

@@ -130,6 +130,14 @@ class Close:
     seq: int
 
 
+@dataclass(slots=True)
+class PchDone:
+    """The judge's answer to a PchWanted, within the Build it came in: the flag set's header is
+    built where the judge built it (pch.wanted), and the build goes on."""
+
+    seq: int
+
+
 # ---------------------------------------------------------------- sandbox -> judge (msgpack)
 @dataclass(slots=True)
 class Ready:
@@ -138,8 +146,15 @@ class Ready:
 
 
 @dataclass(slots=True)
-class StageNote:
-    stage: str
+class PchWanted:
+    """Before a build that can use a shared precompiled torch header (compile_cache). The judge
+    puts the header's link right, counts the flag set, builds the header itself where it recurs
+    (pch.wanted) and answers PchDone, which the sandbox waits for. Only a request: the judge
+    checks every field."""
+
+    flags: list[str]
+    with_cuda: bool
+    name: str
 
 
 @dataclass(slots=True)
@@ -213,7 +228,7 @@ class Ran:
     called: list[Called] = field(default_factory=list)
 
 
-REPLIES: dict[str, type] = {"ready": Ready, "stage": StageNote, "outcome": Outcome, "called": Called, "ran": Ran}
+REPLIES: dict[str, type] = {"ready": Ready, "pch": PchWanted, "outcome": Outcome, "called": Called, "ran": Ran}
 _TAG = {cls: tag for tag, cls in REPLIES.items()}
 
 

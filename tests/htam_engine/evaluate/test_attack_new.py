@@ -174,15 +174,22 @@ def ninja_deps(root, name: str) -> str:
 def test_a_precompiled_header_folder_planted_by_a_candidate_is_not_used_by_later_builds(tmp_path):
     """The cheat points pch/<key>/torch/extension.h at a header that includes torch's and adds
     #pragma GCC optimize("O0"), and marks the .gch failed so it is never rebuilt; that folder goes
-    first on every later build's include path with those flags. pch.link_header puts the link back
-    wherever it points elsewhere, so the next new C++ source is built through torch's own header
-    (its ninja deps name the link, not torch's header by its full path as the planted one does)."""
+    first on every later build's include path with those flags. Confined (the default), a sandbox
+    may not write that folder at all (the judge builds the headers, pch.wanted): the plant is
+    refused. Where it could write it (no Landlock), the judge puts the link back before the next
+    build. Either way the next new C++ source is built through torch's own header (its ninja deps
+    name the link, not torch's header by its full path as the planted one does)."""
     import torch.utils.cpp_extension as ce
 
     real = os.path.realpath(os.path.join(ce.include_paths()[0], "torch", "extension.h"))
     with isolated_judge(tmp_path) as j:
         honest_ok(j.run("relu", "honest_relu_cpp"))  # its build makes the flag set's header folder
-        honest_ok(j.run("relu", "cheat_pch_poison"))  # the poisoner is an honest ReLU itself
+        poisoner = j.run("relu", "cheat_pch_poison")  # the poisoner is an honest ReLU itself
+        if landlock.abi_version() > 0:
+            assert poisoner.status is Status.RUNTIME_ERROR and "PermissionError" in poisoner.diagnostics.message, (
+                poisoner.status, poisoner.diagnostics.message)
+        else:
+            honest_ok(poisoner)
         honest_ok(j.run("relu", "honest_relu_cpp_second"))  # a new source, built after the poison
         before, after = ninja_deps(j.root, "htam_checks_relu_cpp"), ninja_deps(j.root, "htam_checks_relu_cpp_second")
     assert "torch/extension.h" in before and real not in before, before  # unpoisoned: torch's header via the link

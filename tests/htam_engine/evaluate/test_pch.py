@@ -37,7 +37,8 @@ def _failing_build(header, output, extra_cflags, with_cuda):
 
 def test_switched_off_leaves_the_build_alone(own_cache, monkeypatch):
     monkeypatch.setenv(pch.ENV_SWITCH, "0")
-    assert pch.include_dir(["-O3"], False, "ext_a") is None
+    assert pch.shared_folder(("-O3",), False) is None
+    assert pch.wanted(["-O3"], False, "ext_a") is False
     args = {"name": "ext_a", "cpp_sources": "int f();", "extra_include_paths": ["/x"]}
     compile_cache._use_shared_pch(args, None)
     assert args["extra_include_paths"] == ["/x"]
@@ -45,22 +46,63 @@ def test_switched_off_leaves_the_build_alone(own_cache, monkeypatch):
 
 
 @needs_gcc
-def test_folder_goes_first_and_the_header_waits_for_a_recurring_flag_set(own_cache, monkeypatch):
+def test_the_sandbox_asks_and_the_judge_builds_for_a_recurring_flag_set(own_cache, monkeypatch):
     calls = []
     monkeypatch.setattr(pch, "build_command", lambda *a: calls.append(a) or _failing_build(*a))
     args = {"name": "ext_a", "cpp_sources": "int f();", "extra_cflags": ["-O2"], "extra_include_paths": "/own"}
-    stages = []
-    compile_cache._use_shared_pch(args, stages.append)
+    asked = []
+    compile_cache._use_shared_pch(args, lambda *request: asked.append(request))  # the sandbox's side
     folder = Path(args["extra_include_paths"][0])
     assert args["extra_include_paths"][1:] == ["/own"]
+    assert asked == [(("-O2",), False, "ext_a")]
+    assert not folder.exists()  # the sandbox wrote nothing there
+    built = []
+    assert not pch.wanted(["-O2"], False, "ext_a", lambda: built.append(1))  # the judge's side
     # The folder holds the real header under the name the candidate includes.
     assert (folder / "torch" / "extension.h").resolve().name == "extension.h"
     assert (folder / "torch" / "extension.h").read_bytes()
-    assert calls == [] and stages == []  # first extension with these flags: nothing built
-    compile_cache._use_shared_pch({"name": "ext_a", "cpp_sources": "", "extra_cflags": ["-O2"]}, stages.append)
+    assert calls == [] and built == []  # first extension with these flags: nothing built
+    assert not pch.wanted(["-O2"], False, "ext_a", lambda: built.append(1))
     assert calls == []  # the same extension again does not count twice
-    compile_cache._use_shared_pch({"name": "ext_b", "cpp_sources": "", "extra_cflags": ["-O2"]}, stages.append)
-    assert len(calls) == 1 and stages == [True, False]  # the build was announced, then done
+    assert pch.wanted(["-O2"], False, "ext_b", lambda: built.append(1))
+    assert len(calls) == 1 and built == [1]  # the build was announced, then done
+    compile_cache._use_shared_pch({"name": "ext_c", "cpp_sources": "", "extra_cflags": ["-O2"]},
+                                  lambda *request: asked.append(request))
+    assert asked[-1] == (("-O2",), False, "ext_c")  # asked again, settled or not: the judge checks the link
+    assert not pch.wanted(["-O2"], False, "ext_c", lambda: built.append(1)) and len(calls) == 1
+
+
+@needs_gcc
+@pytest.mark.parametrize("flags", [["-fplugin=/tmp/x.so"], ["-O2", "-wrapper", "/bin/sh"], ["@/tmp/flags"],
+                                   ["-include", "/tmp/evil.h"], ["-Wp,-include,/tmp/evil.h"], ["-B/tmp"],
+                                   ["-specs=/tmp/s"], ["-O3 -ffast-math"], [3]])
+def test_the_judge_runs_gcc_with_no_flag_outside_the_safe_forms(own_cache, monkeypatch, flags):
+    """The judge runs gcc with the flags a sandbox names: a flag that would have gcc load, run or
+    read a file of the candidate's choosing in the judge's process gets that flag set no header
+    (and its build no shared folder)."""
+    monkeypatch.setenv(pch.AFTER_ENV, "1")
+    monkeypatch.setattr(pch, "build_command", lambda *a: pytest.fail(f"gcc run with {a[2]}"))
+    assert pch.flag_set(flags) is None
+    assert pch.wanted(flags, False, "ext_a") is False
+    args = {"name": "ext_a", "cpp_sources": "", "extra_cflags": flags}
+    compile_cache._use_shared_pch(args, lambda *request: pytest.fail("asked"))
+    assert "extra_include_paths" not in args
+
+
+def test_the_offline_proposers_flags_are_safe_forms():
+    from htam_engine.propose.offline import cpp, cuda
+
+    for flags in (cpp.CFLAGS, cpp.FAST_CFLAGS, cuda.CFLAGS):
+        assert pch.flag_set(flags) == tuple(flags)
+    assert pch.flag_set(["-O3", "-march=native", "-ffast-math", "-DN=4", "-std=c++17", "-Wno-unused"]) is not None
+
+
+@needs_gcc
+def test_a_name_that_is_not_a_module_name_is_not_filed(own_cache, monkeypatch):
+    monkeypatch.setenv(pch.AFTER_ENV, "1")
+    monkeypatch.setattr(pch, "build_command", lambda *a: pytest.fail("built"))
+    assert pch.wanted(["-O1"], False, "../../escape") is False
+    assert not list(own_cache.rglob("escape"))
 
 
 @needs_gcc
@@ -68,9 +110,9 @@ def test_failed_build_falls_back_and_is_not_retried(own_cache, monkeypatch):
     monkeypatch.setenv(pch.AFTER_ENV, "1")
     calls = []
     monkeypatch.setattr(pch, "build_command", lambda *a: calls.append(a) or _failing_build(*a))
-    first = pch.include_dir(["-O1"], False, "ext_a")
-    second = pch.include_dir(["-O1"], False, "ext_b")
-    assert first == second and first is not None
+    assert pch.wanted(["-O1"], False, "ext_a")
+    assert not pch.wanted(["-O1"], False, "ext_b")
+    first = pch.shared_folder(("-O1",), False)
     assert len(calls) == 1
     assert "htam.h" in (first / "failed.txt").read_text()
     assert not (first / "torch" / "extension.h.gch").exists()
@@ -85,7 +127,8 @@ def test_flag_sets_beyond_the_cap_get_no_header(own_cache, monkeypatch):
         gch.parent.mkdir(parents=True)
         gch.write_bytes(b"")
     monkeypatch.setattr(pch, "build_command", lambda *a: pytest.fail("built past the cap"))
-    folder = pch.include_dir(["-O1", "-g0"], False, "ext_a")
+    pch.wanted(["-O1", "-g0"], False, "ext_a")
+    folder = pch.shared_folder(("-O1", "-g0"), False)
     assert folder is not None and "flag sets" in (folder / "failed.txt").read_text()
 
 
