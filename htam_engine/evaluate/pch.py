@@ -17,7 +17,7 @@ build at -O0, cheat_pch_poison) or a .gch of its own making. The sandbox only as
 and builds the .gch itself (`wanted`), with gcc and torch's own header, for a flag set of the
 forms extension builds use (SAFE_FLAG: the judge runs gcc with those flags). The .gch is built
 once a flag set has proved to recur (see build_after), in a stage the engine does not count
-against that candidate's timeout; the build that asked goes on without it.
+against that candidate's timeout; the build that asked waits for it (PchDone) and uses it.
 The folder is handed out even before and when the .gch could not be built, so a candidate's build
 command (and so ninja's view of it) is the same whether or not the header is precompiled.
 `HTAM_PCH=0` turns all of this off. Anything that goes wrong means: no precompiled header.

@@ -20,6 +20,10 @@ from cheats.harness import _problem, candidate_source, check_config
 
 # What the isolated judge's sandboxes must find under the folder rather than in the shared cache.
 _CACHE_VARS = ("HTAM_CACHE_DIR", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "TORCH_EXTENSIONS_DIR")
+# The folder is thrown away after its test, so a precompiled torch header there (which the judge
+# builds at a flag set's second extension: ~60 s of CPU on two cores, the planted-header test's
+# second C++ source) would never pay back: none is built.
+_PCH_NEVER = {"HTAM_PCH_AFTER": "1000000"}
 
 
 class IsolatedJudge:
@@ -42,8 +46,8 @@ class IsolatedJudge:
     @contextlib.contextmanager
     def caches(self) -> Iterator[None]:
         """This process's cache variables pointed at the folder (the judge reads them as it works)."""
-        saved = {k: os.environ.get(k) for k in _CACHE_VARS}
-        os.environ.update({k: str(v) for k, v in self.cache.items()})
+        saved = {k: os.environ.get(k) for k in (*_CACHE_VARS, *_PCH_NEVER)}
+        os.environ.update({k: str(v) for k, v in self.cache.items()} | _PCH_NEVER)
         try:
             yield
         finally:
