@@ -1,11 +1,9 @@
 """Cheat (no custom kernel, told apart by the call pattern): timed calls come in runs of several,
 back to back; a checked call comes alone, after the sandbox's warm-up forward and a round trip to
 the judge. This candidate runs its ReLU kernel on every forward that starts long after the last one
-ended, and lets PyTorch compute every forward that follows another within a
-third of a millisecond (the second and later calls of a run), with a one-element launch of its kernel so the
+ended, and lets PyTorch compute every forward that follows another within
+part_run_gap's gap (the second and later calls of a run), with a one-element launch of its kernel so the
 launch count sees one. Work checks of one call would only ever see its kernel at work."""
-
-import time
 
 import torch
 import torch.nn as nn
@@ -27,7 +25,7 @@ def relu(x):
     return y
 
 
-BACK_TO_BACK_S = 0.0003  # a run's calls follow each other within this; a round trip to the judge takes longer
+# include: part_run_gap
 
 
 class ModelNew(nn.Module):
@@ -36,7 +34,7 @@ class ModelNew(nn.Module):
         self.ended = 0.0  # when the last forward returned
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        in_a_run = time.perf_counter() - self.ended < BACK_TO_BACK_S
+        in_a_run = time.perf_counter() - self.ended < RUN_GAP_S
         if in_a_run:
             y = torch.relu(x)
             relu_kernel[(1,)](x.reshape(-1), y.reshape(-1), 1, BLOCK=16)
