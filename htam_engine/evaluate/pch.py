@@ -182,19 +182,19 @@ def wanted(extra_cflags: object, with_cuda: bool, build_name: object,
     (build_after). `on_build` is called first when this call will build the header or wait for
     another process building it. True when it did either. Every argument is the sandbox's word:
     flags outside SAFE_FLAG and a name that is not a module name are refused. Never raises."""
-    flags = flag_set(extra_cflags)
+    flags, cuda = flag_set(extra_cflags), bool(with_cuda)
     if flags is None or not isinstance(build_name, str) or not _BUILD_NAME.fullmatch(build_name):
         return False
-    folder = shared_folder(flags, bool(with_cuda))
+    folder = shared_folder(flags, cuda)
     if folder is None:
         return False
     try:
-        link_header(folder, bool(with_cuda))
+        link_header(folder, cuda)
         if settled(folder) or not _recurring(folder, build_name):
             return False
         if on_build is not None:
             on_build()
-        ensure(folder, flags, bool(with_cuda))
+        ensure(folder, flags, cuda)
         return True
     except Exception:  # noqa: BLE001 - a missing PCH only costs time
         return False

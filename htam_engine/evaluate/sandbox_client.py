@@ -204,7 +204,7 @@ class SandboxProcess:
                     header_asked = True
                     self._build_header(reply, on_stage)
                 try:
-                    send_request(self.sock.fileno(), wire.PchDone(seq=msg.seq))
+                    send_request(self.sock.fileno(), wire.PchDone())
                 except OSError as exc:
                     self.kill()
                     raise SandboxDied(stage, f"its channel failed ({exc.strerror or exc})") from None

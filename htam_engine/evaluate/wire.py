@@ -133,9 +133,8 @@ class Close:
 @dataclass(slots=True)
 class PchDone:
     """The judge's answer to a PchWanted, within the Build it came in: the flag set's header is
-    built where the judge built it (pch.wanted), and the build goes on."""
-
-    seq: int
+    built where the judge built it (pch.wanted), and the build goes on. It answers the one request
+    the sandbox is waiting on, so it carries nothing."""
 
 
 # ---------------------------------------------------------------- sandbox -> judge (msgpack)
