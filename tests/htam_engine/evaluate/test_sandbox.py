@@ -287,6 +287,40 @@ def test_a_run_of_calls_answers_each_in_order_and_ends_at_the_first_that_fails(z
         channel.close_after_death()
 
 
+ASKS_FOR_A_HEADER = """
+import gc
+from htam_engine.evaluate.sandbox import Sandbox
+
+def ask():  # what a build's load_inline does through compile_cache (flags the judge builds nothing for)
+    box = next(o for o in gc.get_objects() if isinstance(o, Sandbox))
+    box._ask_for_header(["-fplugin=/nonexistent.so"], False, "asked_ext")
+
+ask()  # at import: within the Build
+class ModelNew:
+    def __init__(self):
+        ask()  # within a Construct: no build is going on
+"""
+
+
+def test_a_header_request_is_answered_within_a_build_and_refused_outside_one(zygote):
+    """The judge answers a build's request for a precompiled header (PchDone, which the build waits
+    for) and kills a sandbox that asks outside a build: the request makes the judge run gcc, which
+    only a build may ask for."""
+    from htam_engine.evaluate.sandbox_client import SandboxProtocol
+
+    sandbox = fork_sandbox(zygote, "candidate", "cpu", SandboxLimits())
+    try:
+        reply = sandbox.request(wire.Build(sandbox.next_seq(), ASKS_FOR_A_HEADER, "asks-header", "cpp"),
+                                stage=Stage.COMPILE, deadline_s=120, budget=None, memory_mb=0)
+        assert reply.ok, reply.message  # answered: the import went on past its request
+        with pytest.raises(SandboxProtocol, match="precompiled header outside a build"):
+            sandbox.request(wire.Construct(sandbox.next_seq(), "main", [], 0), stage=Stage.CHECK, deadline_s=60,
+                            budget=None, memory_mb=0)
+        assert sandbox.dead
+    finally:
+        sandbox.kill()
+
+
 def test_the_zygote_and_each_sandbox_name_themselves_by_their_role(zygote):
     """What ps, top and the device's process list show (gpu_holders tells the holders apart by it)."""
     def comm(pid: int) -> str:
