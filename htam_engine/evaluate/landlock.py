@@ -13,7 +13,8 @@ memory of the user. With the ruleset a sandbox may change files only beneath
   files, lock files; what a sandbox can plant there the judge already checks: BuildRecords). Not
   the precompiled headers', which the judge builds (pch.wanted);
 - the device files (open for writing: /dev/null, a GPU's /dev/nvidia*) and /dev/shm (Python's
-  multiprocessing semaphores, which torch.compile's worker pool uses);
+  multiprocessing semaphores, which torch.compile's worker pool uses; what a sandbox leaves there
+  goes when it goes: shm_sweep);
 - the files of its own process's /proc folder: the GPU driver names each thread it starts through
   /proc/self/task/<tid>/comm, and where it may not, cuInit fails with error 304 ("OS call failed",
   every sandbox on a GPU machine). Not another process's: their oom_score_adj or autogroup (their

@@ -29,7 +29,7 @@ import sys
 import tempfile
 from typing import Any
 
-from htam_engine.evaluate import landlock, limits, seccomp
+from htam_engine.evaluate import landlock, limits, seccomp, shm_sweep
 
 SWEEP_S = 0.5
 
@@ -247,6 +247,7 @@ class Zygote:
         self.sandboxes: set[int] = set()
         self.exits: dict[int, int] = {}  # recent sandboxes' exit statuses, as subprocess reports them
         self.private: dict[int, str] = {}  # each sandbox's compile caches (_private_compile_caches)
+        self.shm_before: dict[int, frozenset[int]] = {}  # /dev/shm at each sandbox's fork (shm_sweep)
 
     def _send(self, msg: dict, fds: list[int] | None = None) -> None:
         from htam_engine.evaluate.protocol import frame_reply
@@ -260,6 +261,7 @@ class Zygote:
     def fork(self, role: str, device: str, bounds: dict[str, Any]) -> None:
         judge_end, child_end = socket.socketpair()
         private = private_folder(role)
+        shm_before = shm_sweep.present()
         pid = os.fork()
         if pid == 0:
             judge_end.close()
@@ -267,6 +269,7 @@ class Zygote:
         child_end.close()
         self.sandboxes.add(pid)
         self.private[pid] = private
+        self.shm_before[pid] = shm_before
         try:
             self._send({"t": "forked", "pid": pid}, [judge_end.fileno()])
         finally:
@@ -284,6 +287,7 @@ class Zygote:
             if pid in self.sandboxes:
                 self.sandboxes.discard(pid)
                 shutil.rmtree(self.private.pop(pid, ""), ignore_errors=True)
+                shm_sweep.remove_left(self.shm_before.pop(pid, frozenset()))
                 self.exits[pid] = -os.WTERMSIG(_status) if os.WIFSIGNALED(_status) else os.WEXITSTATUS(_status)
                 while len(self.exits) > 64:
                     del self.exits[next(iter(self.exits))]
@@ -308,6 +312,9 @@ class Zygote:
         for private in self.private.values():
             shutil.rmtree(private, ignore_errors=True)
         self.private.clear()
+        if self.shm_before:  # what appeared since the oldest fork; a killed sandbox holds nothing once gone
+            shm_sweep.remove_left(frozenset.intersection(*self.shm_before.values()))
+            self.shm_before.clear()
 
     def serve(self) -> int:
         from htam_engine.evaluate.protocol import ProtocolError, recv_request

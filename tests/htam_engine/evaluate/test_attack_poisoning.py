@@ -16,6 +16,7 @@ import os
 import signal
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -166,6 +167,21 @@ def test_a_candidate_cannot_leave_hundreds_of_megabytes_behind(clean, monkeypatc
     junk = list((clean.root / "cache" / "build").glob("*/junk.bin"))
     assert all(j.stat().st_size <= (32 << 20) for j in junk), [j.stat().st_size for j in junk]
     assert r.status is not OK and "sandbox_file_mb" in r.diagnostics.message, (r.status, r.diagnostics.message)
+
+
+def test_memory_a_candidate_leaves_in_dev_shm_goes_with_its_sandbox(clean):
+    """Files in /dev/shm are memory no limit of the sandbox counts; the zygote removes those the
+    sandbox left once it reaps it (shm_sweep), so they are not kept from later evaluations."""
+    left = "htam-test-shm-left-*"
+    try:
+        honest_ok(clean.run("relu", "cheat_shm_leftover"))  # its kernel is honest: only the files are at stake
+        deadline = time.monotonic() + 15
+        while list(Path("/dev/shm").glob(left)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not list(Path("/dev/shm").glob(left)), sorted(p.name for p in Path("/dev/shm").glob(left))
+    finally:
+        for junk in Path("/dev/shm").glob(left):
+            junk.unlink(missing_ok=True)
 
 
 def test_a_sitecustomize_planted_by_a_candidate_does_not_slow_later_baselines(tmp_path):
