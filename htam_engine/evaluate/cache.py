@@ -24,6 +24,13 @@ from htam_engine import settings
 # every later build with their flags reads them.
 BUILD, CANDIDATES, LOCKS, PCH = "build", "candidates", "locks", "pch"
 SANDBOX_WRITABLE = (BUILD, CANDIDATES, LOCKS)
+# The most a candidate's build folder may hold once its sandbox is gone: it is the one folder of
+# the cache that a candidate's code may write and that outlives it, and a build leaves well under a
+# MB here for C++ and a few MB for CUDA. RLIMIT_FSIZE (sandbox_file_mb) bounds one file, not how
+# many: 33 files of 8 MB each passed it (red-team pass 23), and repeated, they fill the disk under
+# every later evaluation. Past either bound the judge removes the folder (Evaluation._weigh_build).
+BUILD_FOLDER_MAX_BYTES = 256 << 20
+BUILD_FOLDER_MAX_ENTRIES = 4096
 
 
 def cache_dir() -> Path:
@@ -61,6 +68,24 @@ def build_dir(key: str) -> Path:
     path = cache_dir() / BUILD / key
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def folder_usage(path: Path) -> tuple[int, int]:
+    """(bytes on disk, entries) beneath `path`, links not followed; (0, 0) where it is missing."""
+    used = entries = 0
+    stack = [str(path)]
+    while stack:
+        try:
+            with os.scandir(stack.pop()) as it:
+                for entry in it:
+                    entries += 1
+                    with contextlib.suppress(OSError):
+                        used += entry.stat(follow_symlinks=False).st_blocks * 512
+                        if entry.is_dir(follow_symlinks=False):
+                            stack.append(entry.path)
+        except OSError:
+            continue
+    return used, entries
 
 
 def built_marker(key: str) -> Path:

@@ -24,6 +24,7 @@ import contextlib
 import math
 import os
 import re
+import shutil
 import time
 import traceback
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ from typing import Any, Callable
 
 import torch
 
-from htam_engine.evaluate import gpu_holders, wire
+from htam_engine.evaluate import cache, gpu_holders, wire
 from htam_engine.evaluate.build_record import BuildRecords
 from htam_engine.evaluate.channel import Channel
 from htam_engine.evaluate.checks.observe import Observations
@@ -462,6 +463,7 @@ class Evaluation(TimedRounds):
         finally:
             self._close()
         self._watch_siblings()
+        self._weigh_build()
         self._conclude()
         r.stages.gpu_peak_allocated_gib, r.stages.gpu_peak_reserved_gib = gpu_peak(self.device)
         history.dump()
@@ -482,6 +484,20 @@ class Evaluation(TimedRounds):
         if changed:
             self.obs.find("sibling_tamper", f"while the candidate ran, the limits or scheduling of the processes "
                                             f"beside its own changed ({changed}): they are replaced")
+
+    def _weigh_build(self) -> None:
+        """Once the candidate's processes are gone, its build folder must hold a build: past
+        cache.BUILD_FOLDER_MAX_BYTES or _ENTRIES it is files left to fill the disk under later
+        evaluations, and goes (the next evaluation of this source builds it again)."""
+        folder = cache.cache_dir() / cache.BUILD / self.key
+        used, entries = cache.folder_usage(folder)
+        if used <= cache.BUILD_FOLDER_MAX_BYTES and entries <= cache.BUILD_FOLDER_MAX_ENTRIES:
+            return
+        shutil.rmtree(folder, ignore_errors=True)
+        self.obs.find("files_left", f"once it ended, its build folder in the shared cache held {used / 2**20:.0f} MB "
+                                    f"in {entries} files, where a build leaves a few MB "
+                                    f"(at most {cache.BUILD_FOLDER_MAX_BYTES >> 20} MB and "
+                                    f"{cache.BUILD_FOLDER_MAX_ENTRIES} files): removed")
 
     def _conclude(self) -> None:
         """The verdict from everything recorded: reject findings win, then failures, mismatches."""

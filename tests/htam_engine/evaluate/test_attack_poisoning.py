@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from cheats.caught import assert_caught
 from cheats.isolated import IsolatedJudge, isolated_judge
 from htam_engine.evaluate.result import Status
 
@@ -167,6 +168,16 @@ def test_a_candidate_cannot_leave_hundreds_of_megabytes_behind(clean, monkeypatc
     junk = list((clean.root / "cache" / "build").glob("*/junk.bin"))
     assert all(j.stat().st_size <= (32 << 20) for j in junk), [j.stat().st_size for j in junk]
     assert r.status is not OK and "sandbox_file_mb" in r.diagnostics.message, (r.status, r.diagnostics.message)
+
+
+def test_many_files_each_under_the_file_limit_are_not_left_behind(clean, monkeypatch):
+    """Each of 33 files of 8 MB passes the file limit; together they are more than a build folder
+    may keep once its candidate is gone: the folder is removed and the candidate rejected."""
+    monkeypatch.setenv("HTAM_SANDBOX_FILE_MB", "32")
+    r = clean.run("relu", "cheat_fill_disk_many")
+    assert_caught(r, "files_left")
+    assert not list((clean.root / "cache" / "build").glob("*/junk[0-9]*.bin"))
+    honest_ok(clean.run("relu", "honest_relu_triton"))  # the folder of the next build is its own, and kept
 
 
 def test_memory_a_candidate_leaves_in_dev_shm_goes_with_its_sandbox(clean):
