@@ -49,7 +49,8 @@ _GCH = Path("torch") / "extension.h.gch"
 _FAILED = "failed.txt"
 # A PCH build that takes longer than this is not worth waiting for (2 busy cores: ~160 s).
 _BUILD_TIMEOUT_S = 900.0
-# Each .gch of torch/extension.h is ~0.5 GB: flag sets beyond this many get none.
+# Each .gch of torch/extension.h is ~0.5 GB: at most this many flag sets have one, those asked
+# for most (_slot_for).
 MAX_FLAG_SETS = 8
 
 
@@ -235,6 +236,30 @@ def settled(folder: Path) -> bool:
     return (folder / _GCH).exists() or (folder / _FAILED).exists()
 
 
+def _seen(folder: Path) -> int:
+    """How many distinct extensions asked for this flag set's header (_recurring)."""
+    try:
+        return sum(1 for _ in (folder / "seen").iterdir())
+    except OSError:
+        return 0
+
+
+def _slot_for(folder: Path) -> bool:
+    """Whether `folder`'s flag set may have a .gch now: fewer than MAX_FLAG_SETS are built, or it
+    recurs more than the least recurring flag set that has one, whose .gch then goes. A candidate
+    can take every slot with flag sets nobody else uses (red-team pass 23: a junk -D, two
+    evaluations a set), after which no honest flag set got a header again; now the slots follow
+    how often each flag set is asked for, which a candidate raises by one an evaluation."""
+    built = [gch.parent.parent for gch in folder.parent.glob(f"*/{_GCH}")]
+    if len(built) < MAX_FLAG_SETS:
+        return True
+    victim = min(built, key=_seen)
+    if _seen(victim) >= _seen(folder):
+        return False
+    (victim / _GCH).unlink(missing_ok=True)  # a build reading it keeps its open file
+    return True
+
+
 def ensure(folder: Path, extra_cflags: Sequence[str], with_cuda: bool) -> None:
     """Make `folder` usable: the header link always, the .gch unless building it failed before.
 
@@ -249,9 +274,8 @@ def ensure(folder: Path, extra_cflags: Sequence[str], with_cuda: bool) -> None:
             return
         link_header(folder, with_cuda)
         header = Path(_system_includes(with_cuda)[0]) / _HEADER
-        if sum(1 for _ in folder.parent.glob(f"*/{_GCH}")) >= MAX_FLAG_SETS:
-            atomic_write_text(folder / _FAILED, f"already {MAX_FLAG_SETS} precompiled flag sets\n")
-            return
+        if not _slot_for(folder):
+            return  # asked again, it is weighed again
         tmp = gch.with_name(f".{gch.name}.{os.getpid()}.tmp")
         t0, cpu0 = time.perf_counter(), _children_cpu_s()
         try:

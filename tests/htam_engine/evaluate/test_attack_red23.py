@@ -1,15 +1,17 @@
 """Cheats of a twenty-third red-team pass (CPU), aimed at what outlives a sandbox, the shared
-precompiled header the judge now builds (wire.PchWanted), and the work check. Three of four got
-through; two are mended, one is a known hole (below).
+precompiled header the judge now builds (wire.PchWanted), and the work check. Of its four cheats
+one was caught (the address below found through ctypes: the static check's foreign_memory) and
+three got through, as did a fifth it suggested; three are mended, one is a known hole (below).
 
 - cheat_shm_leftover (test_attack_poisoning): files in /dev/shm, memory no limit of the sandbox
   counts, outlived it (1.5 GB kept from later evaluations): the zygote now removes them (shm_sweep).
 - cheat_fill_disk_many (test_attack_poisoning): 33 files under the file limit in its build folder:
   the judge now weighs the folder once the candidate is gone (files_left).
-- A junk flag set of allowed forms (-O1 -DTAG), asked for twice, makes the judge build a header
-  nobody else uses (about 50 s of gcc, 0.8 GB) and takes one of pch.MAX_FLAG_SETS slots; eight of
-  them leave later flag sets without a shared header. Builds get slower; no verdict or speedup
-  changes (README says so). Not mended.
+- A junk flag set of allowed forms (-O1 -DTAG), asked for twice, made the judge build a header
+  nobody else uses (about 50 s of gcc, 0.8 GB) and took one of pch.MAX_FLAG_SETS slots for good;
+  eight of them left every later flag set without a shared header (slower builds, no verdict
+  changed). The slots now follow how often a flag set is asked for (test_pch: a flag set asked
+  for more than the least asked-for one takes its slot); each junk set still costs one build.
 - cheat_cpp_elf_address: PyTorch's own CPU softmax called through a function pointer (below).
 """
 

@@ -119,17 +119,47 @@ def test_failed_build_falls_back_and_is_not_retried(own_cache, monkeypatch):
     assert not [p for p in (first / "torch").iterdir() if p.name.endswith(".tmp")]
 
 
+def _built_sets(root: Path, seen: list[int]) -> list[Path]:
+    """Flag-set folders holding a .gch, each asked for by seen[i] distinct extensions."""
+    folders = []
+    for i, n in enumerate(seen):
+        folder = root / "pch" / f"set{i}"
+        (folder / "torch").mkdir(parents=True)
+        (folder / "torch" / "extension.h.gch").write_bytes(b"")
+        (folder / "seen").mkdir()
+        for j in range(n):
+            (folder / "seen" / f"ext_{j}").touch()
+        folders.append(folder)
+    return folders
+
+
 @needs_gcc
-def test_flag_sets_beyond_the_cap_get_no_header(own_cache, monkeypatch):
+def test_flag_sets_beyond_the_cap_get_no_header_while_every_built_one_is_asked_for_as_often(own_cache, monkeypatch):
     monkeypatch.setenv(pch.AFTER_ENV, "1")
-    for i in range(pch.MAX_FLAG_SETS):
-        gch = own_cache / "pch" / f"set{i}" / "torch" / "extension.h.gch"
-        gch.parent.mkdir(parents=True)
-        gch.write_bytes(b"")
+    built = _built_sets(own_cache, [2] * pch.MAX_FLAG_SETS)
     monkeypatch.setattr(pch, "build_command", lambda *a: pytest.fail("built past the cap"))
     pch.wanted(["-O1", "-g0"], False, "ext_a")
+    pch.wanted(["-O1", "-g0"], False, "ext_b")
     folder = pch.shared_folder(("-O1", "-g0"), False)
-    assert folder is not None and "flag sets" in (folder / "failed.txt").read_text()
+    assert folder is not None and not (folder / "torch" / "extension.h.gch").exists()
+    assert not (folder / "failed.txt").exists()  # not given up on: weighed again when asked again
+    assert all((f / "torch" / "extension.h.gch").exists() for f in built)
+
+
+@needs_gcc
+def test_a_flag_set_asked_for_more_takes_the_slot_of_the_least_asked_for(own_cache, monkeypatch):
+    """Eight slots taken, one by a flag set asked for once (a candidate's junk -D): the first flag
+    set asked for more often than that gets its header in that slot."""
+    monkeypatch.setenv(pch.AFTER_ENV, "1")
+    junk, *kept = _built_sets(own_cache, [1] + [5] * (pch.MAX_FLAG_SETS - 1))
+    monkeypatch.setattr(pch, "build_command", lambda header, output, *a: ["touch", str(output)])
+    folder = pch.shared_folder(("-O1", "-g0"), False)
+    pch.wanted(["-O1", "-g0"], False, "ext_a")  # asked for once, as often as the junk: no slot yet
+    assert not (folder / "torch" / "extension.h.gch").exists()
+    pch.wanted(["-O1", "-g0"], False, "ext_b")
+    assert (folder / "torch" / "extension.h.gch").exists()
+    assert not (junk / "torch" / "extension.h.gch").exists()
+    assert all((f / "torch" / "extension.h.gch").exists() for f in kept)
 
 
 def _cpp_candidate(tag: str) -> str:
