@@ -10,6 +10,7 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import math
 import os
 import threading
 from pathlib import Path
@@ -70,8 +71,11 @@ def build_dir(key: str) -> Path:
     return path
 
 
-def folder_usage(path: Path) -> tuple[int, int]:
-    """(bytes on disk, entries) beneath `path`, links not followed; (0, 0) where it is missing."""
+def folder_usage(path: Path, stop_past: tuple[int, int] | None = None) -> tuple[int, int]:
+    """(bytes on disk, entries) beneath `path`, links not followed; (0, 0) where it is missing.
+    stop_past (bytes, entries): stop counting once either is passed (a million empty files would
+    otherwise be walked to the last only to be removed)."""
+    max_used, max_entries = stop_past or (math.inf, math.inf)
     used = entries = 0
     stack = [str(path)]
     while stack:
@@ -83,6 +87,8 @@ def folder_usage(path: Path) -> tuple[int, int]:
                         used += entry.stat(follow_symlinks=False).st_blocks * 512
                         if entry.is_dir(follow_symlinks=False):
                             stack.append(entry.path)
+                    if used > max_used or entries > max_entries:
+                        return used, entries
         except OSError:
             continue
     return used, entries

@@ -490,12 +490,13 @@ class Evaluation(TimedRounds):
         cache.BUILD_FOLDER_MAX_BYTES or _ENTRIES it is files left to fill the disk under later
         evaluations, and goes (the next evaluation of this source builds it again)."""
         folder = cache.cache_dir() / cache.BUILD / self.key
-        used, entries = cache.folder_usage(folder)
-        if used <= cache.BUILD_FOLDER_MAX_BYTES and entries <= cache.BUILD_FOLDER_MAX_ENTRIES:
+        bounds = (cache.BUILD_FOLDER_MAX_BYTES, cache.BUILD_FOLDER_MAX_ENTRIES)
+        used, entries = cache.folder_usage(folder, stop_past=bounds)
+        if used <= bounds[0] and entries <= bounds[1]:
             return
         shutil.rmtree(folder, ignore_errors=True)
-        self.obs.find("files_left", f"once it ended, its build folder in the shared cache held {used / 2**20:.0f} MB "
-                                    f"in {entries} files, where a build leaves a few MB "
+        self.obs.find("files_left", f"once it ended, its build folder in the shared cache held at least "
+                                    f"{used / 2**20:.0f} MB in {entries} files, where a build leaves a few MB "
                                     f"(at most {cache.BUILD_FOLDER_MAX_BYTES >> 20} MB and "
                                     f"{cache.BUILD_FOLDER_MAX_ENTRIES} files): removed")
 

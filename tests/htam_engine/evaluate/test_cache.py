@@ -65,3 +65,17 @@ def test_a_free_slot_is_found_after_its_file_was_unlinked(locks):
         release_file_lock(second)
     finally:
         release_file_lock(first)
+
+
+def test_a_folders_usage_counts_bytes_on_disk_and_entries_and_stops_once_past_a_bound(tmp_path):
+    from htam_engine.evaluate.cache import folder_usage
+
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "data.bin").write_bytes(b"x" * 100_000)
+    (tmp_path / "sparse.bin").open("wb").truncate(50 << 20)  # 50 MB long, nothing on disk
+    for i in range(20):
+        (tmp_path / f"empty{i}").touch()
+    used, entries = folder_usage(tmp_path)
+    assert entries == 23 and 100_000 <= used < 1 << 20
+    assert folder_usage(tmp_path / "missing") == (0, 0)
+    assert folder_usage(tmp_path, stop_past=(1 << 30, 5))[1] == 6  # stopped at the entry past the bound
