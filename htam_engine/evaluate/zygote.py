@@ -287,7 +287,9 @@ class Zygote:
             if pid in self.sandboxes:
                 self.sandboxes.discard(pid)
                 shutil.rmtree(self.private.pop(pid, ""), ignore_errors=True)
-                shm_sweep.remove_left(self.shm_before.pop(pid, frozenset()))
+                before = self.shm_before.pop(pid, None)
+                if before is not None:  # never "nothing was there": that would take every unheld file
+                    shm_sweep.remove_left(before)
                 self.exits[pid] = -os.WTERMSIG(_status) if os.WIFSIGNALED(_status) else os.WEXITSTATUS(_status)
                 while len(self.exits) > 64:
                     del self.exits[next(iter(self.exits))]
@@ -312,7 +314,7 @@ class Zygote:
         for private in self.private.values():
             shutil.rmtree(private, ignore_errors=True)
         self.private.clear()
-        if self.shm_before:  # what appeared since the oldest fork; a killed sandbox holds nothing once gone
+        if self.shm_before:  # what appeared since the oldest fork (a sandbox still dying keeps what it holds)
             shm_sweep.remove_left(frozenset.intersection(*self.shm_before.values()))
             self.shm_before.clear()
 
