@@ -27,6 +27,7 @@ import signal
 import socket
 import sys
 import tempfile
+from dataclasses import dataclass
 from typing import Any
 
 from htam_engine.evaluate import landlock, limits, seccomp, shm_sweep
@@ -240,14 +241,20 @@ def remove_orphaned_private_folders() -> int:
     return removed
 
 
+@dataclass(frozen=True, slots=True)
+class Forked:
+    """What the zygote undoes once a sandbox it forked is gone."""
+
+    private: str  # its compile caches' folder (_private_compile_caches): removed
+    shm_before: frozenset[int]  # /dev/shm's entries at its fork: what appeared since, unheld, goes (shm_sweep)
+
+
 class Zygote:
     def __init__(self, fd: int):
         self.sock = socket.socket(fileno=fd)
         self.parent = os.getppid()
-        self.sandboxes: set[int] = set()
+        self.sandboxes: dict[int, Forked] = {}  # the live sandboxes by pid
         self.exits: dict[int, int] = {}  # recent sandboxes' exit statuses, as subprocess reports them
-        self.private: dict[int, str] = {}  # each sandbox's compile caches (_private_compile_caches)
-        self.shm_before: dict[int, frozenset[int]] = {}  # /dev/shm at each sandbox's fork (shm_sweep)
 
     def _send(self, msg: dict, fds: list[int] | None = None) -> None:
         from htam_engine.evaluate.protocol import frame_reply
@@ -260,16 +267,13 @@ class Zygote:
 
     def fork(self, role: str, device: str, bounds: dict[str, Any]) -> None:
         judge_end, child_end = socket.socketpair()
-        private = private_folder(role)
-        shm_before = shm_sweep.present()
+        forked = Forked(private_folder(role), shm_sweep.present())
         pid = os.fork()
         if pid == 0:
             judge_end.close()
-            _child(child_end, self.sock, role, device, bounds, private)
+            _child(child_end, self.sock, role, device, bounds, forked.private)
         child_end.close()
-        self.sandboxes.add(pid)
-        self.private[pid] = private
-        self.shm_before[pid] = shm_before
+        self.sandboxes[pid] = forked
         try:
             self._send({"t": "forked", "pid": pid}, [judge_end.fileno()])
         finally:
@@ -284,12 +288,10 @@ class Zygote:
                 break
             if pid == 0:
                 break
-            if pid in self.sandboxes:
-                self.sandboxes.discard(pid)
-                shutil.rmtree(self.private.pop(pid, ""), ignore_errors=True)
-                before = self.shm_before.pop(pid, None)
-                if before is not None:  # never "nothing was there": that would take every unheld file
-                    shm_sweep.remove_left(before)
+            forked = self.sandboxes.pop(pid, None)
+            if forked is not None:
+                shutil.rmtree(forked.private, ignore_errors=True)
+                shm_sweep.remove_left(forked.shm_before)
                 self.exits[pid] = -os.WTERMSIG(_status) if os.WIFSIGNALED(_status) else os.WEXITSTATUS(_status)
                 while len(self.exits) > 64:
                     del self.exits[next(iter(self.exits))]
@@ -311,12 +313,11 @@ class Zygote:
                 os.killpg(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-        for private in self.private.values():
-            shutil.rmtree(private, ignore_errors=True)
-        self.private.clear()
-        if self.shm_before:  # what appeared since the oldest fork (a sandbox still dying keeps what it holds)
-            shm_sweep.remove_left(frozenset.intersection(*self.shm_before.values()))
-            self.shm_before.clear()
+        for forked in self.sandboxes.values():
+            shutil.rmtree(forked.private, ignore_errors=True)
+        if self.sandboxes:  # what appeared since the oldest fork (a sandbox still dying keeps what it holds)
+            shm_sweep.remove_left(frozenset.intersection(*(f.shm_before for f in self.sandboxes.values())))
+        self.sandboxes.clear()
 
     def serve(self) -> int:
         from htam_engine.evaluate.protocol import ProtocolError, recv_request

@@ -26,3 +26,34 @@ def test_the_folders_of_a_zygote_killed_outright_are_removed_by_the_next_and_no_
     other.mkdir()
     assert zygote.remove_orphaned_private_folders() == 1
     assert not orphan.exists() and os.path.isdir(mine) and older.exists() and other.exists()
+
+
+def test_a_zygote_ending_its_sandboxes_removes_their_folders_and_what_they_left_in_dev_shm(tmp_path):
+    """kill_all (the judge gone, or the channel broken): each sandbox is killed, its compile caches'
+    folder removed, and what appeared in /dev/shm since the oldest fork and nobody holds goes; what
+    was there before stays."""
+    import socket
+
+    from htam_engine.evaluate import shm_sweep
+
+    older = shm_sweep.SHM / f"htam-test-killall-older-{os.getpid()}"
+    older.write_bytes(b"o")
+    ours, theirs = socket.socketpair()
+    z = zygote.Zygote(ours.detach())
+    sandbox = subprocess.Popen(["sleep", "60"], start_new_session=True)  # stands for a forked sandbox
+    private = tmp_path / "private"
+    private.mkdir()
+    z.sandboxes[sandbox.pid] = zygote.Forked(str(private), shm_sweep.present())
+    left = shm_sweep.SHM / f"htam-test-killall-left-{os.getpid()}"
+    left.write_bytes(b"l" * 4096)
+    try:
+        z.kill_all()
+        assert sandbox.wait(timeout=10) == -9
+        assert not private.exists() and not left.exists() and older.exists()
+        assert z.sandboxes == {}
+    finally:
+        sandbox.kill()
+        for path in (older, left):
+            path.unlink(missing_ok=True)
+        z.sock.close()
+        theirs.close()
