@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 from pathlib import Path
 
 SHM = Path("/dev/shm")
@@ -58,20 +59,19 @@ def _held(device: int) -> set[int]:
     return held
 
 
-def _size(path: str) -> int:
-    if not os.path.isdir(path) or os.path.islink(path):
-        return os.lstat(path).st_size
-    return sum(os.lstat(os.path.join(root, name)).st_size
-               for root, _dirs, names in os.walk(path) for name in names)
-
-
-def _inodes(path: str) -> set[int]:
-    """The inodes of `path` and, for a folder, of everything beneath it."""
-    found = {os.lstat(path).st_ino}
-    if os.path.isdir(path) and not os.path.islink(path):
-        for root, dirs, names in os.walk(path):
-            found.update(os.lstat(os.path.join(root, n)).st_ino for n in dirs + names)
-    return found
+def _contents(path: str) -> tuple[set[int], int]:
+    """The inodes of `path` and of everything beneath a folder, and the bytes of its files."""
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode):  # a file, or a link (not followed)
+        return {st.st_ino}, st.st_size
+    inodes, size = {st.st_ino}, 0
+    for root, dirs, names in os.walk(path):
+        inodes.update(os.lstat(os.path.join(root, name)).st_ino for name in dirs)
+        for name in names:
+            child = os.lstat(os.path.join(root, name))
+            inodes.add(child.st_ino)
+            size += child.st_size
+    return inodes, size
 
 
 def _ours(entry: os.DirEntry) -> bool:
@@ -96,9 +96,9 @@ def remove_left(before: frozenset[int], folder: Path = SHM) -> int:
     removed = 0
     for entry in new:
         try:
-            if _inodes(entry.path) & held:
+            inodes, size = _contents(entry.path)
+            if inodes & held:
                 continue
-            size = _size(entry.path)
             if entry.is_dir(follow_symlinks=False):
                 shutil.rmtree(entry.path)
             else:
