@@ -206,7 +206,7 @@ def _recurring(folder: Path, build_name: str) -> bool:
     seen = folder / "seen"
     seen.mkdir(parents=True, exist_ok=True)
     (seen / build_name).touch()
-    return sum(1 for _ in seen.iterdir()) >= build_after()
+    return _seen(folder) >= build_after()
 
 
 def link_header(folder: Path, with_cuda: bool) -> None:
@@ -253,8 +253,8 @@ def _slot_for(folder: Path) -> bool:
     built = [gch.parent.parent for gch in folder.parent.glob(f"*/{_GCH}")]
     if len(built) < MAX_FLAG_SETS:
         return True
-    victim = min(built, key=_seen)
-    if _seen(victim) >= _seen(folder):
+    asked, victim = min((_seen(f), f) for f in built)
+    if asked >= _seen(folder):
         return False
     (victim / _GCH).unlink(missing_ok=True)  # a build reading it keeps its open file
     return True
