@@ -17,13 +17,14 @@ from typing import Any, Iterator
 import psutil
 
 from cheats.harness import _problem, candidate_source, check_config
+from htam_engine.evaluate import pch
 
 # What the isolated judge's sandboxes must find under the folder rather than in the shared cache.
 _CACHE_VARS = ("HTAM_CACHE_DIR", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "TORCH_EXTENSIONS_DIR")
 # The folder is thrown away after its test, so a precompiled torch header there (which the judge
 # builds at a flag set's second extension: ~60 s of CPU on two cores, the planted-header test's
 # second C++ source) would never pay back: none is built.
-_PCH_NEVER = {"HTAM_PCH_AFTER": "1000000"}
+_PCH_NEVER = {pch.AFTER_ENV: "1000000"}
 
 
 class IsolatedJudge:
