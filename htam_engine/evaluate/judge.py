@@ -497,8 +497,7 @@ class Evaluation(TimedRounds):
         shutil.rmtree(folder, ignore_errors=True)
         self.obs.find("files_left", f"once it ended, its build folder in the shared cache held at least "
                                     f"{used / 2**20:.0f} MB in {entries} files, where a build leaves a few MB "
-                                    f"(at most {cache.BUILD_FOLDER_MAX_BYTES >> 20} MB and "
-                                    f"{cache.BUILD_FOLDER_MAX_ENTRIES} files): removed")
+                                    f"(at most {bounds[0] >> 20} MB and {bounds[1]} files): removed")
 
     def _conclude(self) -> None:
         """The verdict from everything recorded: reject findings win, then failures, mismatches."""
