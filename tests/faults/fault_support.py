@@ -122,6 +122,21 @@ def sandboxes() -> list[psutil.Process]:
     return found
 
 
+def described(pids) -> str:
+    """Each pid's name, state, parent, group, age and command line, or that it is gone: what an
+    assertion about processes that should have gone prints, so a rare failure explains itself."""
+    lines = []
+    for pid in sorted(pids):
+        try:
+            p = psutil.Process(pid)
+            with p.oneshot():
+                lines.append(f"{pid} {p.name()} {p.status()} ppid={p.ppid()} pgid={os.getpgid(pid)} "
+                             f"age={time.time() - p.create_time():.1f}s {' '.join(p.cmdline())[:120]}")
+        except (psutil.Error, ProcessLookupError):
+            lines.append(f"{pid} gone")
+    return "; ".join(lines)
+
+
 def wait_until(predicate, timeout_s: float, poll_s: float = 0.05) -> bool:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:

@@ -15,6 +15,7 @@ from fault_support import (
     HONEST,
     candidate,
     descendants,
+    described,
     group_members,
     load_test_problem,
     quick_config,
@@ -101,8 +102,9 @@ def test_fault_gets_its_status_and_the_next_candidate_is_fine(fault, problem, ev
     warm, _ = _honest(evaluator, problem)  # a warm judge: the timeout clock is the candidate's alone
     assert warm.status is Status.OK, warm.diagnostics.message
     (judge,) = worker_processes()
-    # The judge forks its next spare after an evaluation: on a loaded box it may not exist yet, and
-    # `before` would then hold only the reference's sandbox (no sandbox of this candidate to see go).
+    # The judge forks the next spare as it hands the current one over (Judge.candidate_sandbox): on a
+    # loaded box it may not be there yet, and `before` would then hold only the reference's sandbox
+    # (no sandbox of this candidate to see go).
     wait_until(lambda: len(sandboxes()) >= 2, 10)
     before = {p.pid for p in sandboxes()}  # the spare that will run this candidate, and the reference's
     t0 = time.monotonic()
@@ -117,7 +119,8 @@ def test_fault_gets_its_status_and_the_next_candidate_is_fine(fault, problem, ev
         assert len(r.diagnostics.log) < 200_000  # output is bounded, whatever the candidate printed
         # The candidate's sandbox is gone with its whole group (whatever the verdict); the judge is not
         # (unless this fault's memory setting asked for a judge with other sandbox limits).
-        assert wait_until(lambda: before - {p.pid for p in sandboxes()}, 5), (before, sandboxes())
+        assert wait_until(lambda: before - {p.pid for p in sandboxes()}, 5), (
+            f"before: {described(before)} | now: {described(p.pid for p in sandboxes())}")
         used = before - {p.pid for p in sandboxes()}
         assert wait_until(lambda: not any(group_members(pid) for pid in used), 5)
         if fault.memory_mb is None:
