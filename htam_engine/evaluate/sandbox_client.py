@@ -347,8 +347,6 @@ def _zombie(pid: int) -> bool:
         return True
 
 
-
-
 def fork_sandbox(zygote: ZygoteProcess, role: str, device: str, limits: SandboxLimits) -> SandboxProcess:
     """A new sandbox from the zygote (HarnessStartError when it cannot fork one)."""
     pid, fd = zygote.fork(role, device, limits)
