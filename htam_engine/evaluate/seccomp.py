@@ -14,7 +14,22 @@ The filter answers:
 - clone3, whose flags lie in memory a filter cannot read: ENOSYS, and the C library falls back
   to clone (glibc since 2.34 does so for threads and posix_spawn alike);
 - any syscall of another ABI (32-bit int 0x80 calls, x32), which could name the same clone by
-  another number: ENOSYS.
+  another number: ENOSYS;
+- System V IPC's shmget, semget and msgget: EPERM. Their objects belong to no process and stay
+  until removed or the host reboots: 18 segments of 256 MB, each attached, filled and detached so
+  that the address-space limit saw one at a time, kept 4.6 GB of the host's memory after their
+  sandbox and its judge were gone (red-team pass 26, cheat_sysv_shm_leftover). Nothing a kernel
+  needs uses them (Python's multiprocessing, PyTorch and NCCL share memory through /dev/shm,
+  which shm_sweep cleans);
+- a chmod (chmod, fchmod, fchmodat, fchmodat2) to a mode without the owner's read and write
+  bits: EPERM. Landlock governs writes, not a file's mode, so a sandbox could take the write bit
+  off the cache's shared folders (no later build could make its lock: every later candidate a
+  compile error, for good) or off its own /dev/shm folder (the sweep could not empty it: 1.5 GB
+  kept), or lock the user's own files away (cheat_chmod_locks, cheat_shm_chmod_leftover). The
+  owner's search bit is not asked for: a filter cannot tell a folder from a file, and
+  torch.compile sets 0644 on its outputs; a folder of the judge's left without it (or made
+  without it: a mode at creation is the umask's) is given its bits back by the judge where it
+  meets one (cache.py, owned_tree.py).
 
 Threads, fork, vfork and posix_spawn (compilers, build tools) are untouched. Where the kernel or
 the machine's ABI is not one this knows (x86-64, aarch64), nothing is installed and `install`
@@ -39,9 +54,25 @@ import ctypes
 import os
 import platform
 import struct
+from dataclasses import dataclass
 
-# <linux/audit.h>, <asm/unistd.h>: the native ABI, its clone and prctl numbers (clone3 is 435 on both)
-_ABIS = {"x86_64": (0xC000003E, 56, 157), "aarch64": (0xC00000B7, 220, 167)}
+@dataclass(frozen=True)
+class _Abi:
+    """<linux/audit.h>, <asm/unistd.h>: an ABI's audit arch and the syscall numbers the filter names."""
+
+    arch: int
+    clone: int
+    prctl: int
+    refused: tuple[int, ...]  # System V IPC's gets: shmget, semget, msgget
+    modes: tuple[tuple[int, int], ...]  # (chmod-like call, the index of its mode argument)
+
+
+_ABIS = {
+    "x86_64": _Abi(0xC000003E, clone=56, prctl=157, refused=(29, 64, 68),
+                   modes=((90, 1), (91, 1), (268, 2), (452, 2))),  # chmod, fchmod, fchmodat, fchmodat2
+    "aarch64": _Abi(0xC00000B7, clone=220, prctl=167, refused=(194, 190, 186),
+                    modes=((52, 1), (53, 2), (452, 2))),  # fchmod, fchmodat, fchmodat2 (no chmod)
+}
 # the seccomp() call's number per ABI, SECCOMP_SET_MODE_FILTER and SECCOMP_FILTER_FLAG_SPEC_ALLOW
 _SECCOMP_CALL = {"x86_64": 317, "aarch64": 277}
 _SET_MODE_FILTER, _FLAG_SPEC_ALLOW = 1, 4
@@ -53,28 +84,45 @@ _PR_SET_CHILD_SUBREAPER = 36
 _PR_SET_NO_NEW_PRIVS, _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 38, 22, 2
 _RET_ALLOW, _RET_ERRNO = 0x7FFF0000, 0x00050000
 _EPERM, _ENOSYS = 1, 38
-# BPF opcodes: load a word of seccomp_data, jumps on equal / set bits / greater-or-equal, return
-_LD_ABS, _JEQ, _JSET, _JGE, _RET = 0x20, 0x15, 0x45, 0x35, 0x06
-_ARCH_AT, _NR_AT, _ARG0_LOW_AT = 4, 0, 16  # offsets in struct seccomp_data (the ABIs are little-endian)
+# A mode a chmod may set: the owner keeps reading and writing (stat.S_IRUSR | stat.S_IWUSR).
+_OWNER_BITS = 0o600
+# BPF opcodes: load a word of seccomp_data, AND the accumulator with a constant, jumps on equal /
+# set bits / greater-or-equal, return
+_LD_ABS, _AND, _JEQ, _JSET, _JGE, _RET = 0x20, 0x54, 0x15, 0x45, 0x35, 0x06
+_ARCH_AT, _NR_AT, _ARGS_AT = 4, 0, 16  # offsets in struct seccomp_data (the ABIs are little-endian)
 
 
-def _program(arch: int, clone: int, prctl: int) -> list[tuple[int, int, int, int]]:
+def _arg_low(index: int) -> int:
+    """The offset of argument `index`'s low word in struct seccomp_data."""
+    return _ARGS_AT + 8 * index
+
+
+def _program(abi: _Abi) -> list[tuple[int, int, int, int]]:
     """The filter as (code, jump if true, jump if false, k) instructions."""
+    mode_args = sorted({index for _, index in abi.modes})
     # labels resolved below: ALLOW, EPERM, NOSYS sit at the end
-    body: list[tuple[int, str | int, str | int, int]] = [
+    body: list[tuple[int | str, str | int, str | int, int]] = [
         (_LD_ABS, 0, 0, _ARCH_AT),
-        (_JEQ, 0, "NOSYS", arch),
+        (_JEQ, 0, "NOSYS", abi.arch),
         (_LD_ABS, 0, 0, _NR_AT),
         (_JGE, "NOSYS", 0, _X32_BIT),
         (_JEQ, "NOSYS", 0, _CLONE3),
-        (_JEQ, "CLONE", 0, clone),
-        (_JEQ, "PRCTL", "ALLOW", prctl),
+        (_JEQ, "CLONE", 0, abi.clone),
+        (_JEQ, "PRCTL", 0, abi.prctl),
+        *[(_JEQ, "EPERM", 0, nr) for nr in abi.refused],
+        *[(_JEQ, f"MODE{index}", 0, nr) for nr, index in abi.modes],
+        (_RET, 0, 0, _RET_ALLOW),
         ("CLONE", 0, 0, 0),
-        (_LD_ABS, 0, 0, _ARG0_LOW_AT),
+        (_LD_ABS, 0, 0, _arg_low(0)),
         (_JSET, "EPERM", "ALLOW", _CLONE_PARENT),
         ("PRCTL", 0, 0, 0),
-        (_LD_ABS, 0, 0, _ARG0_LOW_AT),
+        (_LD_ABS, 0, 0, _arg_low(0)),
         (_JEQ, "EPERM", "ALLOW", _PR_SET_CHILD_SUBREAPER),
+    ]
+    for index in mode_args:
+        body += [(f"MODE{index}", 0, 0, 0), (_LD_ABS, 0, 0, _arg_low(index)), (_AND, 0, 0, _OWNER_BITS),
+                 (_JEQ, "ALLOW", "EPERM", _OWNER_BITS)]
+    body += [
         ("ALLOW", 0, 0, 0),
         (_RET, 0, 0, _RET_ALLOW),
         ("EPERM", 0, 0, 0),
@@ -102,7 +150,7 @@ def install() -> str | None:
     abi = _ABIS.get(platform.machine())
     if abi is None:
         return f"no seccomp filter for the {platform.machine()} ABI"
-    program = _program(*abi)
+    program = _program(abi)
     raw = b"".join(struct.pack("HBBI", op, jt, jf, k) for op, jt, jf, k in program)
     buf = ctypes.create_string_buffer(raw, len(raw))
 

@@ -14,6 +14,7 @@ from htam_engine.evaluate import seccomp
 
 CLONE_PARENT, SIGCHLD = 0x8000, 17
 SYS = {"x86_64": {"clone": 56, "clone3": 435}, "aarch64": {"clone": 220, "clone3": 435}}.get(platform.machine())
+IPC_PRIVATE, IPC_CREAT, IPC_RMID = 0, 0o1000, 0
 
 pytestmark = pytest.mark.skipif(SYS is None, reason=f"no seccomp filter for {platform.machine()}")
 
@@ -57,7 +58,46 @@ def _calls_under_the_filter() -> dict:
         os._exit(7)
     out["fork"] = os.waitstatus_to_exitcode(os.waitpid(child, 0)[1])
     out["subprocess"] = subprocess.run(["true"]).returncode
+    segment = libc.shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0o600)
+    out["shmget"] = os.strerror(ctypes.get_errno()) if segment < 0 else "made"
+    if segment >= 0:
+        libc.shmctl(segment, IPC_RMID, None)  # a filter that let it through leaves nothing behind
+    out["chmod"] = _chmods()
     return out
+
+
+def _chmods() -> dict[str, str]:
+    """Modes set on a folder and a file of a fresh temporary folder: "done" or the error."""
+    import shutil
+    import tempfile
+
+    root = tempfile.mkdtemp()
+    folder, file = os.path.join(root, "folder"), os.path.join(root, "file")
+    os.mkdir(folder)
+    open(file, "w").close()
+    tried = {}
+    for label, call in [("folder 0555", lambda: os.chmod(folder, 0o555)),
+                        ("folder 0755", lambda: os.chmod(folder, 0o755)),
+                        ("folder 0700", lambda: os.chmod(folder, 0o700)),
+                        ("file 0644", lambda: os.chmod(file, 0o644)),
+                        ("file 0400", lambda: os.chmod(file, 0o400)),
+                        ("file 0000 by fd", lambda: _fchmod(file, 0)),
+                        ("file 0600 by fd", lambda: _fchmod(file, 0o600))]:
+        try:
+            call()
+            tried[label] = "done"
+        except OSError as e:
+            tried[label] = e.strerror
+    shutil.rmtree(root)
+    return tried
+
+
+def _fchmod(path: str, mode: int) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
 
 
 def _filtered() -> dict:
@@ -93,3 +133,15 @@ def test_the_filter_leaves_the_sandbox_its_speculation_settings():
     assert seen["status"].get("Seccomp") == "2", seen["status"]  # the filter is on
     assert {k: v for k, v in seen["status"].items() if k.startswith("Speculation")} == \
         {k: v for k, v in unfiltered.items() if k.startswith("Speculation")}
+
+
+def test_a_filtered_process_makes_no_system_v_ipc_object_and_keeps_its_owner_reading_and_writing():
+    """Red-team pass 26: System V shared memory outlived its sandbox (4.6 GB kept), and a chmod that
+    took the write bit off a shared cache folder made every later build fail (seccomp.py). Modes
+    that keep the owner's read and write bits (torch.compile's 0644, a linker's 0755) still go."""
+    seen = _filtered()
+    refused = os.strerror(1)  # EPERM
+    assert seen["shmget"] == refused, seen
+    assert seen["chmod"] == {"folder 0555": refused, "folder 0755": "done", "folder 0700": "done",
+                             "file 0644": "done", "file 0400": refused, "file 0000 by fd": refused,
+                             "file 0600 by fd": "done"}, seen
