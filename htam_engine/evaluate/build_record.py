@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import collections
 import hashlib
-import shutil
 from pathlib import Path
 
-from htam_engine.evaluate.cache import build_dir, file_lock
+from htam_engine.evaluate import owned_tree
+from htam_engine.evaluate.cache import build_dir, build_lock
 
 # What a build's loader runs (linked libraries) and what ninja links them from (objects).
 _ARTIFACTS = (".so", ".o")
@@ -51,9 +51,9 @@ class BuildRecords:
         recorded = self._digests.get(key)
         if recorded is None:
             return True
-        with file_lock(f"build-{key}"):
+        with build_lock(key):
             if artifact_digests(build_dir(key)) == recorded:
                 return True
-            shutil.rmtree(build_dir(key), ignore_errors=True)
+            owned_tree.remove(build_dir(key))
         del self._digests[key]
         return False

@@ -7,24 +7,33 @@ processes (a batch run and the app) share builds and serialize timing on a devic
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import json
 import math
 import os
+import stat
 import threading
 from pathlib import Path
 from typing import Any, Iterator
 
 from htam_engine import settings
+from htam_engine.evaluate import owned_tree
 
 
-# The cache's folders: extension builds per candidate key, candidate files, lock files and
-# precompiled headers (pch.py). A sandbox's build writes into the first three and nowhere else in
-# the cache (SANDBOX_WRITABLE; landlock.py); the precompiled headers only the judge writes, since
-# every later build with their flags reads them.
-BUILD, CANDIDATES, LOCKS, PCH = "build", "candidates", "locks", "pch"
-SANDBOX_WRITABLE = (BUILD, CANDIDATES, LOCKS)
+# The cache's folders: extension builds per candidate key, candidate files, the builds' lock files,
+# the judges' own lock files (the device's, the precompiled headers') and precompiled headers
+# (pch.py). A sandbox's build writes into the first three and nowhere else in the cache
+# (SANDBOX_WRITABLE; landlock.py). The judges' locks live apart: in a folder a sandbox could write, a
+# candidate replaced the timing lock by a link, and the judge, re-anchoring the lock, created and
+# locked a file wherever the link pointed, or failed every later evaluation where it pointed
+# nowhere (red-team pass 26, cheat_lock_symlink). The precompiled headers only the judge writes,
+# since every later build with their flags reads them.
+BUILD, CANDIDATES, BUILD_LOCKS, LOCKS, PCH = "build", "candidates", "build-locks", "locks", "pch"
+SANDBOX_WRITABLE = (BUILD, CANDIDATES, BUILD_LOCKS)
+# A build's lock (the sandbox building it and the judge checking it take it) is this and its key.
+BUILD_LOCK_PREFIX = "build-"
 # The most a candidate's build folder may hold once its sandbox is gone: it is the one folder of
 # the cache that a candidate's code may write and that outlives it, and a build leaves well under a
 # MB here for C++ and a few MB for CUDA. RLIMIT_FSIZE (sandbox_file_mb) bounds one file, not how
@@ -44,7 +53,7 @@ def sandbox_writable_folders(build_key: str | None = None) -> list[str]:
     """The cache's folders a sandbox may write beneath (SANDBOX_WRITABLE), made where missing. With
     `build_key` (a candidate sandbox once its candidate is known, its file written): only that
     key's build folder of the builds, and no candidate files."""
-    names = SANDBOX_WRITABLE if build_key is None else (LOCKS,)
+    names = SANDBOX_WRITABLE if build_key is None else (BUILD_LOCKS,)
     folders = [cache_dir() / name for name in names]
     for folder in folders:
         folder.mkdir(parents=True, exist_ok=True)
@@ -79,8 +88,10 @@ def folder_usage(path: Path, stop_past: tuple[int, int] | None = None) -> tuple[
     used = entries = 0
     stack = [str(path)]
     while stack:
+        folder = stack.pop()
+        owned_tree.give_back_bits(folder)  # one a sandbox made unreadable is counted all the same
         try:
-            with os.scandir(stack.pop()) as it:
+            with os.scandir(folder) as it:
                 for entry in it:
                     entries += 1
                     with contextlib.suppress(OSError):
@@ -100,9 +111,15 @@ def built_marker(key: str) -> Path:
 
 
 def _lock_path(name: str) -> Path:
-    path = cache_dir() / LOCKS / f"{name}.lock"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return path
+    folder = cache_dir() / (BUILD_LOCKS if name.startswith(BUILD_LOCK_PREFIX) else LOCKS)
+    folder.mkdir(parents=True, exist_ok=True)
+    owned_tree.give_back_bits(folder)
+    return folder / f"{name}.lock"
+
+
+def build_lock(key: str) -> contextlib.AbstractContextManager[None]:
+    """The lock of `key`'s build folder: held while it is built, imported or checked."""
+    return file_lock(BUILD_LOCK_PREFIX + key)
 
 
 # Per lock path, a descriptor of the file this process first found there, kept open (never
@@ -123,7 +140,25 @@ def _anchors() -> dict[str, int]:
 
 
 def _open_lock_file(path: Path) -> int:
-    return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    """A lock file at `path`, never through a link: where a sandbox put a link, a folder or a
+    file the owner may not write (the builds' locks' folder is one it may write), that goes and a
+    plain file takes its place."""
+    for _ in range(3):
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+        except OSError as e:
+            if e.errno == errno.EACCES:
+                owned_tree.give_back_bits(path)
+            elif e.errno in (errno.ELOOP, errno.EISDIR, errno.ENXIO):
+                owned_tree.remove(path)
+            else:
+                raise
+            continue
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            return fd
+        os.close(fd)  # a FIFO, say
+        owned_tree.remove(path)
+    raise OSError(errno.EPERM, "no plain lock file could be made here", str(path))
 
 
 def _fresh_open(path: Path) -> int:
@@ -155,7 +190,7 @@ def _reanchor(path: Path) -> int:
 def _is_at(fd: int, path: Path) -> bool:
     """Whether `fd` is still the file at `path` (not unlinked, not replaced)."""
     try:
-        at = os.stat(path)
+        at = os.lstat(path)
     except FileNotFoundError:
         return False
     mine = os.fstat(fd)
@@ -163,10 +198,10 @@ def _is_at(fd: int, path: Path) -> bool:
 
 
 def _take(name: str, mode: int) -> list[int] | None:
-    """The lock `name` in `mode` (with LOCK_NB: None while another holds it). Lock files live in a
-    folder every sandbox can write. One that was unlinked or replaced is locked first (the
-    judges that opened it before wait on it), then the file now at the path, until the one
-    locked last is still the path's. Returns the descriptors locked, to let go of."""
+    """The lock `name` in `mode` (with LOCK_NB: None while another holds it). The builds' lock
+    files live in a folder every sandbox can write. One that was unlinked or replaced is locked
+    first (the judges that opened it before wait on it), then the file now at the path, until the
+    one locked last is still the path's. Returns the descriptors locked, to let go of."""
     path = _lock_path(name)
     fd, held = _fresh_open(path), []
     while True:

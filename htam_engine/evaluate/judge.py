@@ -32,7 +32,7 @@ from typing import Any, Callable
 
 import torch
 
-from htam_engine.evaluate import cache, gpu_holders, wire
+from htam_engine.evaluate import cache, gpu_holders, owned_tree, wire
 from htam_engine.evaluate.build_record import BuildRecords
 from htam_engine.evaluate.channel import Channel
 from htam_engine.evaluate.checks.observe import Observations
@@ -494,7 +494,7 @@ class Evaluation(TimedRounds):
         used, entries = cache.folder_usage(folder, stop_past=bounds)
         if used <= bounds[0] and entries <= bounds[1]:
             return
-        shutil.rmtree(folder, ignore_errors=True)
+        owned_tree.remove(folder)
         self.obs.find("files_left", f"once it ended, its build folder in the shared cache held at least "
                                     f"{used / 2**20:.0f} MB in {entries} files, where a build leaves a few MB "
                                     f"(at most {bounds[0] >> 20} MB and {bounds[1]} files): removed")

@@ -32,7 +32,7 @@ import torch
 from torch.utils._python_dispatch import _disable_current_modes
 
 from htam_engine.evaluate import wire
-from htam_engine.evaluate.cache import built_marker, build_dir, file_lock
+from htam_engine.evaluate.cache import build_dir, build_lock, built_marker
 from htam_engine.evaluate.checks.compare import flatten
 from htam_engine.evaluate.checks.guards import Guards, install_guards
 from htam_engine.evaluate.checks.memory import (NAN, SENTINEL, HeldOutputs, clone_inputs, map_big_blocks_afresh, nbytes,
@@ -196,7 +196,7 @@ class Sandbox:
             print(f"htam sandbox: {unconfined}: it may write into other candidates' builds", file=sys.stderr)
         self.compile_cache.key = req.key
         try:
-            with file_lock(f"build-{req.key}"):
+            with build_lock(req.key):
                 clear_stale_batons(build_dir(req.key))
                 module = import_candidate(req.code, req.key)
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - anything raised while importing is a build outcome

@@ -17,9 +17,10 @@ sandbox's names die with it. Entries are told apart by inode: a tmpfs numbers in
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 from pathlib import Path
+
+from htam_engine.evaluate import owned_tree
 
 SHM = Path("/dev/shm")
 
@@ -96,14 +97,11 @@ def remove_left(before: frozenset[int], folder: Path = SHM) -> int:
     removed = 0
     for entry in new:
         try:
-            inodes, size = _contents(entry.path)
-            if inodes & held:
-                continue
             if entry.is_dir(follow_symlinks=False):
-                shutil.rmtree(entry.path)
-            else:
-                os.unlink(entry.path)
-            removed += size
-        except OSError:  # removed meanwhile (its program cleaned up), or not ours to remove
+                owned_tree.open_all(entry.path)  # a folder left unreadable hides nothing held in it
+            inodes, size = _contents(entry.path)
+        except OSError:  # removed meanwhile (its program cleaned up), or not ours to read
             continue
+        if not inodes & held and owned_tree.remove(entry.path):
+            removed += size
     return removed

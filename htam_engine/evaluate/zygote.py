@@ -22,7 +22,6 @@ import os
 import re
 import resource
 import select
-import shutil
 import signal
 import socket
 import sys
@@ -30,7 +29,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any
 
-from htam_engine.evaluate import landlock, limits, seccomp, shm_sweep
+from htam_engine.evaluate import landlock, limits, owned_tree, seccomp, shm_sweep
 
 SWEEP_S = 0.5
 
@@ -100,7 +99,7 @@ def renew_private_compile_caches() -> None:
     fresh = tempfile.mkdtemp(prefix="caches-", dir=root)
     for entry in os.listdir(root):
         if entry != os.path.basename(fresh):
-            shutil.rmtree(os.path.join(root, entry), ignore_errors=True)
+            owned_tree.remove(os.path.join(root, entry))
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(fresh, "inductor")
     os.environ["TRITON_CACHE_DIR"] = os.path.join(fresh, "triton")
     # A build outside the shared cache's key (a candidate's load_inline after its import) and every
@@ -236,7 +235,7 @@ def remove_orphaned_private_folders() -> int:
             continue
         path = os.path.join(root, name)
         if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path, ignore_errors=True)
+            owned_tree.remove(path)
             removed += 1
     return removed
 
@@ -290,7 +289,7 @@ class Zygote:
                 break
             forked = self.sandboxes.pop(pid, None)
             if forked is not None:
-                shutil.rmtree(forked.private, ignore_errors=True)
+                owned_tree.remove(forked.private)
                 shm_sweep.remove_left(forked.shm_before)
                 self.exits[pid] = -os.WTERMSIG(_status) if os.WIFSIGNALED(_status) else os.WEXITSTATUS(_status)
                 while len(self.exits) > 64:
@@ -314,7 +313,7 @@ class Zygote:
             except (ProcessLookupError, PermissionError):
                 pass
         for forked in self.sandboxes.values():
-            shutil.rmtree(forked.private, ignore_errors=True)
+            owned_tree.remove(forked.private)
         if self.sandboxes:  # what appeared since the oldest fork (a sandbox still dying keeps what it holds)
             shm_sweep.remove_left(frozenset.intersection(*(f.shm_before for f in self.sandboxes.values())))
         self.sandboxes.clear()

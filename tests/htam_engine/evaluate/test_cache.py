@@ -1,7 +1,8 @@
 """The cache folder's locks against a sandbox that unlinks or replaces their files (it can write
-that folder): a judge that held the lock before still excludes every other, and the next judge
-to open the name finds the file the others lock. Threads stand in for judges (fcntl locks
-conflict between open files, also within one process)."""
+the builds' locks' folder): a judge that held the lock before still excludes every other, and
+the next judge to open the name finds the file the others lock; a link, folder or unwritable
+file planted at a lock's path is replaced, never followed. Threads stand in for judges (fcntl
+locks conflict between open files, also within one process)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ import threading
 
 import pytest
 
-from htam_engine.evaluate.cache import file_lock, release_file_lock, try_file_lock
+from cheats.harness import as_an_ordinary_user, in_forked_child
+from htam_engine.evaluate import cache
+from htam_engine.evaluate.cache import build_lock, file_lock, release_file_lock, try_file_lock
 
 
 @pytest.fixture()
@@ -79,3 +82,47 @@ def test_a_folders_usage_counts_bytes_on_disk_and_entries_and_stops_once_past_a_
     assert entries == 23 and 100_000 <= used < 1 << 20
     assert folder_usage(tmp_path / "missing") == (0, 0)
     assert folder_usage(tmp_path, stop_past=(1 << 30, 5))[1] == 6  # stopped at the entry past the bound
+
+
+def test_the_judges_locks_live_where_no_sandbox_may_write_and_the_builds_where_it_builds(locks):
+    """A sandbox writes only cache.sandbox_writable_folders(): the timing lock a candidate replaced by
+    a link (red-team pass 26) is out of its reach; a build's lock, which the sandbox takes, is not."""
+    with file_lock("time-cpu"), build_lock("k"):
+        pass
+    writable = [os.path.realpath(f) for f in cache.sandbox_writable_folders()]
+    judges = os.path.realpath(locks / "time-cpu.lock")
+    builds = os.path.realpath(locks.parent / cache.BUILD_LOCKS / "build-k.lock")
+    assert os.path.exists(judges) and os.path.exists(builds)
+    assert not any(judges.startswith(f + os.sep) for f in writable), (judges, writable)
+    assert any(builds.startswith(f + os.sep) for f in writable), (builds, writable)
+
+
+@pytest.mark.parametrize("plant", ["link", "dangling link", "folder"])
+def test_what_a_sandbox_plants_at_a_build_lock_is_replaced_not_followed(locks, tmp_path, plant):
+    """Red-team pass 26 (cheat_lock_symlink): the judge opened a lock's path through a link to a file
+    the sandbox may not write and created it there, or failed on a link to nowhere, on every later
+    evaluation."""
+    path = tmp_path / cache.BUILD_LOCKS / "build-k.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    target = tmp_path / "elsewhere" / "made-by-the-judge"
+    if plant == "link":
+        target.parent.mkdir()
+    if plant == "folder":
+        path.mkdir()
+    else:
+        path.symlink_to(target)
+    with build_lock("k"):
+        pass
+    assert not target.exists() and path.is_file() and not path.is_symlink()
+
+
+def test_a_lock_file_left_without_the_owners_bits_is_taken_all_the_same(locks, tmp_path):
+    def take() -> bool:
+        as_an_ordinary_user()
+        path = tmp_path / cache.BUILD_LOCKS / "build-k.lock"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch(mode=0o000)
+        with build_lock("k"):
+            return True
+
+    assert in_forked_child(take) is True

@@ -18,7 +18,7 @@ import pytest
 from harness_core_support import TRITON_CHAIN, fast_config
 from htam_engine.evaluate import devicelock
 from htam_engine.evaluate.backend import resolve_backend
-from htam_engine.evaluate.cache import LOCKS, cache_dir
+from htam_engine.evaluate.cache import BUILD_LOCKS, cache_dir
 from htam_engine.evaluate.devicelock import DeviceLock
 from htam_engine.evaluate.result import Status
 from htam_engine.evaluate.stages import Stage
@@ -50,8 +50,8 @@ def judge():
 @pytest.fixture
 def flag():
     """Where the stand-in candidates below leave a mark that a later sandbox of theirs sees: the cache's
-    lock folder, one of the few a sandbox may write (landlock.py; the test's own folder is not)."""
-    path = cache_dir() / LOCKS / f"test-flag-{uuid.uuid4().hex}"
+    folder of build locks, one of the few a sandbox may write (landlock.py; the test's own folder is not)."""
+    path = cache_dir() / BUILD_LOCKS / f"test-flag-{uuid.uuid4().hex}"
     yield path
     path.unlink(missing_ok=True)
 

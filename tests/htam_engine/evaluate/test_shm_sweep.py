@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import mmap
+import os
 import subprocess
 import sys
 
+from cheats.harness import as_an_ordinary_user, in_forked_child
 from htam_engine.evaluate import shm_sweep
 
 
@@ -45,3 +47,21 @@ def test_nothing_new_means_nothing_looked_at_or_removed(tmp_path):
     (tmp_path / "a").write_bytes(b"a")
     assert shm_sweep.remove_left(shm_sweep.present(tmp_path), tmp_path) == 0
     assert [p.name for p in tmp_path.iterdir()] == ["a"]
+
+
+def test_a_folder_left_without_the_owners_bits_is_removed_all_the_same(tmp_path):
+    """Red-team pass 26: a folder of 1.5 GB made read-only outlived a sweep that could not empty it
+    (owned_tree)."""
+    def sweep() -> dict:
+        as_an_ordinary_user()
+        before = shm_sweep.present(tmp_path)
+        folder = tmp_path / "torch_1"
+        (folder / "inner").mkdir(parents=True)
+        for name in ("a", "inner/b"):
+            (folder / name).write_bytes(b"s" * 2048)
+        os.chmod(folder / "inner", 0o000)
+        os.chmod(folder, 0o555)
+        removed = shm_sweep.remove_left(before, tmp_path)
+        return {"removed": removed, "left": sorted(p.name for p in tmp_path.iterdir())}
+
+    assert in_forked_child(sweep) == {"removed": 4096, "left": []}

@@ -2,7 +2,9 @@
 the shared cache folder, which the sandbox can write. The candidate deletes them. A judge
 already holding or waiting on a lock keeps the old file; every judge that opens the name
 afterwards makes a new one, so two judges time at once from then on: this candidate's trials,
-and every later candidate's, run beside other judges' timing.
+and every later candidate's, run beside other judges' timing. (Since red-team pass 26 the judges'
+locks live in a folder no sandbox may write, and the unlink is refused; the builds' locks, which
+a sandbox may still unlink, are re-anchored as these were.)
 
 Class: lock files, poisoning later candidates (their timing no longer has the device alone)."""
 
