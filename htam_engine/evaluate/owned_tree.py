@@ -1,25 +1,31 @@
-"""Removing what a sandbox wrote, whatever modes it left on it.
+"""Reading and removing what a sandbox wrote, whatever shape and modes it left it in.
 
 A sandbox runs as the judge's user and sets the modes of what it makes: a folder made without the
 owner's write or search bit (mkdir's mode, the umask) cannot be emptied, and shutil.rmtree with
-ignore_errors leaves it in place without a word. A /dev/shm folder of 1.5 GB so made outlived the
-sweep meant to remove it (red-team pass 26, cheat_shm_chmod_leftover; seccomp.py now refuses the
-chmod it used, not a mode given at creation). The owner may always change a mode, so the judge
-gives the owner's bits back, top down, and removes the tree again. A link is removed itself,
-never what it points to.
+ignore_errors left such a folder of 1.5 GB in /dev/shm without a word (red-team pass 26,
+cheat_shm_chmod_leftover; seccomp.py now refuses the chmod it used, not a mode given at
+creation). The owner may always change a mode, so the owner's bits are given back as the walk
+meets each folder. And a chain of folders 4,000 deep, made by an honest-looking candidate in its
+temporary folder, outran Python's recursion (shutil.rmtree and os.walk recurse once a level on
+Python 3.11) and every path length: the RecursionError took the zygote down, and every later zygote,
+which removes what a dead one left, died at its start (red-team pass 27, cheat_deep_private_tree).
+So the walk here keeps no recursion and no paths: it holds one folder open at a time and moves
+between folders by descriptor (a child by name, the parent through ".."). A link is never
+followed: it is counted or removed itself.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import stat
 from pathlib import Path
+from typing import Callable
 
 # What the owner needs of a folder to list and empty it, and of a file to open it for writing.
 FOLDER_BITS = stat.S_IRWXU
 FILE_BITS = stat.S_IRUSR | stat.S_IWUSR
+_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def give_back_bits(path: str | Path, bits: int | None = None) -> None:
@@ -34,21 +40,87 @@ def give_back_bits(path: str | Path, bits: int | None = None) -> None:
             os.chmod(path, stat.S_IMODE(st.st_mode) | want)
 
 
-def open_all(top: str | Path) -> None:
-    """Every folder beneath `top`, `top` included, given the owner's bits, top down (a folder
-    must be searchable before what is in it can be read)."""
-    stack = [os.fspath(top)]
-    while stack:
-        folder = stack.pop()
-        give_back_bits(folder, FOLDER_BITS)
-        with contextlib.suppress(OSError), os.scandir(folder) as entries:
-            stack += [e.path for e in entries if e.is_dir(follow_symlinks=False)]
+def _listing(fd: int) -> list[os.DirEntry]:
+    with contextlib.suppress(OSError), os.scandir(fd) as entries:
+        return list(entries)
+    return []
+
+
+def _opened(parent: int, entry: os.DirEntry) -> int | None:
+    """Folder `entry` of the folder open as `parent`, opened (its owner's bits given back first
+    where missing), or None where it cannot be."""
+    try:
+        st = entry.stat(follow_symlinks=False)
+        if st.st_mode & FOLDER_BITS != FOLDER_BITS and st.st_uid == os.getuid():
+            os.chmod(entry.name, stat.S_IMODE(st.st_mode) | FOLDER_BITS, dir_fd=parent)
+        return os.open(entry.name, _FOLDER, dir_fd=parent)
+    except OSError:
+        return None
+
+
+def _walk(top: str, visit: Callable[[int, os.DirEntry], None], remove: bool) -> None:
+    """visit(folder's descriptor, entry) for every entry beneath folder `top`, depth first; with
+    `remove`, each non-folder is unlinked after its visit and each folder removed once emptied.
+    What cannot be opened or removed is passed over."""
+    give_back_bits(top, FOLDER_BITS)
+    fd = os.open(top, _FOLDER)
+    above: list[tuple[str, list[os.DirEntry]]] = []  # per folder on the way down: the one entered, what is left
+    pending = _listing(fd)
+    try:
+        while True:
+            while pending:
+                entry = pending.pop()
+                try:
+                    visit(fd, entry)
+                    folder = entry.is_dir(follow_symlinks=False)
+                    if not folder and remove:
+                        os.unlink(entry.name, dir_fd=fd)
+                except OSError:
+                    continue
+                if not folder:
+                    continue
+                child = _opened(fd, entry)
+                if child is not None:
+                    above.append((entry.name, pending))
+                    os.close(fd)
+                    fd, pending = child, _listing(child)
+                    break
+            else:  # this folder is done: back up to its parent
+                if not above:
+                    return
+                name, pending = above.pop()
+                parent = os.open("..", _FOLDER, dir_fd=fd)
+                os.close(fd)
+                fd = parent
+                if remove:
+                    with contextlib.suppress(OSError):
+                        os.rmdir(name, dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
+def contents(path: str | Path) -> tuple[set[int], int]:
+    """The inodes of `path` and of everything beneath a folder, and the bytes of its files (OSError
+    where `path` cannot be read at all)."""
+    path = os.fspath(path)
+    st = os.lstat(path)
+    inodes, size = {st.st_ino}, [0]
+    if not stat.S_ISDIR(st.st_mode):  # a file, or a link (not followed)
+        return inodes, st.st_size
+
+    def count(_fd: int, entry: os.DirEntry) -> None:
+        inodes.add(entry.inode())
+        if not entry.is_dir(follow_symlinks=False):
+            size[0] += entry.stat(follow_symlinks=False).st_size
+
+    _walk(path, count, remove=False)
+    return inodes, size[0]
 
 
 def remove(path: str | Path) -> bool:
     """Remove the file, link or folder tree at `path`; True when nothing is left there."""
     path = os.fspath(path)
-    for attempt in range(2):
+    for _ in range(2):
         try:
             st = os.lstat(path)
         except FileNotFoundError:
@@ -58,9 +130,8 @@ def remove(path: str | Path) -> bool:
             continue
         with contextlib.suppress(OSError):
             if stat.S_ISDIR(st.st_mode):
-                if attempt:
-                    open_all(path)
-                shutil.rmtree(path)
+                _walk(path, lambda _fd, _entry: None, remove=True)
+                os.rmdir(path)
             else:
                 os.unlink(path)
         if not os.path.lexists(path):

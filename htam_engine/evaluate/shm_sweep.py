@@ -17,7 +17,6 @@ sandbox's names die with it. Entries are told apart by inode: a tmpfs numbers in
 from __future__ import annotations
 
 import os
-import stat
 from pathlib import Path
 
 from htam_engine.evaluate import owned_tree
@@ -60,21 +59,6 @@ def _held(device: int) -> set[int]:
     return held
 
 
-def _contents(path: str) -> tuple[set[int], int]:
-    """The inodes of `path` and of everything beneath a folder, and the bytes of its files."""
-    st = os.lstat(path)
-    if not stat.S_ISDIR(st.st_mode):  # a file, or a link (not followed)
-        return {st.st_ino}, st.st_size
-    inodes, size = {st.st_ino}, 0
-    for root, dirs, names in os.walk(path):
-        inodes.update(os.lstat(os.path.join(root, name)).st_ino for name in dirs)
-        for name in names:
-            child = os.lstat(os.path.join(root, name))
-            inodes.add(child.st_ino)
-            size += child.st_size
-    return inodes, size
-
-
 def _ours(entry: os.DirEntry) -> bool:
     try:
         return entry.stat(follow_symlinks=False).st_uid == os.getuid()
@@ -97,9 +81,7 @@ def remove_left(before: frozenset[int], folder: Path = SHM) -> int:
     removed = 0
     for entry in new:
         try:
-            if entry.is_dir(follow_symlinks=False):
-                owned_tree.open_all(entry.path)  # a folder left unreadable hides nothing held in it
-            inodes, size = _contents(entry.path)
+            inodes, size = owned_tree.contents(entry.path)  # a folder left unreadable is opened first
         except OSError:  # removed meanwhile (its program cleaned up), or not ours to read
             continue
         if not inodes & held and owned_tree.remove(entry.path):

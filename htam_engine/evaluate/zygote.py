@@ -27,11 +27,22 @@ import socket
 import sys
 import tempfile
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from htam_engine.evaluate import landlock, limits, owned_tree, seccomp, shm_sweep
 
 SWEEP_S = 0.5
+
+
+def _clean_up(action: Callable[..., object], *args: Any) -> None:
+    """A cleanup that failed is said on stderr, never let through: a zygote that died of one (a
+    RecursionError on a chain of folders 4,000 deep) took its reference and spare sandboxes along,
+    and one that died at its start, removing what a dead zygote left, kept every later judge from
+    evaluating anything (red-team pass 27, cheat_deep_private_tree)."""
+    try:
+        action(*args)
+    except Exception as exc:  # noqa: BLE001 - whatever a sandbox's leftovers make a cleanup raise
+        print(f"htam zygote: {action.__qualname__} failed: {exc!r}", file=sys.stderr)
 
 
 def _import_everything() -> None:
@@ -289,8 +300,8 @@ class Zygote:
                 break
             forked = self.sandboxes.pop(pid, None)
             if forked is not None:
-                owned_tree.remove(forked.private)
-                shm_sweep.remove_left(forked.shm_before)
+                _clean_up(owned_tree.remove, forked.private)
+                _clean_up(shm_sweep.remove_left, forked.shm_before)
                 self.exits[pid] = -os.WTERMSIG(_status) if os.WIFSIGNALED(_status) else os.WEXITSTATUS(_status)
                 while len(self.exits) > 64:
                     del self.exits[next(iter(self.exits))]
@@ -313,9 +324,9 @@ class Zygote:
             except (ProcessLookupError, PermissionError):
                 pass
         for forked in self.sandboxes.values():
-            owned_tree.remove(forked.private)
+            _clean_up(owned_tree.remove, forked.private)
         if self.sandboxes:  # what appeared since the oldest fork (a sandbox still dying keeps what it holds)
-            shm_sweep.remove_left(frozenset.intersection(*(f.shm_before for f in self.sandboxes.values())))
+            _clean_up(shm_sweep.remove_left, frozenset.intersection(*(f.shm_before for f in self.sandboxes.values())))
         self.sandboxes.clear()
 
     def serve(self) -> int:
@@ -370,7 +381,7 @@ def main() -> int:
     limits.no_core_files()
     limits.make_non_dumpable()
     limits.adopt_orphans()
-    remove_orphaned_private_folders()
+    _clean_up(remove_orphaned_private_folders)
     _import_everything()
     import torch
 

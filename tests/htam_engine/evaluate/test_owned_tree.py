@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 from cheats.harness import as_an_ordinary_user, in_forked_child
+from cheats.part_deep_chain import deep_chain
 from htam_engine.evaluate import owned_tree
 
 def _locked_tree(root: Path) -> Path:
@@ -37,7 +38,7 @@ def test_a_tree_left_without_the_owners_bits_is_removed_and_a_link_in_it_only_it
 
     seen = in_forked_child(removals)
     assert seen == {"plain_left": True, "removed": True, "left": False, "outside": "kept"}, seen
-    owned_tree.open_all(tmp_path)  # what the plain removal left, for pytest's own cleanup
+    owned_tree.remove(tmp_path / "plain")  # what the plain removal left, for pytest's own cleanup
 
 
 def test_a_file_or_link_is_removed_and_a_missing_path_is_nothing_left(tmp_path):
@@ -45,3 +46,15 @@ def test_a_file_or_link_is_removed_and_a_missing_path_is_nothing_left(tmp_path):
     (tmp_path / "l").symlink_to(tmp_path / "nowhere")
     assert owned_tree.remove(tmp_path / "f") and owned_tree.remove(tmp_path / "l")
     assert owned_tree.remove(tmp_path / "never") and not list(tmp_path.iterdir())
+
+
+def test_a_chain_of_folders_deeper_than_recursion_and_paths_go_is_counted_and_removed(tmp_path):
+    """Red-team pass 27: 4,000 nested folders in a sandbox's scratch folder made shutil.rmtree (and
+    os.walk) raise RecursionError on Python 3.11, which took the zygote down, and every later one."""
+    top = tmp_path / "deep"
+    top.mkdir()
+    deep_chain(str(top), 4000)  # made by descriptor: the whole path outruns PATH_MAX
+    (top / "end").write_bytes(b"e" * 100)
+    inodes, size = owned_tree.contents(top)
+    assert (len(inodes), size) == (1 + 4000 + 1, 100)
+    assert owned_tree.remove(top) and not top.exists()
