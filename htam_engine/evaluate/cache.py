@@ -117,6 +117,20 @@ def _lock_path(name: str) -> Path:
     return folder / f"{name}.lock"
 
 
+def lock_holders(name: str) -> set[int]:
+    """The processes holding lock `name` now, as /proc/locks (readable by anyone, unlike another
+    process's descriptors) names them: a flock's holder is the process that took it."""
+    try:
+        st = os.stat(_lock_path(name))
+        with open("/proc/locks") as f:
+            rows = [line.split() for line in f]
+    except OSError:
+        return set()
+    at = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    # "1: FLOCK  ADVISORY  WRITE 4242 00:2e:1234 0 EOF"; a waiter's row has "->" after the number
+    return {int(row[4]) for row in rows if len(row) > 5 and row[1] != "->" and row[5] == at}
+
+
 def build_lock(key: str) -> contextlib.AbstractContextManager[None]:
     """The lock of `key`'s build folder: held while it is built, imported or checked."""
     return file_lock(BUILD_LOCK_PREFIX + key)

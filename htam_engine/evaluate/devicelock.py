@@ -73,6 +73,8 @@ MAX_UNITS = 32
 # allowed: admission lent out memory they held, and 6 of 16 evaluations ran out beside others and
 # were run again alone, which held up every other.)
 CONTEXT_GIB_PER_JUDGE = 4
+# How often a worker waiting for a lock looks at who holds it (DeviceLock.while_waiting).
+WATCH_S = 0.5
 JUDGES_PER_DEVICE = 16
 JUDGES_ENV = "HTAM_JUDGES_ON_DEVICE"
 
@@ -218,6 +220,9 @@ class DeviceLock:
         # bytes a unit stands for; None where the memory is unknown (each evaluation then takes one)
         self.unit_bytes = usable_memory(total) / self.slots if self.slots and total else None
         self.announce = announce
+        # Called with a lock's name every WATCH_S while this worker waits for it: the judge's look
+        # at who holds it (its own candidate's sandbox may read the lock files and flock one).
+        self.while_waiting: Callable[[str], None] = lambda name: None
         self.poll_s = poll_s
         self.held_alone = False  # inside alone(): every phase already has the device to itself
         self.last_units = 0  # how many units the last holding_state took (the judge resets it)
@@ -373,9 +378,25 @@ class DeviceLock:
         if not waited:
             self.announce("wait_lock")
         started = time.perf_counter()
-        held = take_file_lock(name, shared)
+        held = self._wait_for(name, shared)
         self.waited_s += time.perf_counter() - started
         return held, True
+
+    def _wait_for(self, name: str, shared: bool) -> list[int]:
+        """Lock `name`, waiting as long as it takes, with `while_waiting` looking on meanwhile."""
+        done = threading.Event()
+
+        def watch() -> None:
+            while not done.wait(WATCH_S):
+                self.while_waiting(name)
+
+        watcher = threading.Thread(target=watch, name="htam-lock-watch", daemon=True)
+        watcher.start()
+        try:
+            return take_file_lock(name, shared)
+        finally:
+            done.set()
+            watcher.join()
 
     def _take_shared(self) -> list[int]:
         """The device lock shared, once past the gate (a timer holding it goes first)."""

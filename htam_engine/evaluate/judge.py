@@ -32,7 +32,7 @@ from typing import Any, Callable
 
 import torch
 
-from htam_engine.evaluate import cache, gpu_holders, owned_tree, wire
+from htam_engine.evaluate import cache, gpu_holders, owned_tree, proctree, wire
 from htam_engine.evaluate.build_record import BuildRecords
 from htam_engine.evaluate.channel import Channel
 from htam_engine.evaluate.checks.observe import Observations
@@ -426,6 +426,7 @@ class Evaluation(TimedRounds):
         self.healthy = True
         self.extension_ops = False
         self._checks: CheckRun | None = None
+        self.lock_held = ""  # a judges' lock its processes held while this judge waited for it
         self.per_run = 1  # calls in one timed run (rounds.trials_per_run), set once the first set is drawn
 
     # ------------------------------------------------------------------ the whole request
@@ -435,6 +436,7 @@ class Evaluation(TimedRounds):
         reset_gpu_peak(self.device)
         history = self.judge.memory_history
         history.start()
+        self.judge.lock.while_waiting = self._kill_a_lock_holder
         try:
             self._run()
         except Stop:
@@ -461,7 +463,12 @@ class Evaluation(TimedRounds):
                 r.diagnostics.log = trim_log(traceback.format_exc())
                 self.healthy = False
         finally:
+            self.judge.lock.while_waiting = lambda name: None
             self._close()
+        if self.lock_held:
+            self.obs.find("lock_held", f"its processes held the judges' lock {self.lock_held!r} while its judge "
+                                       "waited for it (a sandbox may read the lock files, and a flock needs no "
+                                       "more): every judge on the machine waits while it is held; killed")
         self._watch_siblings()
         self._weigh_build()
         self._conclude()
@@ -469,6 +476,19 @@ class Evaluation(TimedRounds):
         history.dump()
         r.stages.total_s = time.perf_counter() - started
         return r, self.healthy
+
+    def _kill_a_lock_holder(self, name: str) -> None:
+        """While this judge waits for lock `name` (DeviceLock.while_waiting, on another thread):
+        where its candidate's processes hold it, every judge on the machine would wait for as long
+        as they lived, this one for the hour a lock wait may last (red-team pass 27,
+        cheat_hold_time_lock). They are killed, which lets the lock go, and named."""
+        channel = self.channel
+        if channel is None or channel.sandbox.dead:
+            return
+        family = {channel.sandbox.pid, *proctree.descendants(channel.sandbox.pid)}
+        if cache.lock_holders(name) & family:
+            self.lock_held = name
+            channel.sandbox.kill()
 
     def _fail(self, status: Status, message: str) -> None:
         r = self.result
