@@ -47,7 +47,7 @@ import time
 from typing import Any, Callable, Iterator
 
 from htam_engine import settings
-from htam_engine.evaluate.cache import file_lock, release_file_lock, take_file_lock, try_file_lock
+from htam_engine.evaluate.cache import release_file_lock, take_file_lock, try_file_lock
 from htam_engine.problems.loader import layouts_bytes
 
 SLOTS_ENV = settings.BY_KEY["gpu_check_slots"].env
@@ -192,6 +192,10 @@ def settle(device: str) -> None:
             torch.cuda.synchronize(torch.device(device))
 
 
+def look_at_nobody(_name: str) -> None:
+    """DeviceLock.while_waiting where nobody is to be looked at (no evaluation under way)."""
+
+
 class DeviceLock:
     """The three phases of an evaluation after its compile, for one device.
 
@@ -222,7 +226,7 @@ class DeviceLock:
         self.announce = announce
         # Called with a lock's name every WATCH_S while this worker waits for it: the judge's look
         # at who holds it (its own candidate's sandbox may read the lock files and flock one).
-        self.while_waiting: Callable[[str], None] = lambda name: None
+        self.while_waiting: Callable[[str], None] = look_at_nobody
         self.poll_s = poll_s
         self.held_alone = False  # inside alone(): every phase already has the device to itself
         self.last_units = 0  # how many units the last holding_state took (the judge resets it)
@@ -283,8 +287,11 @@ class DeviceLock:
         waiting_since = 0.0
         try:
             started = time.perf_counter()
-            with file_lock(f"{self.name}-admit"):
+            admit = f"{self.name}-admit"
+            admitted = try_file_lock(admit) or self._wait_for(admit, False)
+            try:
                 self.waited_s += time.perf_counter() - started
+                looked = time.perf_counter()
                 while True:
                     for n in names:
                         if n not in held and len(held) < count:
@@ -295,7 +302,14 @@ class DeviceLock:
                         break
                     if not waiting_since:
                         waiting_since = time.perf_counter()
+                    if time.perf_counter() - looked >= WATCH_S:  # who holds the units still missing
+                        for n in names:
+                            if n not in held:
+                                self.while_waiting(n)
+                        looked = time.perf_counter()
                     time.sleep(self.poll_s)
+            finally:
+                release_file_lock(admitted)
             if waiting_since:
                 self.waited_s += time.perf_counter() - waiting_since
             self._local.units = self.last_units = count

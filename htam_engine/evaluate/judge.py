@@ -39,7 +39,7 @@ from htam_engine.evaluate.checks.observe import Observations
 from htam_engine.evaluate.checks.sequence import CandidateFailed, CheckRun, HarnessFault, Stop
 from htam_engine.evaluate.clock import copy_bandwidth
 from htam_engine.evaluate.config import EvalConfig
-from htam_engine.evaluate.devicelock import DeviceLock, evaluation_need
+from htam_engine.evaluate.devicelock import DeviceLock, evaluation_need, look_at_nobody
 from htam_engine.evaluate.diagnostics import one_line, parse_compiler_output, trim_log
 from htam_engine.evaluate.limits import file_limit_note
 from htam_engine.evaluate.memory_history import MemoryHistory
@@ -463,7 +463,7 @@ class Evaluation(TimedRounds):
                 r.diagnostics.log = trim_log(traceback.format_exc())
                 self.healthy = False
         finally:
-            self.judge.lock.while_waiting = lambda name: None
+            self.judge.lock.while_waiting = look_at_nobody
             self._close()
         if self.lock_held:
             self.obs.find("lock_held", f"its processes held the judges' lock {self.lock_held!r} while its judge "
