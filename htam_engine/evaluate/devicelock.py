@@ -42,6 +42,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import sys
 import threading
 import time
 from typing import Any, Callable, Iterator
@@ -402,7 +403,10 @@ class DeviceLock:
 
         def watch() -> None:
             while not done.wait(WATCH_S):
-                self.while_waiting(name)
+                try:
+                    self.while_waiting(name)
+                except Exception as exc:  # noqa: BLE001 - one failed look must not end the watch
+                    print(f"htam judge: looking at who holds {name} failed: {exc!r}", file=sys.stderr)
 
         watcher = threading.Thread(target=watch, name="htam-lock-watch", daemon=True)
         watcher.start()

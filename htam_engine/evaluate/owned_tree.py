@@ -104,17 +104,18 @@ def contents(path: str | Path) -> tuple[set[int], int]:
     where `path` cannot be read at all)."""
     path = os.fspath(path)
     st = os.lstat(path)
-    inodes, size = {st.st_ino}, [0]
     if not stat.S_ISDIR(st.st_mode):  # a file, or a link (not followed)
-        return inodes, st.st_size
+        return {st.st_ino}, st.st_size
+    inodes, size = {st.st_ino}, 0
 
     def count(_fd: int, entry: os.DirEntry) -> None:
+        nonlocal size
         inodes.add(entry.inode())
         if not entry.is_dir(follow_symlinks=False):
-            size[0] += entry.stat(follow_symlinks=False).st_size
+            size += entry.stat(follow_symlinks=False).st_size
 
     _walk(path, count, remove=False)
-    return inodes, size[0]
+    return inodes, size
 
 
 def remove(path: str | Path) -> bool:
