@@ -61,3 +61,16 @@ def test_a_candidate_holding_the_judges_timing_lock_is_killed_and_named(tmp_path
         assert_caught(j.run("softmax", "cheat_hold_time_lock"), "lock_held")
         assert time.monotonic() - started < 120
         honest_ok(j.run("softmax", "honest_softmax"))
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "red-team pass 28: /proc/locks names the process that took a flock, not the one keeping its open "
+    "file; the candidate's child took the timing lock and exited, so the lock_held look found none of "
+    "its processes, and its judge waited (uncharged) until an alarm let the lock go: ok, no finding. "
+    "Closing it needs the holder found by its open descriptors (hidden by a non-dumpable sandbox from "
+    "a judge that is not root) or lock files no sandbox can open"))
+@pytest.mark.timeout(300)
+def test_a_lock_taken_by_a_child_that_exited_is_found_and_named(tmp_path):
+    with isolated_judge(tmp_path) as j:
+        honest_ok(j.run("softmax", "honest_softmax"))  # the timing lock's file exists from here on
+        assert_caught(j.run("softmax", "cheat_hold_lock_dead_taker"), "lock_held")
