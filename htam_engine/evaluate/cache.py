@@ -80,6 +80,15 @@ def build_dir(key: str) -> Path:
     return path
 
 
+def _listed(folder: str) -> Any:
+    """os.scandir(folder); one a sandbox made unreadable gets the owner's bits back first."""
+    try:
+        return os.scandir(folder)
+    except PermissionError:
+        owned_tree.give_back_bits(folder)
+        return os.scandir(folder)
+
+
 def folder_usage(path: Path, stop_past: tuple[int, int] | None = None) -> tuple[int, int]:
     """(bytes on disk, entries) beneath `path`, links not followed; (0, 0) where it is missing.
     stop_past (bytes, entries): stop counting once either is passed (a million empty files would
@@ -89,9 +98,8 @@ def folder_usage(path: Path, stop_past: tuple[int, int] | None = None) -> tuple[
     stack = [str(path)]
     while stack:
         folder = stack.pop()
-        owned_tree.give_back_bits(folder)  # one a sandbox made unreadable is counted all the same
         try:
-            with os.scandir(folder) as it:
+            with _listed(folder) as it:
                 for entry in it:
                     entries += 1
                     with contextlib.suppress(OSError):
@@ -113,7 +121,6 @@ def built_marker(key: str) -> Path:
 def _lock_path(name: str) -> Path:
     folder = cache_dir() / (BUILD_LOCKS if name.startswith(BUILD_LOCK_PREFIX) else LOCKS)
     folder.mkdir(parents=True, exist_ok=True)
-    owned_tree.give_back_bits(folder)
     return folder / f"{name}.lock"
 
 
@@ -161,7 +168,8 @@ def _open_lock_file(path: Path) -> int:
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
         except OSError as e:
-            if e.errno == errno.EACCES:
+            if e.errno == errno.EACCES:  # the folder or the file made without the owner's bits
+                owned_tree.give_back_bits(path.parent)
                 owned_tree.give_back_bits(path)
             elif e.errno in (errno.ELOOP, errno.EISDIR, errno.ENXIO):
                 owned_tree.remove(path)

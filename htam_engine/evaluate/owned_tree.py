@@ -28,16 +28,17 @@ FILE_BITS = stat.S_IRUSR | stat.S_IWUSR
 _FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-def give_back_bits(path: str | Path, bits: int | None = None) -> None:
-    """The owner's bits (FOLDER_BITS for a folder, FILE_BITS for a file, or `bits`) added to the
-    mode of `path` where missing; a link, or what is not this user's, is left as it is."""
+def give_back_bits(path: str | Path, dir_fd: int | None = None) -> None:
+    """The owner's bits (FOLDER_BITS for a folder, FILE_BITS for a file) added to the mode of
+    `path` (relative to the folder open as `dir_fd`, if given) where missing; a link, or what is
+    not this user's, is left as it is."""
     with contextlib.suppress(OSError):
-        st = os.lstat(path)
+        st = os.lstat(path, dir_fd=dir_fd)
         if stat.S_ISLNK(st.st_mode) or st.st_uid != os.getuid():
             return
-        want = bits if bits is not None else FOLDER_BITS if stat.S_ISDIR(st.st_mode) else FILE_BITS
+        want = FOLDER_BITS if stat.S_ISDIR(st.st_mode) else FILE_BITS
         if st.st_mode & want != want:
-            os.chmod(path, stat.S_IMODE(st.st_mode) | want)
+            os.chmod(path, stat.S_IMODE(st.st_mode) | want, dir_fd=dir_fd)
 
 
 def _listing(fd: int) -> list[os.DirEntry]:
@@ -49,10 +50,8 @@ def _listing(fd: int) -> list[os.DirEntry]:
 def _opened(parent: int, entry: os.DirEntry) -> int | None:
     """Folder `entry` of the folder open as `parent`, opened (its owner's bits given back first
     where missing), or None where it cannot be."""
+    give_back_bits(entry.name, dir_fd=parent)
     try:
-        st = entry.stat(follow_symlinks=False)
-        if st.st_mode & FOLDER_BITS != FOLDER_BITS and st.st_uid == os.getuid():
-            os.chmod(entry.name, stat.S_IMODE(st.st_mode) | FOLDER_BITS, dir_fd=parent)
         return os.open(entry.name, _FOLDER, dir_fd=parent)
     except OSError:
         return None
@@ -62,7 +61,7 @@ def _walk(top: str, visit: Callable[[int, os.DirEntry], None], remove: bool) -> 
     """visit(folder's descriptor, entry) for every entry beneath folder `top`, depth first; with
     `remove`, each non-folder is unlinked after its visit and each folder removed once emptied.
     What cannot be opened or removed is passed over."""
-    give_back_bits(top, FOLDER_BITS)
+    give_back_bits(top)
     fd = os.open(top, _FOLDER)
     above: list[tuple[str, list[os.DirEntry]]] = []  # per folder on the way down: the one entered, what is left
     pending = _listing(fd)
@@ -127,7 +126,7 @@ def remove(path: str | Path) -> bool:
         except FileNotFoundError:
             return True
         except OSError:  # its parent cannot be searched
-            give_back_bits(os.path.dirname(path), FOLDER_BITS)
+            give_back_bits(os.path.dirname(path))
             continue
         with contextlib.suppress(OSError):
             if stat.S_ISDIR(st.st_mode):
@@ -137,5 +136,5 @@ def remove(path: str | Path) -> bool:
                 os.unlink(path)
         if not os.path.lexists(path):
             return True
-        give_back_bits(os.path.dirname(path), FOLDER_BITS)  # unlinking needs the parent's write bit
+        give_back_bits(os.path.dirname(path))  # unlinking needs the parent's write bit
     return not os.path.lexists(path)

@@ -126,3 +126,22 @@ def test_a_lock_file_left_without_the_owners_bits_is_taken_all_the_same(locks, t
             return True
 
     assert in_forked_child(take) is True
+
+
+def test_a_folder_a_sandbox_left_unreadable_is_weighed_and_its_locks_folder_taken_all_the_same(locks, tmp_path):
+    """A build folder with a subfolder made without the owner's bits is counted, not taken for empty
+    (a candidate could hide files from the weighing so), and a lock folder so made still takes locks."""
+    def weigh() -> dict:
+        as_an_ordinary_user()
+        hidden = tmp_path / "build" / "k" / "hidden"
+        hidden.mkdir(parents=True)
+        (hidden / "junk").write_bytes(b"j" * 8192)
+        os.chmod(hidden, 0o000)
+        folder = tmp_path / cache.BUILD_LOCKS
+        folder.mkdir()
+        os.chmod(folder, 0o500)
+        with build_lock("k"):
+            pass
+        return {"entries": cache.folder_usage(tmp_path / "build" / "k")[1]}
+
+    assert in_forked_child(weigh) == {"entries": 2}
