@@ -18,7 +18,7 @@ import hashlib
 from pathlib import Path
 
 from htam_engine.evaluate import owned_tree
-from htam_engine.evaluate.cache import build_dir, build_lock
+from htam_engine.evaluate.cache import build_dir
 
 # What a build's loader runs (linked libraries) and what ninja links them from (objects).
 _ARTIFACTS = (".so", ".o")
@@ -46,14 +46,14 @@ class BuildRecords:
             self._digests.popitem(last=False)
 
     def check(self, key: str) -> bool:
-        """Before asking for a build of `key`: False (and the folder removed, to be built anew)
-        where what this judge recorded there has changed since."""
+        """Before asking for a build of `key`, holding its build lock (cache.build_lock): False
+        (and the folder removed, to be built anew) where what this judge recorded there has
+        changed since."""
         recorded = self._digests.get(key)
         if recorded is None:
             return True
-        with build_lock(key):
-            if artifact_digests(build_dir(key)) == recorded:
-                return True
-            owned_tree.remove(build_dir(key))
+        if artifact_digests(build_dir(key)) == recorded:
+            return True
+        owned_tree.remove(build_dir(key))
         del self._digests[key]
         return False

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import hashlib
 import json
 import math
@@ -20,19 +19,19 @@ from typing import Any, Iterator
 
 from htam_engine import settings
 from htam_engine.evaluate import owned_tree
+from htam_engine.record_lock import EXCLUSIVE, SHARED, UNLOCK, record_lock
 
 
-# The cache's folders: extension builds per candidate key, candidate files, the builds' lock files,
-# the judges' own lock files (the device's, the precompiled headers') and precompiled headers
-# (pch.py). A sandbox's build writes into the first three and nowhere else in the cache
-# (SANDBOX_WRITABLE; landlock.py). The judges' locks live apart: in a folder a sandbox could write, a
-# candidate replaced the timing lock by a link, and the judge, re-anchoring the lock, created and
-# locked a file wherever the link pointed, or failed every later evaluation where it pointed
-# nowhere (red-team pass 26, cheat_lock_symlink). The precompiled headers only the judge writes,
-# since every later build with their flags reads them.
-BUILD, CANDIDATES, BUILD_LOCKS, LOCKS, PCH = "build", "candidates", "build-locks", "locks", "pch"
-SANDBOX_WRITABLE = (BUILD, CANDIDATES, BUILD_LOCKS)
-# A build's lock (the sandbox building it and the judge checking it take it) is this and its key.
+# The cache's folders: extension builds per candidate key, candidate files, the lock files
+# (cache.file_lock's) and precompiled headers (pch.py). A sandbox's build writes into the first two
+# and nowhere else in the cache (SANDBOX_WRITABLE; landlock.py). The locks live where no sandbox may
+# write: in a folder a sandbox could write, a candidate replaced the timing lock by a link, and the
+# judge, re-anchoring the lock, created and locked a file wherever the link pointed, or failed every
+# later evaluation where it pointed nowhere (red-team pass 26, cheat_lock_symlink). The precompiled
+# headers only the judge writes, since every later build with their flags reads them.
+BUILD, CANDIDATES, LOCKS, PCH = "build", "candidates", "locks", "pch"
+SANDBOX_WRITABLE = (BUILD, CANDIDATES)
+# A build's lock (build_lock_name) is this and its key.
 BUILD_LOCK_PREFIX = "build-"
 # The most a candidate's build folder may hold once its sandbox is gone: it is the one folder of
 # the cache that a candidate's code may write and that outlives it, and a build leaves well under a
@@ -53,7 +52,7 @@ def sandbox_writable_folders(build_key: str | None = None) -> list[str]:
     """The cache's folders a sandbox may write beneath (SANDBOX_WRITABLE), made where missing. With
     `build_key` (a candidate sandbox once its candidate is known, its file written): only that
     key's build folder of the builds, and no candidate files."""
-    names = SANDBOX_WRITABLE if build_key is None else (BUILD_LOCKS,)
+    names = SANDBOX_WRITABLE if build_key is None else ()
     folders = [cache_dir() / name for name in names]
     for folder in folders:
         folder.mkdir(parents=True, exist_ok=True)
@@ -119,28 +118,19 @@ def built_marker(key: str) -> Path:
 
 
 def _lock_path(name: str) -> Path:
-    folder = cache_dir() / (BUILD_LOCKS if name.startswith(BUILD_LOCK_PREFIX) else LOCKS)
+    folder = cache_dir() / LOCKS
     folder.mkdir(parents=True, exist_ok=True)
     return folder / f"{name}.lock"
 
 
-def lock_holders(name: str) -> set[int]:
-    """The processes holding lock `name` now, as /proc/locks (readable by anyone, unlike another
-    process's descriptors) names them: a flock's holder is the process that took it."""
-    try:
-        st = os.stat(_lock_path(name))
-        with open("/proc/locks") as f:
-            rows = [line.split() for line in f]
-    except OSError:
-        return set()
-    at = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
-    # "1: FLOCK  ADVISORY  WRITE 4242 00:2e:1234 0 EOF"; a waiter's row has "->" after the number
-    return {int(row[4]) for row in rows if len(row) > 5 and row[1] != "->" and row[5] == at}
+def build_lock_name(key: str) -> str:
+    """The lock of `key`'s build folder: its judge holds it while the folder is checked and its
+    sandbox builds or imports the key."""
+    return BUILD_LOCK_PREFIX + key
 
 
 def build_lock(key: str) -> contextlib.AbstractContextManager[None]:
-    """The lock of `key`'s build folder: held while it is built, imported or checked."""
-    return file_lock(BUILD_LOCK_PREFIX + key)
+    return file_lock(build_lock_name(key))
 
 
 # Per lock path, a descriptor of the file this process first found there, kept open (never
@@ -161,9 +151,9 @@ def _anchors() -> dict[str, int]:
 
 
 def _open_lock_file(path: Path) -> int:
-    """A lock file at `path`, never through a link: where a sandbox put a link, a folder or a
-    file the owner may not write (the builds' locks' folder is one it may write), that goes and a
-    plain file takes its place."""
+    """A lock file at `path`, never through a link: where a link, a folder or a file the owner may
+    not write is found there (a sandbox may take the bits off a file it cannot write), that goes
+    and a plain file takes its place."""
     for _ in range(3):
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
@@ -192,7 +182,7 @@ def _fresh_open(path: Path) -> int:
         if anchor is None:
             anchor = anchors[str(path)] = _open_lock_file(path)
         try:
-            return os.open(f"/proc/self/fd/{anchor}", os.O_RDONLY | os.O_CLOEXEC)
+            return os.open(f"/proc/self/fd/{anchor}", os.O_RDWR | os.O_CLOEXEC)  # a write lock needs writing
         except OSError:  # no /proc: the file at the path
             return _open_lock_file(path)
 
@@ -219,17 +209,16 @@ def _is_at(fd: int, path: Path) -> bool:
     return (mine.st_dev, mine.st_ino) == (at.st_dev, at.st_ino)
 
 
-def _take(name: str, mode: int) -> list[int] | None:
-    """The lock `name` in `mode` (with LOCK_NB: None while another holds it). The builds' lock
-    files live in a folder every sandbox can write. One that was unlinked or replaced is locked
-    first (the judges that opened it before wait on it), then the file now at the path, until the
-    one locked last is still the path's. Returns the descriptors locked, to let go of."""
+def _take(name: str, shared: bool, wait: bool) -> list[int] | None:
+    """The lock `name`, shared or exclusive (not waiting: None while another holds it in a
+    conflicting mode). A lock file that was unlinked or replaced since this process anchored it is
+    locked first (the judges that opened it before wait on it), then the file now at the path,
+    until the one locked last is still the path's. Returns the descriptors locked, to let go of."""
     path = _lock_path(name)
+    kind = SHARED if shared else EXCLUSIVE
     fd, held = _fresh_open(path), []
     while True:
-        try:
-            fcntl.flock(fd, mode)
-        except BlockingIOError:
+        if not record_lock(fd, kind, wait):
             os.close(fd)
             _let_go(held)
             return None
@@ -241,17 +230,15 @@ def _take(name: str, mode: int) -> list[int] | None:
 
 def _let_go(held: list[int]) -> None:
     for fd in reversed(held):
-        fcntl.flock(fd, fcntl.LOCK_UN)
+        record_lock(fd, UNLOCK)
         os.close(fd)
 
 
 @contextlib.contextmanager
 def file_lock(name: str, shared: bool = False) -> Iterator[None]:
-    """An exclusive (or shared) lock across every process using this cache dir.
-
-    fcntl locks die with their holder, so a worker killed mid-compile or mid-timing
-    never leaves a stale lock behind.
-    """
+    """An exclusive (or shared) lock across every process using this cache dir (record_lock.py:
+    none a sandbox can hold). It dies with its holder, so a worker killed mid-compile or mid-timing
+    never leaves a stale lock behind."""
     held = take_file_lock(name, shared)
     try:
         yield
@@ -263,14 +250,14 @@ def try_file_lock(name: str, shared: bool = False) -> list[int] | None:
     """The lock `name` (exclusive, or shared) if it can be had now (None while another holds it
     in a conflicting mode), to hand back to `release_file_lock`; the kernel frees it if this
     process dies first."""
-    return _take(name, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+    return _take(name, shared, wait=False)
 
 
 def take_file_lock(name: str, shared: bool = False) -> list[int]:
     """The lock `name`, waiting for it, to hand back to `release_file_lock` (for a hold that a
     `with` block cannot frame: one let go of and taken again in the middle of its work)."""
-    held = _take(name, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
-    assert held is not None  # a blocking lock is always taken
+    held = _take(name, shared, wait=True)
+    assert held is not None  # a waiting lock is always taken
     return held
 
 

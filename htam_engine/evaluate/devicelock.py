@@ -42,13 +42,12 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import sys
 import threading
 import time
 from typing import Any, Callable, Iterator
 
 from htam_engine import settings
-from htam_engine.evaluate.cache import release_file_lock, take_file_lock, try_file_lock
+from htam_engine.evaluate.cache import file_lock, release_file_lock, take_file_lock, try_file_lock
 from htam_engine.problems.loader import layouts_bytes
 
 SLOTS_ENV = settings.BY_KEY["gpu_check_slots"].env
@@ -74,8 +73,6 @@ MAX_UNITS = 32
 # allowed: admission lent out memory they held, and 6 of 16 evaluations ran out beside others and
 # were run again alone, which held up every other.)
 CONTEXT_GIB_PER_JUDGE = 4
-# How often a worker waiting for a lock looks at who holds it (DeviceLock.while_waiting).
-WATCH_S = 0.5
 JUDGES_PER_DEVICE = 16
 JUDGES_ENV = "HTAM_JUDGES_ON_DEVICE"
 
@@ -193,10 +190,6 @@ def settle(device: str) -> None:
             torch.cuda.synchronize(torch.device(device))
 
 
-def look_at_nobody(_name: str) -> None:
-    """DeviceLock.while_waiting where nobody is to be looked at (no evaluation under way)."""
-
-
 class DeviceLock:
     """The three phases of an evaluation after its compile, for one device.
 
@@ -225,9 +218,6 @@ class DeviceLock:
         # bytes a unit stands for; None where the memory is unknown (each evaluation then takes one)
         self.unit_bytes = usable_memory(total) / self.slots if self.slots and total else None
         self.announce = announce
-        # Called with a lock's name every WATCH_S while this worker waits for it: the judge's look
-        # at who holds it (its own candidate's sandbox may read the lock files and flock one).
-        self.while_waiting: Callable[[str], None] = look_at_nobody
         self.poll_s = poll_s
         self.held_alone = False  # inside alone(): every phase already has the device to itself
         self.last_units = 0  # how many units the last holding_state took (the judge resets it)
@@ -288,11 +278,8 @@ class DeviceLock:
         waiting_since = 0.0
         try:
             started = time.perf_counter()
-            admit = f"{self.name}-admit"
-            admitted = try_file_lock(admit) or self._wait_for(admit, False)
-            try:
+            with file_lock(f"{self.name}-admit"):
                 self.waited_s += time.perf_counter() - started
-                looked = time.perf_counter()
                 while True:
                     for n in names:
                         if n not in held and len(held) < count:
@@ -303,14 +290,7 @@ class DeviceLock:
                         break
                     if not waiting_since:
                         waiting_since = time.perf_counter()
-                    if time.perf_counter() - looked >= WATCH_S:  # who holds the units still missing
-                        for n in names:
-                            if n not in held:
-                                self.while_waiting(n)
-                        looked = time.perf_counter()
                     time.sleep(self.poll_s)
-            finally:
-                release_file_lock(admitted)
             if waiting_since:
                 self.waited_s += time.perf_counter() - waiting_since
             self._local.units = self.last_units = count
@@ -393,28 +373,9 @@ class DeviceLock:
         if not waited:
             self.announce("wait_lock")
         started = time.perf_counter()
-        held = self._wait_for(name, shared)
+        held = take_file_lock(name, shared)
         self.waited_s += time.perf_counter() - started
         return held, True
-
-    def _wait_for(self, name: str, shared: bool) -> list[int]:
-        """Lock `name`, waiting as long as it takes, with `while_waiting` looking on meanwhile."""
-        done = threading.Event()
-
-        def watch() -> None:
-            while not done.wait(WATCH_S):
-                try:
-                    self.while_waiting(name)
-                except Exception as exc:  # noqa: BLE001 - one failed look must not end the watch
-                    print(f"htam judge: looking at who holds {name} failed: {exc!r}", file=sys.stderr)
-
-        watcher = threading.Thread(target=watch, name="htam-lock-watch", daemon=True)
-        watcher.start()
-        try:
-            return take_file_lock(name, shared)
-        finally:
-            done.set()
-            watcher.join()
 
     def _take_shared(self) -> list[int]:
         """The device lock shared, once past the gate (a timer holding it goes first)."""

@@ -28,18 +28,18 @@ import shutil
 import time
 import traceback
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import torch
 
-from htam_engine.evaluate import cache, gpu_holders, owned_tree, proctree, wire
+from htam_engine.evaluate import cache, gpu_holders, owned_tree, wire
 from htam_engine.evaluate.build_record import BuildRecords
 from htam_engine.evaluate.channel import Channel
 from htam_engine.evaluate.checks.observe import Observations
 from htam_engine.evaluate.checks.sequence import CandidateFailed, CheckRun, HarnessFault, Stop
 from htam_engine.evaluate.clock import copy_bandwidth
 from htam_engine.evaluate.config import EvalConfig
-from htam_engine.evaluate.devicelock import DeviceLock, evaluation_need, look_at_nobody
+from htam_engine.evaluate.devicelock import DeviceLock, evaluation_need
 from htam_engine.evaluate.diagnostics import one_line, parse_compiler_output, trim_log
 from htam_engine.evaluate.limits import file_limit_note
 from htam_engine.evaluate.memory_history import MemoryHistory
@@ -426,7 +426,6 @@ class Evaluation(TimedRounds):
         self.healthy = True
         self.extension_ops = False
         self._checks: CheckRun | None = None
-        self.lock_held = ""  # a judges' lock its processes held while this judge waited for it
         self.per_run = 1  # calls in one timed run (rounds.trials_per_run), set once the first set is drawn
 
     # ------------------------------------------------------------------ the whole request
@@ -436,7 +435,6 @@ class Evaluation(TimedRounds):
         reset_gpu_peak(self.device)
         history = self.judge.memory_history
         history.start()
-        self.judge.lock.while_waiting = self._kill_a_lock_holder
         try:
             self._run()
         except Stop:
@@ -463,12 +461,7 @@ class Evaluation(TimedRounds):
                 r.diagnostics.log = trim_log(traceback.format_exc())
                 self.healthy = False
         finally:
-            self.judge.lock.while_waiting = look_at_nobody
             self._close()
-        if self.lock_held:
-            self.obs.find("lock_held", f"its processes held the judges' lock {self.lock_held!r} while its judge "
-                                       "waited for it (a sandbox may read the lock files, and a flock needs no "
-                                       "more): every judge on the machine waits while it is held; killed")
         self._watch_siblings()
         self._weigh_build()
         self._conclude()
@@ -476,19 +469,6 @@ class Evaluation(TimedRounds):
         history.dump()
         r.stages.total_s = time.perf_counter() - started
         return r, self.healthy
-
-    def _kill_a_lock_holder(self, name: str) -> None:
-        """While this judge waits for lock `name` (DeviceLock.while_waiting, on another thread):
-        where its candidate's processes hold it, every judge on the machine would wait for as long
-        as they lived, this one for the hour a lock wait may last (red-team pass 27,
-        cheat_hold_time_lock). They are killed, which lets the lock go, and named."""
-        channel = self.channel
-        if channel is None or channel.sandbox.dead:
-            return
-        family = {channel.sandbox.pid, *proctree.descendants(channel.sandbox.pid)}
-        if cache.lock_holders(name) & family:
-            self.lock_held = name
-            channel.sandbox.kill()
 
     def _fail(self, status: Status, message: str) -> None:
         r = self.result
@@ -610,18 +590,20 @@ class Evaluation(TimedRounds):
         assert self.channel is not None
         r = self.result
         self.judge.stage(Stage.COMPILE)
-        if not self.judge.build_records.check(self.key):
-            self.obs.find("build_cache_changed", "the libraries an earlier build of this source left in the shared "
-                                                 "build cache had changed since (another candidate's sandbox can write "
-                                                 "there): built anew", "warn")
-        reply = self.channel.request(wire.Build(self.channel.next_seq(), self.code, self.key, self.backend),
-                                     Stage.COMPILE, deadline_s=None)
-        if not isinstance(reply, wire.Outcome):
-            raise SandboxProtocol(Stage.COMPILE, f"a {type(reply).__name__} in answer to a build")
+        with self._holding_build_lock():
+            if not self.judge.build_records.check(self.key):
+                self.obs.find("build_cache_changed", "the libraries an earlier build of this source left in the "
+                                                     "shared build cache had changed since (another candidate's "
+                                                     "sandbox can write there): built anew", "warn")
+            reply = self.channel.request(wire.Build(self.channel.next_seq(), self.code, self.key, self.backend),
+                                         Stage.COMPILE, deadline_s=None)
+            if not isinstance(reply, wire.Outcome):
+                raise SandboxProtocol(Stage.COMPILE, f"a {type(reply).__name__} in answer to a build")
+            if reply.ok:
+                self.judge.build_records.record(self.key)
         r.stages.compile_cached = reply.compile_cached
         self.extension_ops = reply.extension_ops
         if reply.ok:
-            self.judge.build_records.record(self.key)
             return
         r.diagnostics.compiler = list(reply.compiler)
         r.diagnostics.log = reply.log
@@ -638,6 +620,25 @@ class Evaluation(TimedRounds):
             self.judge.remember_build_failure(self.key, BuildFailure(r.diagnostics.message,
                                                                      tuple(r.diagnostics.compiler), r.diagnostics.log))
         raise Stop()
+
+    @contextlib.contextmanager
+    def _holding_build_lock(self) -> Iterator[None]:
+        """The key's build lock, held by the judge while its sandbox builds and imports. No sandbox
+        takes a lock of htam's (seccomp.py refuses it a record lock): where the sandbox took this
+        one, a process of its could keep it, one whose taker had exited unnamed in /proc/locks,
+        and another judge's honest candidate timed out waiting for it in its compile (red-team
+        pass 28). A wait for another judge's build of the same source is no time of this
+        candidate's."""
+        name = cache.build_lock_name(self.key)
+        held = cache.try_file_lock(name)
+        if held is None:
+            self.judge.stage(Stage.WAIT_LOCK)
+            held = cache.take_file_lock(name)
+            self.judge.resume_stage()
+        try:
+            yield
+        finally:
+            cache.release_file_lock(held)
 
     def _replay_failure(self, failed: BuildFailure) -> None:
         """Fill the result from this judge's own record of this exact source's build failure."""

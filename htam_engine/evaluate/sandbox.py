@@ -32,7 +32,7 @@ import torch
 from torch.utils._python_dispatch import _disable_current_modes
 
 from htam_engine.evaluate import wire
-from htam_engine.evaluate.cache import build_dir, build_lock, built_marker
+from htam_engine.evaluate.cache import build_dir, built_marker
 from htam_engine.evaluate.checks.compare import flatten
 from htam_engine.evaluate.checks.guards import Guards, install_guards
 from htam_engine.evaluate.checks.memory import (NAN, SENTINEL, HeldOutputs, clone_inputs, map_big_blocks_afresh, nbytes,
@@ -195,10 +195,9 @@ class Sandbox:
         if unconfined:
             print(f"htam sandbox: {unconfined}: it may write into other candidates' builds", file=sys.stderr)
         self.compile_cache.key = req.key
-        try:
-            with build_lock(req.key):
-                clear_stale_batons(build_dir(req.key))
-                module = import_candidate(req.code, req.key)
+        try:  # under the key's build lock, which its judge holds around this request
+            clear_stale_batons(build_dir(req.key))
+            module = import_candidate(req.code, req.key)
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - anything raised while importing is a build outcome
             return wire.Outcome(req.seq, False, "compile_error", f"candidate failed to build or import: {one_line(exc)}",
                                 trim_log(f"{exc}\n\n{traceback.format_exc(limit=-6)}"), cached,

@@ -29,7 +29,13 @@ The filter answers:
   owner's search bit is not asked for: a filter cannot tell a folder from a file, and
   torch.compile sets 0644 on its outputs; a folder of the judge's left without it (or made
   without it: a mode at creation is the umask's) is given its bits back by the judge where it
-  meets one (cache.py, owned_tree.py).
+  meets one (cache.py, owned_tree.py);
+- fcntl's record locks and leases (F_SETLK, F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW, F_SETLEASE):
+  EPERM. htam's processes exclude each other with record locks (record_lock.py) on files a sandbox
+  may read: a flock, which needs no more than reading, held the judges' timing lock and every
+  build lock from the judges and another judge's honest candidate (red-team passes 27 and 28), and
+  a lease on a file stalls whoever opens it for writing. What a sandbox runs takes flocks (torch's
+  compile caches do, through filelock), which no record lock conflicts with.
 
 Threads, fork, vfork and posix_spawn (compilers, build tools) are untouched. Where the kernel or
 the machine's ABI is not one this knows (x86-64, aarch64), nothing is installed and `install`
@@ -63,14 +69,15 @@ class _Abi:
     arch: int
     clone: int
     prctl: int
+    fcntl: int
     refused: tuple[int, ...]  # System V IPC's gets: shmget, semget, msgget
     modes: tuple[tuple[int, int], ...]  # (chmod-like call, the index of its mode argument)
 
 
 _ABIS = {
-    "x86_64": _Abi(0xC000003E, clone=56, prctl=157, refused=(29, 64, 68),
+    "x86_64": _Abi(0xC000003E, clone=56, prctl=157, fcntl=72, refused=(29, 64, 68),
                    modes=((90, 1), (91, 1), (268, 2), (452, 2))),  # chmod, fchmod, fchmodat, fchmodat2
-    "aarch64": _Abi(0xC00000B7, clone=220, prctl=167, refused=(194, 190, 186),
+    "aarch64": _Abi(0xC00000B7, clone=220, prctl=167, fcntl=25, refused=(194, 190, 186),
                     modes=((52, 1), (53, 2), (452, 2))),  # fchmod, fchmodat, fchmodat2 (no chmod)
 }
 # the seccomp() call's number per ABI, SECCOMP_SET_MODE_FILTER and SECCOMP_FILTER_FLAG_SPEC_ALLOW
@@ -81,6 +88,9 @@ _CLONE3 = 435
 _X32_BIT = 0x40000000
 _CLONE_PARENT = 0x00008000
 _PR_SET_CHILD_SUBREAPER = 36
+# <fcntl.h>: the commands that take a record lock or a lease (F_SETLK, F_SETLKW, F_OFD_SETLK,
+# F_OFD_SETLKW, F_SETLEASE); F_GETLK and the rest go
+_LOCKING_COMMANDS = (6, 7, 37, 38, 1024)
 _PR_SET_NO_NEW_PRIVS, _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 38, 22, 2
 _RET_ALLOW, _RET_ERRNO = 0x7FFF0000, 0x00050000
 _EPERM, _ENOSYS = 1, 38
@@ -109,6 +119,7 @@ def _program(abi: _Abi) -> list[tuple[int, int, int, int]]:
         (_JEQ, "NOSYS", 0, _CLONE3),
         (_JEQ, "CLONE", 0, abi.clone),
         (_JEQ, "PRCTL", 0, abi.prctl),
+        (_JEQ, "FCNTL", 0, abi.fcntl),
         *[(_JEQ, "EPERM", 0, nr) for nr in abi.refused],
         *[(_JEQ, f"MODE{index}", 0, nr) for nr, index in abi.modes],
         (_RET, 0, 0, _RET_ALLOW),
@@ -118,6 +129,10 @@ def _program(abi: _Abi) -> list[tuple[int, int, int, int]]:
         ("PRCTL", 0, 0, 0),
         (_LD_ABS, 0, 0, _arg_low(0)),
         (_JEQ, "EPERM", "ALLOW", _PR_SET_CHILD_SUBREAPER),
+        ("FCNTL", 0, 0, 0),
+        (_LD_ABS, 0, 0, _arg_low(1)),
+        *[(_JEQ, "EPERM", 0, command) for command in _LOCKING_COMMANDS],
+        (_RET, 0, 0, _RET_ALLOW),
     ]
     for index in mode_args:
         body += [(f"MODE{index}", 0, 0, 0), (_LD_ABS, 0, 0, _arg_low(index)), (_AND, 0, 0, _OWNER_BITS),

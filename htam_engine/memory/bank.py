@@ -7,7 +7,6 @@ a branch that shares its parent's first steps) never counts a step twice.
 
 from __future__ import annotations
 
-import fcntl
 import os
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import TYPE_CHECKING, Iterator
 from htam_engine.errors import InputError
 from htam_engine.memory.graph import HTG, MemoryDataError
 from htam_engine.memory.learn import apply_delta, upgrade_from_seed
+from htam_engine.record_lock import EXCLUSIVE, UNLOCK, record_lock
 from htam_engine.storage import gc_paused, open_envelope, read_raw, write_envelope
 
 if TYPE_CHECKING:
@@ -71,11 +71,11 @@ def bank_lock(path: str | os.PathLike) -> Iterator[None]:
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     with open(p.with_name(p.name + ".lock"), "a+b") as f:
-        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        record_lock(f.fileno(), EXCLUSIVE)  # a record lock: a sandbox may read the file, but not hold this
         try:
             yield
         finally:
-            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+            record_lock(f.fileno(), UNLOCK)
 
 
 def merge_into_bank(session: "Session", path: str | os.PathLike | None = None) -> int:

@@ -11,7 +11,6 @@ the current judge fails is marked xfail(strict=True) with what the judge misses.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import signal
 import threading
@@ -23,6 +22,7 @@ import pytest
 from cheats.caught import assert_caught
 from cheats.isolated import IsolatedJudge, isolated_judge
 from htam_engine.evaluate.result import Status
+from htam_engine.record_lock import EXCLUSIVE, record_lock
 
 OK = Status.OK
 
@@ -142,13 +142,12 @@ def test_failure_records_written_by_a_candidate_do_not_fail_later_candidates(cle
 def test_deleting_the_timing_locks_does_not_let_two_judges_time_at_once(clean):
     honest_ok(clean.run("relu", "honest_relu_triton"))  # the lock files exist from here on
     other = open(clean.root / "cache" / "locks" / "time-cpu.lock", "a+")  # another judge, timing
-    fcntl.flock(other.fileno(), fcntl.LOCK_EX)
+    record_lock(other.fileno(), EXCLUSIVE)
     release_at = time.monotonic() + 5.0
 
     def release() -> None:
         time.sleep(max(0.0, release_at - time.monotonic()))
-        fcntl.flock(other.fileno(), fcntl.LOCK_UN)
-        other.close()
+        other.close()  # lets go of its lock
 
     holder = threading.Thread(target=release)
     holder.start()

@@ -3,7 +3,8 @@ later evaluations. Four got through, each an honest softmax that was ok with no 
 poisoned what came after; all four are mended. None inflated its own speedup or was wrong on inputs
 the checks do not draw.
 
-- cheat_chmod_locks: the write bit taken off the builds' lock folder (chmod is no Landlock right):
+- cheat_chmod_locks: the write bit taken off the builds' lock folder (chmod is no Landlock right;
+  the builds' locks have since moved beside the judges', which no sandbox may write, or take):
   every later new source a compile error, for good. The sandbox's seccomp filter now refuses a mode
   without the owner's read and write bits (seccomp.py).
 - cheat_shm_chmod_leftover: pass 23's /dev/shm files in a folder made read-only, which the sweep
@@ -51,8 +52,8 @@ def _refused(r) -> None:
         r.status, r.diagnostics.message)
 
 
-def test_a_candidate_cannot_take_the_write_bit_off_the_builds_lock_folder(judge):
-    folder = judge.root / "cache" / cache.BUILD_LOCKS
+def test_a_candidate_cannot_take_the_write_bit_off_the_lock_folder(judge):
+    folder = judge.root / "cache" / cache.LOCKS
     mode = stat.S_IMODE(folder.stat().st_mode)
     _refused(judge.run("softmax", "cheat_chmod_locks"))
     assert stat.S_IMODE(folder.stat().st_mode) == mode

@@ -8,8 +8,11 @@ before removing the files beside it). Cleanups now walk by descriptor without re
 (zygote._clean_up). A third changed no verdict: a sandbox may read the judges' lock files, and
 a flock on the timing lock, let go by a timer after 20 s, stalled every judge on the machine
 meanwhile (held for good, its own judge waited the hour a lock wait may last). A judge waiting for
-a lock now looks at who holds it, and kills its own candidate there (lock_held); a lock taken by
-a child that then exited escapes that look (red-team pass 28, README: not mended)."""
+a lock then looked at who held it in /proc/locks and killed its own candidate there; pass 28 took
+the lock in a child that exited, which /proc/locks names instead, and held every build lock so
+(another judge's honest candidate timed out in its compile). htam's locks are now record locks,
+which no flock conflicts with and no sandbox may take (record_lock.py, seccomp.py); the judge, not
+the sandbox, holds a build's lock."""
 
 from __future__ import annotations
 
@@ -18,7 +21,6 @@ from pathlib import Path
 
 import pytest
 
-from cheats.caught import assert_caught
 from cheats.isolated import isolated_judge
 from htam_engine.evaluate.result import Status
 from test_attack_new import honest_ok
@@ -52,25 +54,11 @@ def test_a_chain_of_folders_in_dev_shm_is_swept_with_the_files_beside_it(tmp_pat
 
 
 @pytest.mark.timeout(300)
-def test_a_candidate_holding_the_judges_timing_lock_is_killed_and_named(tmp_path):
-    """Without the look at who holds the lock, this judge waited for its own candidate for ever
-    (the engine's backstop gives up after the hour a lock wait may last)."""
+@pytest.mark.parametrize("cheat", ["cheat_hold_time_lock", "cheat_hold_lock_dead_taker"])
+def test_a_candidates_lock_on_the_judges_timing_lock_holds_up_no_judge(tmp_path, cheat):
+    """Each cheat keeps its lock for as long as its sandbox lives: where it held the judges' lock,
+    its own judge would wait for it until the test's timeout (and every judge on the machine with it)."""
     with isolated_judge(tmp_path) as j:
         honest_ok(j.run("softmax", "honest_softmax"))  # the timing lock's file exists from here on
-        started = time.monotonic()
-        assert_caught(j.run("softmax", "cheat_hold_time_lock"), "lock_held")
-        assert time.monotonic() - started < 120
+        honest_ok(j.run("softmax", cheat))  # its kernel is honest: only the lock is at stake
         honest_ok(j.run("softmax", "honest_softmax"))
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "red-team pass 28: /proc/locks names the process that took a flock, not the one keeping its open "
-    "file; the candidate's child took the timing lock and exited, so the lock_held look found none of "
-    "its processes, and its judge waited (uncharged) until an alarm let the lock go: ok, no finding. "
-    "Closing it needs the holder found by its open descriptors (hidden by a non-dumpable sandbox from "
-    "a judge that is not root) or lock files no sandbox can open"))
-@pytest.mark.timeout(300)
-def test_a_lock_taken_by_a_child_that_exited_is_found_and_named(tmp_path):
-    with isolated_judge(tmp_path) as j:
-        honest_ok(j.run("softmax", "honest_softmax"))  # the timing lock's file exists from here on
-        assert_caught(j.run("softmax", "cheat_hold_lock_dead_taker"), "lock_held")

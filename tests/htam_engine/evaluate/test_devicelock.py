@@ -583,33 +583,3 @@ def test_a_short_stretch_of_runs_takes_the_device_alone_once(gpu_lock):
     assert checked.is_set() and lock.alone_s >= 0.3
     with lock.runs_alone(short=False):
         assert not lock.held_alone
-
-
-@pytest.mark.parametrize("held", ["time-gpu0-admit", "time-gpu0-slot0", "time-gpu0-gate", "time-gpu0"])
-def test_a_worker_waiting_for_a_lock_or_a_unit_looks_at_who_holds_it(gpu_lock, monkeypatch, held):
-    """while_waiting is the judge's look at a lock's holder (its own candidate may hold one: it is
-    killed, Evaluation._kill_a_lock_holder): every wait calls it with the name waited for, the
-    admission and units included, which a candidate could hold as well as the timing lock."""
-    monkeypatch.setattr(devicelock, "WATCH_S", 0.05)
-    lock = gpu_lock(1)
-    looked: list[str] = []
-    lock.while_waiting = looked.append
-    other = try_file_lock(held)
-    done = threading.Event()
-
-    def wait() -> None:
-        if held.endswith(("admit", "slot0")):
-            with lock.holding_state():
-                done.set()
-        else:
-            with lock.timing():
-                done.set()
-
-    _run(wait)
-    deadline = time.monotonic() + 10
-    while held not in looked and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert not done.is_set()
-    release_file_lock(other)
-    _wait(done, "the lock once let go")
-    assert held in looked, looked

@@ -9,7 +9,6 @@ A judge runs in this process on the small problem with the honest Triton candida
 
 from __future__ import annotations
 
-import fcntl
 import os
 import uuid
 
@@ -18,23 +17,16 @@ import pytest
 from harness_core_support import TRITON_CHAIN, fast_config
 from htam_engine.evaluate import devicelock
 from htam_engine.evaluate.backend import resolve_backend
-from htam_engine.evaluate.cache import BUILD_LOCKS, cache_dir
+from htam_engine.evaluate.cache import BUILD, cache_dir, candidate_key
 from htam_engine.evaluate.devicelock import DeviceLock
 from htam_engine.evaluate.result import Status
 from htam_engine.evaluate.stages import Stage
+from htam_engine.record_lock import EXCLUSIVE, SHARED, UNLOCK, record_lock
 
 
 def _held(name: str) -> bool:
-    """Whether another holder has the lock (flock conflicts across open files, even in one process)."""
-    path = cache_dir() / "locks" / f"{name}.lock"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as fh:
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
-        return False
+    """Whether another holder has the lock (a record lock of another open file conflicts, even in one process)."""
+    return _mode(name) != "free"
 
 
 @pytest.fixture(scope="module")
@@ -48,12 +40,16 @@ def judge():
 
 
 @pytest.fixture
-def flag():
-    """Where the stand-in candidates below leave a mark that a later sandbox of theirs sees: the cache's
-    folder of build locks, one of the few a sandbox may write (landlock.py; the test's own folder is not)."""
-    path = cache_dir() / BUILD_LOCKS / f"test-flag-{uuid.uuid4().hex}"
-    yield path
-    path.unlink(missing_ok=True)
+def flag() -> str:
+    """The name of a mark the stand-in candidates below leave for a later sandbox of theirs to see, in
+    their own build folder (flag_at), the one folder of the cache a sandbox may write once its candidate
+    is known (landlock.py; the test's own folder is not). Unique, so each test's candidate is a new source."""
+    return f"test-flag-{uuid.uuid4().hex}"
+
+
+def flag_at(flag: str) -> str:
+    """The mark's path, as the stand-in's code finds it: its build folder is named by its key, its module by the same."""
+    return f'_os.path.join({str(cache_dir() / BUILD)!r}, __name__.removeprefix("htam_candidate_"), {flag!r})'
 
 
 def oom_once(flag: str) -> str:
@@ -64,12 +60,13 @@ def oom_once(flag: str) -> str:
 import os as _os
 
 _Fused = ModelNew
+_FLAG = {flag_at(flag)}
 
 
 class ModelNew(_Fused):
     def forward(self, *args):
-        if not _os.path.exists({flag!r}):
-            open({flag!r}, "w").close()
+        if not _os.path.exists(_FLAG):
+            open(_FLAG, "w").close()
             raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB (stand-in)")
         return super().forward(*args)
 '''
@@ -94,7 +91,6 @@ def _stages(judge, small_problem, monkeypatch, slots: int, code: str = TRITON_CH
     monkeypatch.setattr(judge, "send", send)
     monkeypatch.setattr(judge, "lock", DeviceLock("cpu", lock, lambda stage: judge.stage(Stage(stage)),
                                                   total_memory=total_memory))
-    from htam_engine.evaluate.cache import candidate_key
 
     result, healthy = judge.evaluate(small_problem, code, fast_config(trials=3), resolve_backend(code, None, "cpu"),
                                      candidate_key(code, "triton", "cpu", "test"), 8000.0)
@@ -143,7 +139,7 @@ def test_baseline_warm_ups_hold_the_lock_shared_on_a_gpu(judge, small_problem, m
 
 def test_check_out_of_memory_beside_other_checkers_is_checked_again_alone(judge, small_problem, monkeypatch,
                                                                           flag):
-    stages = _stages(judge, small_problem, monkeypatch, 2, oom_once(str(flag)))
+    stages = _stages(judge, small_problem, monkeypatch, 2, oom_once(flag))
     assert stages[:5] == [("compile", False), ("wait_lock", False), ("check", True), ("compile", False),
                           ("check", True)]
     assert stages[5:] == GPU_ORDER[3:]
@@ -159,14 +155,15 @@ import os as _os
 
 _Fused = ModelNew
 _FIRST = []
+_FLAG = {flag_at(flag)}
 
 
 class ModelNew(_Fused):
     def forward(self, *args):
         shapes = [tuple(a.shape) for a in args if hasattr(a, "shape")]
         _FIRST[:] = _FIRST or [shapes]
-        if shapes != _FIRST[0] and not _os.path.exists({flag!r}):
-            open({flag!r}, "w").close()
+        if shapes != _FIRST[0] and not _os.path.exists(_FLAG):
+            open(_FLAG, "w").close()
             raise RuntimeError('NVML_SUCCESS == DriverAPI::get()->nvmlInit_v2_() INTERNAL ASSERT FAILED at '
                                '"/pytorch/c10/cuda/CUDACachingAllocator.cpp":1135, please report a bug to PyTorch.')
         return super().forward(*args)
@@ -177,21 +174,23 @@ def test_an_out_of_memory_on_the_unseen_shape_is_checked_again_alone_not_blamed_
         judge, small_problem, monkeypatch, flag):
     """Seen on the H200: 26_GELU and 36_RMSNorm came back 'fails on input shapes it was not shown'
     when their sandbox's allocator ran out beside another evaluation on the unseen-shape set."""
-    stages = _stages(judge, small_problem, monkeypatch, 2, oom_on_unseen_shape_once(str(flag)))
-    assert flag.exists()  # it did fail once, and was checked again alone to an ok
+    code = oom_on_unseen_shape_once(flag)
+    stages = _stages(judge, small_problem, monkeypatch, 2, code)
+    assert (cache_dir() / BUILD / candidate_key(code, "triton", "cpu", "test") / flag).exists()  # it did fail once,
+    # and was checked again alone to an ok
     assert stages[:5] == [("compile", False), ("wait_lock", False), ("check", True), ("compile", False),
                           ("check", True)]
 
 
 def test_check_out_of_memory_with_the_device_alone_is_a_runtime_error(judge, small_problem, monkeypatch, flag):
-    stages = _stages(judge, small_problem, monkeypatch, 1, oom_once(str(flag)), Status.RUNTIME_ERROR)
+    stages = _stages(judge, small_problem, monkeypatch, 1, oom_once(flag), Status.RUNTIME_ERROR)
     assert [s for s, _ in stages].count("check") == 1
 
 
 def test_check_out_of_memory_holding_every_unit_is_a_runtime_error(judge, small_problem, monkeypatch, flag):
     """Its need was more than the device (1 GiB here): it had every unit, so nothing beside it
     ran it out and it is not checked again."""
-    stages = _stages(judge, small_problem, monkeypatch, 2, oom_once(str(flag)), Status.RUNTIME_ERROR,
+    stages = _stages(judge, small_problem, monkeypatch, 2, oom_once(flag), Status.RUNTIME_ERROR,
                      total_memory=1 << 30)
     assert [s for s, _ in stages].count("check") == 1
 
@@ -270,7 +269,6 @@ def test_a_baseline_whose_output_is_not_the_references_is_not_counted(judge, sma
             del self.reference.outputs
 
     monkeypatch.setattr(judge_mod.Evaluation, "_time_baselines_alone", disagreeing)
-    from htam_engine.evaluate.cache import candidate_key
 
     result, _ = judge.evaluate(small_problem, TRITON_CHAIN, fast_config(trials=3), "triton",
                                candidate_key(TRITON_CHAIN, "triton", "cpu", "test"), 8000.0)
@@ -305,13 +303,10 @@ def _mode(name: str) -> str:
     path = cache_dir() / "locks" / f"{name}.lock"
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a+") as fh:
-        for mode, taken in ((fcntl.LOCK_EX, "free"), (fcntl.LOCK_SH, "shared")):
-            try:
-                fcntl.flock(fh.fileno(), mode | fcntl.LOCK_NB)
-            except BlockingIOError:
-                continue
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
-            return taken
+        for kind, taken in ((EXCLUSIVE, "free"), (SHARED, "shared")):
+            if record_lock(fh.fileno(), kind, wait=False):
+                record_lock(fh.fileno(), UNLOCK)
+                return taken
     return "alone"
 
 
@@ -383,7 +378,6 @@ def test_each_baselines_outputs_are_checked_before_the_next_baseline_writes_over
     a timed run checks each one's outputs before the other's calls, or eager would be judged on
     torch.compile's outputs (and a wrong torch.compile counted against eager)."""
     from htam_engine.evaluate import judge as judge_mod
-    from htam_engine.evaluate.cache import candidate_key
     from htam_engine.evaluate.channel import Channel
 
     events: list[tuple[str, str]] = []
@@ -421,7 +415,6 @@ def test_an_evaluation_run_again_alone_says_so_and_counts_both_runs(judge, small
     a warning names the first run's failure (it held every other evaluation up), and the result's
     device figures count both runs."""
     from htam_engine.evaluate import judge as judge_mod
-    from htam_engine.evaluate.cache import candidate_key
     from htam_engine.evaluate.checks.sequence import HarnessFault
 
     real, failed = judge_mod.Evaluation._prepare_baselines, []

@@ -63,7 +63,35 @@ def _calls_under_the_filter() -> dict:
     if segment >= 0:
         libc.shmctl(segment, IPC_RMID, None)  # a filter that let it through leaves nothing behind
     out["chmod"] = _chmods()
+    out["locks"] = _locks()
     return out
+
+
+def _locks() -> dict[str, str]:
+    """Locks taken, each on a fresh file (none waits for another's): "done" or the error."""
+    import fcntl
+    import struct
+    import tempfile
+
+    from htam_engine.record_lock import EXCLUSIVE, SHARED, record_lock
+
+    whole_file = struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)
+    tried = {}
+    for label, call in [("flock", lambda fd: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)),
+                        ("lockf", lambda fd: fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)),
+                        ("lockf waiting", lambda fd: fcntl.lockf(fd, fcntl.LOCK_EX)),
+                        ("record exclusive", lambda fd: record_lock(fd, EXCLUSIVE, wait=False)),
+                        ("record shared waiting", lambda fd: record_lock(fd, SHARED)),
+                        ("lease", lambda fd: fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_RDLCK)),
+                        ("get lock", lambda fd: fcntl.fcntl(fd, fcntl.F_GETLK, whole_file)),
+                        ("get flags", lambda fd: fcntl.fcntl(fd, fcntl.F_GETFL))]:
+        with tempfile.TemporaryFile() as f:
+            try:
+                call(f.fileno())
+                tried[label] = "done"
+            except OSError as e:
+                tried[label] = e.strerror
+    return tried
 
 
 def _chmods() -> dict[str, str]:
@@ -145,3 +173,14 @@ def test_a_filtered_process_makes_no_system_v_ipc_object_and_keeps_its_owner_rea
     assert seen["chmod"] == {"folder 0555": refused, "folder 0755": "done", "folder 0700": "done",
                              "file 0644": "done", "file 0400": refused, "file 0000 by fd": refused,
                              "file 0600 by fd": "done"}, seen
+
+
+def test_a_filtered_process_takes_flocks_but_no_record_lock_nor_lease():
+    """Red-team passes 27 and 28: a sandbox flocked the judges' timing lock and every build lock, which
+    it may read, and held up every judge and another judge's honest candidate. htam's locks are record
+    locks (record_lock.py), which a flock never conflicts with and which a sandbox may not take."""
+    seen = _filtered()
+    refused = os.strerror(1)  # EPERM
+    assert seen["locks"] == {"flock": "done", "lockf": refused, "lockf waiting": refused,
+                             "record exclusive": refused, "record shared waiting": refused,
+                             "lease": refused, "get lock": "done", "get flags": "done"}, seen
