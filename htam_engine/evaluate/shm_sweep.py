@@ -12,16 +12,26 @@ sandbox, removes what appeared since that no process holds open or mapped (`remo
 segment some running program uses (another sandbox's semaphore, any other program's shared
 memory) is held by it and stays; what nobody holds can only be found again by name, and a
 sandbox's names die with it. Entries are told apart by inode: a tmpfs numbers inodes afresh.
+
+What a sandbox alive beside the reaped one (another judge's, another test worker's) is making can
+be unheld for an instant, between its creation and its opening (a folder it is filling, a file
+between a write and its map): one look at the holders removed such a folder from under its maker.
+So what nobody held at a first look is looked at again SECOND_LOOK_S later, and only what nobody
+holds then either goes: the reaped sandbox's processes are gone, so what it left is unheld both
+times. (A live program that keeps a file there unheld for longer, to open it by name later, loses
+it still; ISOLATION.md.)
 """
 
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 from htam_engine.evaluate import owned_tree
 
 SHM = Path("/dev/shm")
+SECOND_LOOK_S = 0.5
 
 
 def present(folder: Path = SHM) -> frozenset[int]:
@@ -68,22 +78,36 @@ def _ours(entry: os.DirEntry) -> bool:
 
 def remove_left(before: frozenset[int], folder: Path = SHM) -> int:
     """Remove the entries of `folder` that are not in `before` (present's answer at the sandbox's
-    fork), belong to this user and that no process holds open or mapped; the bytes removed."""
+    fork), belong to this user and that no process holds open or mapped, at a first look nor
+    SECOND_LOOK_S later; the bytes removed."""
     try:
         with os.scandir(folder) as it:
             new = [e for e in it if e.inode() not in before and _ours(e)]
         device = os.stat(folder).st_dev
     except OSError:
         return 0
-    if not new:
+    unheld = _unheld(new, device)
+    if not unheld:
         return 0
-    held = _held(device)
+    time.sleep(SECOND_LOOK_S)
     removed = 0
-    for entry in new:
+    for entry, size in _unheld([entry for entry, _ in unheld], device):
+        if owned_tree.remove(entry.path):
+            removed += size
+    return removed
+
+
+def _unheld(entries: list[os.DirEntry], device: int) -> list[tuple[os.DirEntry, int]]:
+    """(entry, bytes) of those of `entries` of which no process holds a file open or mapped."""
+    if not entries:
+        return []
+    held = _held(device)
+    out = []
+    for entry in entries:
         try:
             inodes, size = owned_tree.contents(entry.path)  # a folder left unreadable is opened first
         except OSError:  # removed meanwhile (its program cleaned up), or not ours to read
             continue
-        if not inodes & held and owned_tree.remove(entry.path):
-            removed += size
-    return removed
+        if not inodes & held:
+            out.append((entry, size))
+    return out

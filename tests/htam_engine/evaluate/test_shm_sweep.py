@@ -65,3 +65,33 @@ def test_a_folder_left_without_the_owners_bits_is_removed_all_the_same(tmp_path)
         return {"removed": removed, "left": sorted(p.name for p in tmp_path.iterdir())}
 
     assert in_forked_child(sweep) == {"removed": 4096, "left": []}
+
+
+def test_what_a_live_sandbox_opens_between_the_two_looks_stays(tmp_path, monkeypatch):
+    """A sandbox beside the reaped one, filling a folder it made, may hold nothing there for an
+    instant: a sweep that looked once removed its folder from under it (seen across test workers)."""
+    before = shm_sweep.present(tmp_path)
+    making = tmp_path / "making"
+    making.mkdir()
+    (making / "part").write_bytes(b"p" * 4096)  # written and closed: nobody holds it at the first look
+    left = tmp_path / "left"
+    left.write_bytes(b"l" * 4096)
+    looks, kept = [], []
+    real_held = shm_sweep._held
+
+    def held_then_opened(device: int) -> set[int]:
+        seen = real_held(device)
+        looks.append(device)
+        if len(looks) == 1:  # the sibling goes on with its work between the looks
+            kept.append(open(making / "part", "rb"))
+        return seen
+
+    monkeypatch.setattr(shm_sweep, "_held", held_then_opened)
+    monkeypatch.setattr(shm_sweep, "SECOND_LOOK_S", 0.0)
+    try:
+        removed = shm_sweep.remove_left(before, tmp_path)
+    finally:
+        for f in kept:
+            f.close()
+    assert len(looks) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["making"] and removed == 4096
