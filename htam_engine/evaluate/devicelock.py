@@ -218,6 +218,10 @@ class DeviceLock:
         # bytes a unit stands for; None where the memory is unknown (each evaluation then takes one)
         self.unit_bytes = usable_memory(total) / self.slots if self.slots and total else None
         self.announce = announce
+        # Around every wait of this worker's for a lock or units (the judge stops its candidate's
+        # processes meanwhile: waiting for the timing lock, they spun under another judge's timed
+        # runs, red-team pass 29).
+        self.waiting: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext
         self.poll_s = poll_s
         self.held_alone = False  # inside alone(): every phase already has the device to itself
         self.last_units = 0  # how many units the last holding_state took (the judge resets it)
@@ -278,19 +282,31 @@ class DeviceLock:
         waiting_since = 0.0
         try:
             started = time.perf_counter()
-            with file_lock(f"{self.name}-admit"):
-                self.waited_s += time.perf_counter() - started
-                while True:
-                    for n in names:
-                        if n not in held and len(held) < count:
-                            fds = try_file_lock(n)
-                            if fds is not None:
-                                held[n] = fds
-                    if len(held) >= count and self._fits(need_bytes, names, held):
-                        break
-                    if not waiting_since:
-                        waiting_since = time.perf_counter()
-                    time.sleep(self.poll_s)
+            with contextlib.ExitStack() as waiting:  # self.waiting(), from the first wait on
+                admit = f"{self.name}-admit"
+                admitted = try_file_lock(admit)
+                in_wait = admitted is None
+                if in_wait:
+                    waiting.enter_context(self.waiting())
+                    admitted = take_file_lock(admit)
+                try:
+                    self.waited_s += time.perf_counter() - started
+                    while True:
+                        for n in names:
+                            if n not in held and len(held) < count:
+                                fds = try_file_lock(n)
+                                if fds is not None:
+                                    held[n] = fds
+                        if len(held) >= count and self._fits(need_bytes, names, held):
+                            break
+                        if not waiting_since:
+                            waiting_since = time.perf_counter()
+                        if not in_wait:
+                            in_wait = True
+                            waiting.enter_context(self.waiting())
+                        time.sleep(self.poll_s)
+                finally:
+                    release_file_lock(admitted)
             if waiting_since:
                 self.waited_s += time.perf_counter() - waiting_since
             self._local.units = self.last_units = count
@@ -373,7 +389,8 @@ class DeviceLock:
         if not waited:
             self.announce("wait_lock")
         started = time.perf_counter()
-        held = take_file_lock(name, shared)
+        with self.waiting():
+            held = take_file_lock(name, shared)
         self.waited_s += time.perf_counter() - started
         return held, True
 

@@ -435,6 +435,7 @@ class Evaluation(TimedRounds):
         reset_gpu_peak(self.device)
         history = self.judge.memory_history
         history.start()
+        self.judge.lock.waiting = self._candidate_stopped
         try:
             self._run()
         except Stop:
@@ -461,6 +462,7 @@ class Evaluation(TimedRounds):
                 r.diagnostics.log = trim_log(traceback.format_exc())
                 self.healthy = False
         finally:
+            self.judge.lock.waiting = contextlib.nullcontext
             self._close()
         self._watch_siblings()
         self._weigh_build()
@@ -469,6 +471,17 @@ class Evaluation(TimedRounds):
         history.dump()
         r.stages.total_s = time.perf_counter() - started
         return r, self.healthy
+
+    def _candidate_stopped(self) -> contextlib.AbstractContextManager[Any]:
+        """DeviceLock.waiting: the candidate's processes stopped while this judge waits for a lock
+        or units. Let run, they loaded the machine under another judge's timed runs while waiting
+        for the timing lock (two processes spinning only while their own forward was idle: an
+        honest candidate of the other judge timed 45 % slower, no finding on either; red-team pass
+        29); they have nothing to do while their judge waits."""
+        channel = self.channel
+        if channel is None or channel.sandbox.dead:
+            return contextlib.nullcontext()
+        return channel.sandbox.paused()
 
     def _fail(self, status: Status, message: str) -> None:
         r = self.result

@@ -100,6 +100,7 @@ class SandboxProcess:
         self.state: ProcessState | None = None  # read once it is ready (procstate)
         self.dead = False
         self.limits = SandboxLimits()
+        self._pauses = 0  # paused() blocks entered and not left: only the outermost stops and continues
 
     def alive(self) -> bool:
         if self.dead:
@@ -288,12 +289,21 @@ class SandboxProcess:
     def paused(self) -> Iterator[None]:
         """The sandbox and every process it started stopped (SIGSTOP) for the block: nothing of the
         candidate's can run, load the host or queue device work while the baselines are timed."""
+        if self._pauses:  # inside another pause (a wait for a lock while the baselines run)
+            self._pauses += 1
+            try:
+                yield
+            finally:
+                self._pauses -= 1
+            return
         family = self._family()
         self._signal(family, signal.SIGSTOP)
         _wait_stopped(family, STOP_SETTLE_S)
+        self._pauses = 1
         try:
             yield
         finally:
+            self._pauses = 0
             # The same processes, not the tree read again: a stopped process forks nothing, and one
             # forked before its parent stopped is in the sandbox's process group (continued by
             # killpg) unless it left it, and then it was never stopped.

@@ -4,6 +4,7 @@ itself and is not starved by checkers arriving after it, slots bound live state.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import threading
 import time
@@ -583,3 +584,42 @@ def test_a_short_stretch_of_runs_takes_the_device_alone_once(gpu_lock):
     assert checked.is_set() and lock.alone_s >= 0.3
     with lock.runs_alone(short=False):
         assert not lock.held_alone
+
+
+@pytest.mark.parametrize("phase", ["check", "state", "admission"])
+def test_every_wait_and_only_a_wait_is_framed_by_waiting(gpu_lock, phase):
+    """DeviceLock.waiting frames each wait of a worker's (the judge stops its candidate's processes
+    there: red-team pass 29), once per wait, and a lock free at once calls nothing."""
+    holder, waiter = gpu_lock(1), gpu_lock(1)
+    framed: list[str] = []
+
+    @contextlib.contextmanager
+    def waiting():
+        framed.append("in")
+        yield
+        framed.append("out")
+
+    waiter.waiting = waiting
+    phases = {"check": waiter.checking, "state": waiter.holding_state, "admission": waiter.holding_state}
+    with phases[phase]():
+        pass
+    assert framed == []  # nobody else held anything
+    inside, go = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with (holder.timing() if phase == "check" else holder.holding_state()):
+            inside.set()
+            go.wait(10)
+
+    def hold_admission() -> None:  # as a worker inside admission, polling for its units
+        held = try_file_lock(f"{holder.name}-admit")
+        inside.set()
+        go.wait(10)
+        release_file_lock(held)
+
+    t = _run(hold_admission if phase == "admission" else hold)
+    _wait(inside, "the holder")
+    threading.Timer(0.3, go.set).start()
+    with phases[phase]():
+        assert framed == ["in", "out"]  # the wait was framed, and over before the phase's work
+    t.join(10)

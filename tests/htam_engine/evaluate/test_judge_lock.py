@@ -9,7 +9,10 @@ A judge runs in this process on the small problem with the honest Triton candida
 
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
+import time
 import uuid
 
 import pytest
@@ -458,3 +461,42 @@ def test_a_conviction_by_the_judges_clock_stands_on_two_timings(judge, small_pro
     assert len(calls) == 2
     # the engine's live trial times start over with the second timing
     assert sum(1 for m in messages if m.get("t") == "trials" and m.get("from_start")) == 2
+
+
+def test_the_candidate_is_stopped_while_its_judge_waits_for_the_timing_lock(judge, small_problem, monkeypatch):
+    """Red-team pass 29: a candidate's processes spun while their judge waited for the timing lock,
+    under another judge's timed runs (an honest candidate there timed 45 % slower). While another
+    judge times, every process of the waiting judge's candidate is stopped; then it goes on to ok."""
+    import psutil
+
+    lock = f"time-test-{uuid.uuid4().hex[:8]}"
+    monkeypatch.setattr(devicelock, "check_slots", lambda device, total_memory=None: 0)  # the CPU's policy
+    monkeypatch.setattr(judge, "lock", DeviceLock("cpu", lock, lambda stage: judge.stage(Stage(stage))))
+    path = cache_dir() / "locks" / f"{lock}.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    other = open(path, "a+")  # another judge, timing
+    record_lock(other.fileno(), EXCLUSIVE)
+    stopped: list[int] = []
+
+    def look_then_let_go() -> None:
+        time.sleep(0.5)
+        zygote = psutil.Process(judge.zygote.proc.pid)
+        for p in zygote.children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                if p.status() == psutil.STATUS_STOPPED:
+                    stopped.append(p.pid)
+        other.close()
+
+    def send(msg: dict) -> None:
+        if msg.get("t") == "stage" and msg["stage"] == "wait_lock":
+            threading.Thread(target=look_then_let_go, daemon=True).start()
+
+    monkeypatch.setattr(judge, "send", send)
+    try:
+        result, healthy = judge.evaluate(small_problem, TRITON_CHAIN, fast_config(trials=3), "triton",
+                                         candidate_key(TRITON_CHAIN, "triton", "cpu", "test"), 8000.0)
+    finally:
+        other.close()
+        path.unlink(missing_ok=True)
+    assert result.status is Status.OK and healthy, result.diagnostics.message
+    assert stopped, "no process of the candidate's was stopped while its judge waited"

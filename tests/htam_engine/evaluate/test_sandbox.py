@@ -89,6 +89,10 @@ def test_paused_stops_the_sandbox_and_everything_it_started(zygote):
             time.sleep(0.02)
         with sandbox.paused():
             assert {p.status() for p in family} == {psutil.STATUS_STOPPED}
+            with sandbox.paused():  # a wait for a lock while the baselines run (DeviceLock.waiting)
+                pass
+            time.sleep(0.1)
+            assert {p.status() for p in family} == {psutil.STATUS_STOPPED}  # the inner pause continued nothing
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline and any(p.status() == psutil.STATUS_STOPPED for p in family):
             time.sleep(0.02)
