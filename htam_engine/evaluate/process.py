@@ -215,32 +215,39 @@ FREEZE_ROUNDS = 50
 STABLE_ROUNDS = 3
 
 
-def kill_tree(pid: int, group: bool = True) -> None:
-    """SIGKILL a process, its process group (it leads one) and every descendant it has.
-
-    The process and its descendants are stopped first, round after round until rounds find none
-    not yet stopped (a stopped process forks nothing), each round read from the kernel's children
-    lists (proctree: a fraction of a millisecond), then killed with every process group they belong
-    to but the caller's. Listed once through psutil's scan of the whole process table and killed
-    one by one, a helper that kept forking and exiting every 2 ms outside the group was never
-    seen alive at all, and outlived the tree."""
+def freeze_tree(pid: int) -> list[int]:
+    """SIGSTOP a process and every descendant it has, round after round until rounds find none not
+    yet stopped (a stopped process forks nothing), each round read from the kernel's children lists
+    (proctree: a fraction of a millisecond); the descendants stopped. Read once, a helper that kept
+    forking and exiting was missed: every 2 ms outside the group, through psutil's scan of the whole
+    process table (it outlived a kill), and back to back, through one read of the children lists
+    (it spun on while its sandbox was paused, red-team pass 30)."""
     from htam_engine.evaluate.proctree import descendants
 
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.kill(pid, signal.SIGSTOP)
-    stopped: set[int] = set()
+    stopped: list[int] = []
+    seen: set[int] = set()
     calm = 0
     for _ in range(FREEZE_ROUNDS):
-        new = [p for p in descendants(pid) if p not in stopped]
+        new = [p for p in descendants(pid) if p not in seen]
         for p in new:
+            seen.add(p)
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(p, signal.SIGSTOP)
-                stopped.add(p)
+                stopped.append(p)
         calm = 0 if new else calm + 1
         if calm >= STABLE_ROUNDS:
             break
         if not new:
             time.sleep(0.002)
+    return stopped
+
+
+def kill_tree(pid: int, group: bool = True) -> None:
+    """SIGKILL a process, its process group (it leads one) and every descendant it has: frozen first
+    (freeze_tree), then killed with every process group they belong to but the caller's."""
+    stopped = freeze_tree(pid)
     ours = os.getpgrp()
     groups = {pid} if group else set()
     for p in stopped:

@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator
 
 from htam_engine.evaluate import pch, proctree, wire
 from htam_engine.evaluate.clock import CpuSnapshot
-from htam_engine.evaluate.process import describe_exit, kill_tree, tree_rss_mb
+from htam_engine.evaluate.process import describe_exit, freeze_tree, kill_tree, tree_rss_mb
 from htam_engine.evaluate.procstate import ProcessState, changes
 from htam_engine.evaluate.protocol import ProtocolError, ReplyReader, send_request
 from htam_engine.evaluate.shared import Exported
@@ -287,8 +287,9 @@ class SandboxProcess:
 
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:
-        """The sandbox and every process it started stopped (SIGSTOP) for the block: nothing of the
-        candidate's can run, load the host or queue device work while the baselines are timed."""
+        """The sandbox and every process it started stopped (SIGSTOP) for the block, round after
+        round until no new one turns up (process.freeze_tree): nothing of the candidate's can run,
+        load the host or queue device work while the baselines are timed or its judge waits."""
         if self._pauses:  # inside another pause (a wait for a lock while the baselines run)
             self._pauses += 1
             try:
@@ -296,8 +297,12 @@ class SandboxProcess:
             finally:
                 self._pauses -= 1
             return
-        family = self._family()
-        self._signal(family, signal.SIGSTOP)
+        if self.dead:
+            yield
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, signal.SIGSTOP)
+        family = [self.pid, *freeze_tree(self.pid)]  # round after round: a fork-hopper is stopped too
         _wait_stopped(family, STOP_SETTLE_S)
         self._pauses = 1
         try:

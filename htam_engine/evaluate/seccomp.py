@@ -20,7 +20,9 @@ The filter answers:
   that the address-space limit saw one at a time, kept 4.6 GB of the host's memory after their
   sandbox and its judge were gone (red-team pass 26, cheat_sysv_shm_leftover). Nothing a kernel
   needs uses them (Python's multiprocessing, PyTorch and NCCL share memory through /dev/shm,
-  which shm_sweep cleans);
+  which shm_sweep cleans). POSIX message queues (mq_open) likewise: they outlived their sandbox
+  (red-team pass 30, cheat_mqueue_leftover), no sweep sees them, and nothing a kernel needs uses
+  them;
 - a chmod (chmod, fchmod, fchmodat, fchmodat2) to a mode without the owner's read and write
   bits: EPERM. Landlock governs writes, not a file's mode, so a sandbox could take the write bit
   off the cache's shared folders (no later build could make its lock: every later candidate a
@@ -70,14 +72,14 @@ class _Abi:
     clone: int
     prctl: int
     fcntl: int
-    refused: tuple[int, ...]  # System V IPC's gets: shmget, semget, msgget
+    refused: tuple[int, ...]  # System V IPC's gets (shmget, semget, msgget) and mq_open
     modes: tuple[tuple[int, int], ...]  # (chmod-like call, the index of its mode argument)
 
 
 _ABIS = {
-    "x86_64": _Abi(0xC000003E, clone=56, prctl=157, fcntl=72, refused=(29, 64, 68),
+    "x86_64": _Abi(0xC000003E, clone=56, prctl=157, fcntl=72, refused=(29, 64, 68, 240),
                    modes=((90, 1), (91, 1), (268, 2), (452, 2))),  # chmod, fchmod, fchmodat, fchmodat2
-    "aarch64": _Abi(0xC00000B7, clone=220, prctl=167, fcntl=25, refused=(194, 190, 186),
+    "aarch64": _Abi(0xC00000B7, clone=220, prctl=167, fcntl=25, refused=(194, 190, 186, 180),
                     modes=((52, 1), (53, 2), (452, 2))),  # fchmod, fchmodat, fchmodat2 (no chmod)
 }
 # the seccomp() call's number per ABI, SECCOMP_SET_MODE_FILTER and SECCOMP_FILTER_FLAG_SPEC_ALLOW

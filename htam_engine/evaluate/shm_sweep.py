@@ -11,7 +11,9 @@ So the zygote notes what /dev/shm holds when it forks a sandbox (`present`) and,
 sandbox, removes what appeared since that no process holds open or mapped (`remove_left`). A
 segment some running program uses (another sandbox's semaphore, any other program's shared
 memory) is held by it and stays; what nobody holds can only be found again by name, and a
-sandbox's names die with it. Entries are told apart by inode: a tmpfs numbers inodes afresh.
+sandbox's names die with it. (Where htam is not root, what a non-dumpable process holds, as every
+other sandbox is, cannot be read from /proc: those files look unheld, and their names go.
+Red-team pass 30; not mended, ISOLATION.md.) Entries are told apart by inode: a tmpfs numbers inodes afresh.
 
 What a sandbox alive beside the reaped one (another judge's, another test worker's) is making can
 be unheld for an instant, between its creation and its opening (a folder it is filling, a file

@@ -62,6 +62,16 @@ def _calls_under_the_filter() -> dict:
     out["shmget"] = os.strerror(ctypes.get_errno()) if segment < 0 else "made"
     if segment >= 0:
         libc.shmctl(segment, IPC_RMID, None)  # a filter that let it through leaves nothing behind
+    queue_name = f"/htam-test-{os.getpid()}".encode()
+    try:
+        librt = libc if hasattr(libc, "mq_open") else ctypes.CDLL("librt.so.1", use_errno=True)  # glibc < 2.34
+    except OSError:
+        librt = libc
+    queue = librt.mq_open(queue_name, os.O_CREAT | os.O_RDWR, 0o600, None)
+    out["mq_open"] = os.strerror(ctypes.get_errno()) if queue < 0 else "made"
+    if queue >= 0:
+        librt.mq_close(queue)
+        librt.mq_unlink(queue_name)
     out["chmod"] = _chmods()
     out["locks"] = _locks()
     return out
@@ -170,6 +180,7 @@ def test_a_filtered_process_makes_no_system_v_ipc_object_and_keeps_its_owner_rea
     seen = _filtered()
     refused = os.strerror(1)  # EPERM
     assert seen["shmget"] == refused, seen
+    assert seen["mq_open"] == refused, seen  # a POSIX message queue outlived its sandbox too (pass 30)
     assert seen["chmod"] == {"folder 0555": refused, "folder 0755": "done", "folder 0700": "done",
                              "file 0644": "done", "file 0400": refused, "file 0000 by fd": refused,
                              "file 0600 by fd": "done"}, seen
