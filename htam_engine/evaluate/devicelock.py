@@ -47,7 +47,7 @@ import time
 from typing import Any, Callable, Iterator
 
 from htam_engine import settings
-from htam_engine.evaluate.cache import file_lock, release_file_lock, take_file_lock, try_file_lock
+from htam_engine.evaluate.cache import release_file_lock, take_file_lock, try_file_lock
 from htam_engine.problems.loader import layouts_bytes
 
 SLOTS_ENV = settings.BY_KEY["gpu_check_slots"].env
