@@ -46,7 +46,7 @@ class BuildRecords:
             self._digests.popitem(last=False)
 
     def check(self, key: str) -> bool:
-        """Before asking for a build of `key`, holding its build lock (cache.build_lock): False
+        """Before asking for a build of `key`, holding its build lock (cache.build_lock_name): False
         (and the folder removed, to be built anew) where what this judge recorded there has
         changed since."""
         recorded = self._digests.get(key)

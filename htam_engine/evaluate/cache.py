@@ -129,10 +129,6 @@ def build_lock_name(key: str) -> str:
     return BUILD_LOCK_PREFIX + key
 
 
-def build_lock(key: str) -> contextlib.AbstractContextManager[None]:
-    return file_lock(build_lock_name(key))
-
-
 # Per lock path, a descriptor of the file this process first found there, kept open (never
 # locked) for the life of the process: whoever unlinks the path later cannot take from it the
 # file that every judge which opened it before still locks. A forked child starts afresh (a

@@ -17,7 +17,7 @@ import pytest
 from cheats.harness import as_an_ordinary_user, in_forked_child
 from htam_engine.evaluate import cache
 from htam_engine.evaluate import seccomp
-from htam_engine.evaluate.cache import build_lock, file_lock, release_file_lock, try_file_lock
+from htam_engine.evaluate.cache import build_lock_name, file_lock, release_file_lock, try_file_lock
 from htam_engine.record_lock import EXCLUSIVE, record_lock
 
 
@@ -91,7 +91,7 @@ def test_a_folders_usage_counts_bytes_on_disk_and_entries_and_stops_once_past_a_
 def test_the_locks_live_where_no_sandbox_may_write(locks):
     """A sandbox writes only cache.sandbox_writable_folders(): the timing lock a candidate replaced by
     a link (red-team pass 26) is out of its reach, and so is a build's lock, which its judge holds."""
-    with file_lock("time-cpu"), build_lock("k"):
+    with file_lock("time-cpu"), file_lock(build_lock_name("k")):
         pass
     writable = [os.path.realpath(f) for f in cache.sandbox_writable_folders() + cache.sandbox_writable_folders("k")]
     for lock in ("time-cpu.lock", "build-k.lock"):
@@ -167,7 +167,7 @@ def test_what_a_sandbox_plants_at_a_build_lock_is_replaced_not_followed(locks, t
         path.mkdir()
     else:
         path.symlink_to(target)
-    with build_lock("k"):
+    with file_lock(build_lock_name("k")):
         pass
     assert not target.exists() and path.is_file() and not path.is_symlink()
 
@@ -178,7 +178,7 @@ def test_a_lock_file_left_without_the_owners_bits_is_taken_all_the_same(locks, t
         path = tmp_path / cache.LOCKS / "build-k.lock"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.touch(mode=0o000)
-        with build_lock("k"):
+        with file_lock(build_lock_name("k")):
             return True
 
     assert in_forked_child(take) is True
@@ -196,7 +196,7 @@ def test_a_folder_a_sandbox_left_unreadable_is_weighed_and_its_locks_folder_take
         folder = tmp_path / cache.LOCKS
         folder.mkdir()
         os.chmod(folder, 0o500)
-        with build_lock("k"):
+        with file_lock(build_lock_name("k")):
             pass
         return {"entries": cache.folder_usage(tmp_path / "build" / "k")[1]}
 
