@@ -27,11 +27,16 @@ _FLOCK = struct.Struct("hhqqi4x")
 EXCLUSIVE, SHARED, UNLOCK = fcntl.F_WRLCK, fcntl.F_RDLCK, fcntl.F_UNLCK
 
 
+def whole_file(kind: int) -> bytes:
+    """The struct flock that fcntl's lock commands take, for `kind` over all of a file."""
+    return _FLOCK.pack(kind, os.SEEK_SET, 0, 0, 0)
+
+
 def record_lock(fd: int, kind: int, wait: bool = True) -> bool:
     """Lock all of `fd`'s file EXCLUSIVE (the file open for writing) or SHARED (for reading), or
     let go of it (UNLOCK). False where `wait` is off and another holds it in a conflicting mode."""
     try:
-        fcntl.fcntl(fd, fcntl.F_OFD_SETLKW if wait else fcntl.F_OFD_SETLK, _FLOCK.pack(kind, os.SEEK_SET, 0, 0, 0))
+        fcntl.fcntl(fd, fcntl.F_OFD_SETLKW if wait else fcntl.F_OFD_SETLK, whole_file(kind))
     except OSError as e:
         if not wait and e.errno in (errno.EAGAIN, errno.EACCES):
             return False

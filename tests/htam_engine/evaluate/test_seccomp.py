@@ -80,12 +80,9 @@ def _calls_under_the_filter() -> dict:
 def _locks() -> dict[str, str]:
     """Locks taken, each on a fresh file (none waits for another's): "done" or the error."""
     import fcntl
-    import struct
     import tempfile
 
-    from htam_engine.record_lock import EXCLUSIVE, SHARED, record_lock
-
-    whole_file = struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)
+    from htam_engine.record_lock import EXCLUSIVE, SHARED, record_lock, whole_file
     tried = {}
     for label, call in [("flock", lambda fd: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)),
                         ("lockf", lambda fd: fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)),
@@ -93,7 +90,7 @@ def _locks() -> dict[str, str]:
                         ("record exclusive", lambda fd: record_lock(fd, EXCLUSIVE, wait=False)),
                         ("record shared waiting", lambda fd: record_lock(fd, SHARED)),
                         ("lease", lambda fd: fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_RDLCK)),
-                        ("get lock", lambda fd: fcntl.fcntl(fd, fcntl.F_GETLK, whole_file)),
+                        ("get lock", lambda fd: fcntl.fcntl(fd, fcntl.F_GETLK, whole_file(EXCLUSIVE))),
                         ("get flags", lambda fd: fcntl.fcntl(fd, fcntl.F_GETFL))]:
         with tempfile.TemporaryFile() as f:
             try:
