@@ -50,7 +50,7 @@ def _hopping(tmp_path, pause: float) -> subprocess.Popen:
     deadline = time.monotonic() + 30
     while not beat.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert _beating(beat)  # the helper hops
+    assert _beating(beat) or _beating(beat), root.poll()  # the helper hops (given a second look on a loaded box)
     return root
 
 
@@ -64,13 +64,27 @@ def test_a_helper_that_keeps_forking_out_of_the_group_dies_with_the_tree(tmp_pat
         (tmp_path / "beat.stop").touch()  # an escaped helper ends itself
 
 
+@pytest.mark.parametrize("missed_first", [False, True], ids=["every read sees it", "the first read misses it"])
 @pytest.mark.parametrize("pause", [0.002, 0.0], ids=["every 2 ms", "back to back"])
-def test_a_frozen_tree_runs_nothing_a_helper_hopping_out_of_the_group_included(tmp_path, pause):
+def test_a_frozen_tree_runs_nothing_a_helper_hopping_out_of_the_group_included(tmp_path, monkeypatch, pause,
+                                                                                missed_first):
     """Red-team pass 30: a paused sandbox's helper forking back to back was missed by one read of the
-    tree, and spun on under another judge's timed runs (sandbox_client.SandboxProcess.paused)."""
+    tree, and spun on under another judge's timed runs (sandbox_client.SandboxProcess.paused). On an
+    idle machine a read rarely falls between a hop's fork and its parent's exit; "the first read
+    misses it" makes the first read fall there, as it did under load."""
+    from htam_engine.evaluate import proctree
+
+    real, reads = proctree.descendants, []
+
+    def descendants(pid: int) -> list[int]:
+        reads.append(pid)
+        return [] if missed_first and len(reads) == 1 else real(pid)
+
     try:
         root = _hopping(tmp_path, pause)
+        monkeypatch.setattr(proctree, "descendants", descendants)
         freeze_tree(root.pid)
+        monkeypatch.undo()
         assert not _beating(tmp_path / "beat"), "a helper ran on in a frozen tree"
         kill_tree(root.pid, group=True)
         root.wait(5)
