@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from htam_engine.evaluate import wire
+from htam_engine.evaluate.draws import DrawNotes, DrawsDiverged
 from htam_engine.evaluate.oom import is_out_of_memory
 from htam_engine.evaluate.sandbox_client import SandboxProcess
 from htam_engine.evaluate.seeding import seed_all
@@ -120,13 +121,14 @@ class ReferenceModel:
             raise ReferenceFailed(f"the reference Model could not be constructed: {_one_line(e)}") from e
         self._exact: torch.nn.Module | None = None
         self._exact_broken = False
+        self._draws = DrawNotes()  # the random draws of the latest reference run, for the float64 copy's
         self.prints = fingerprints(self.model)
 
     def outputs(self, inputs: list[Any], seed: int, label: str) -> Any:
         """Model's output on `inputs` for a call seeded with `seed` (the inputs may be modified in
         place, as the model does)."""
         try:
-            with torch.no_grad():
+            with torch.no_grad(), self._draws.taking():
                 seed_all(seed)
                 return self.model(*inputs)
         except Exception as e:  # noqa: BLE001 - the problem's fault
@@ -150,11 +152,13 @@ class ReferenceModel:
             # the reserve peaked there at 48 GiB for 4_Matrix_vector's 8 GiB set, 16 of them free.
             return_cached_blocks(inputs)
             doubles = [_to_double(x) for x in inputs]
-            with torch.no_grad():
+            with torch.no_grad(), self._draws.replaying():
                 seed_all(seed)
                 out = self._exact(*doubles)
             del doubles
             return out
+        except DrawsDiverged:  # no yardstick for this run; the next may follow its notes
+            return None
         except Exception as e:  # noqa: BLE001 - a dtype-specific op, a hard-coded .float(): no yardstick
             if is_out_of_memory(e):
                 raise

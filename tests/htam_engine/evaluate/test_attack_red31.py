@@ -1,0 +1,62 @@
+"""Cheats of a thirty-first red-team pass (CPU, aimed at the correctness checks), each `ok` before.
+
+Both rest on one root cause: a problem whose forward draws random numbers (randn_like, rand_like)
+had a float64 yardstick that drew other numbers (a generator spends more bits on a double), so
+the yardstick's distance to the reference, read as rounding noise, widened every allowance by
+about the noise's size and stood the whole-output bound down. The yardstick now draws the
+reference's own numbers (draws.py).
+
+- cheat_gelu_off_range_noisy: GELU plus the reference's noise, exact only where every input is in
+  [0, 1) (get_inputs' draw); elsewhere ReLU(x), off by up to 0.17. Passed every other set.
+- cheat_softmax_zeros_rand_dropout: all zeros for every row spanning less than 1.5 (every
+  get_inputs row) of a softmax followed by a rand_like dropout: each value is below atol, and the
+  whole-output bound that refuses all-zeros softmaxes stood down.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+import torch
+
+from cheats.harness import problem_path, run_check
+from htam_engine.evaluate.reference import ReferenceModel
+from htam_engine.evaluate.result import Status
+
+
+def _ok(r) -> None:
+    assert r.status is Status.OK, (r.status, r.diagnostics.message, r.integrity)
+    assert not [f for f in r.integrity if f.severity != "warn"], r.integrity
+
+
+def test_the_yardstick_draws_the_references_random_numbers():
+    spec = importlib.util.spec_from_file_location("noisy_gelu", problem_path("noisy_gelu"))
+    problem = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(problem)
+    ref = ReferenceModel(problem.Model, [], 0, "cpu")
+    x = torch.randn(16, 1024)
+    out, exact = ref.outputs([x.clone()], 7, "a set"), ref.exact([x.clone()], 7)
+    assert exact.dtype == torch.float64
+    assert (out.double() - exact).abs().max() < 1e-5  # rounding, not another draw (~0.5 with one)
+
+
+def test_a_gelu_exact_only_on_get_inputs_range_is_caught_where_the_problem_draws_noise():
+    _ok(run_check("noisy_gelu", "honest_gelu_noisy", trials=5))
+    assert run_check("noisy_gelu", "cheat_gelu_off_range_noisy", trials=5).status is Status.INCORRECT
+
+
+def test_an_all_zeros_softmax_is_caught_where_a_rand_like_dropout_follows_it():
+    _ok(run_check("softmax_rand_dropout", "honest_softmax_rand_dropout", trials=5))
+    assert run_check("softmax_rand_dropout", "cheat_softmax_zeros_rand_dropout", trials=5).status is Status.INCORRECT
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "float16-rounded operands where both lie in [0, 1), exact float32 elsewhere: on get_inputs' draw "
+    "(positive terms, K = 1024) the rounding errors average out to ~1e-5 relative, under the per-element "
+    "1e-4 and the precision floor (1e-4, set above what another float32 algorithm costs), while on "
+    "constant 1/3 operands every element is off by 4.8e-4 relative; every set that is not in [0, 1) "
+    "gets the exact path"))
+def test_a_product_rounded_to_float16_on_unit_range_operands_is_caught():
+    r = run_check("matmul_unit_range", "cheat_matmul_half_on_unit_range", trials=5)
+    assert r.status is not Status.OK or "lower_precision" in {f.rule for f in r.integrity}, r.status
