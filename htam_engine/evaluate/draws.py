@@ -77,12 +77,19 @@ class _Replaying(TorchDispatchMode):
             return func(*args, **kwargs)  # drawn in the reference's dtypes already
         n_args, n_kwargs = tree_unflatten(narrowed, spec)
         out = func(*n_args, **n_kwargs)
-        for original, narrow, arg in zip(args, n_args, func._schema.arguments):
-            if arg.alias_info is not None and arg.alias_info.is_write and narrow is not original:
-                original.copy_(narrow)  # an in-place draw (normal_, uniform_) into the float64 tensor
-                if out is narrow:
-                    out = original
+        before, after = _by_name(func, args, kwargs), _by_name(func, n_args, n_kwargs)
+        for arg in func._schema.arguments:
+            if arg.alias_info is not None and arg.alias_info.is_write and arg.name in before:
+                original, narrow = before[arg.name], after[arg.name]
+                if narrow is not original:
+                    original.copy_(narrow)  # an in-place or out= draw (normal_, out=) into the float64 tensor
+                    if out is narrow:
+                        out = original
         return _widened(out)
+
+
+def _by_name(func: torch._ops.OpOverload, args: tuple, kwargs: dict) -> dict[str, Any]:
+    return {**{a.name: v for a, v in zip(func._schema.arguments, args)}, **kwargs}
 
 
 def _as(x: torch.Tensor | torch.dtype, dtype: torch.dtype) -> torch.Tensor | torch.dtype:

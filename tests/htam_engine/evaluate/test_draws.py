@@ -11,6 +11,9 @@ from htam_engine.evaluate.draws import DrawNotes, DrawsDiverged
 def _forward(x: torch.Tensor) -> torch.Tensor:
     noise = torch.randn_like(x) + torch.empty_like(x).normal_(0.0, 1.0) + torch.empty_like(x).uniform_()
     noise = noise + torch.rand(x.shape, dtype=x.dtype) + torch.nn.functional.rrelu(x, training=True)
+    into = torch.empty_like(x)
+    torch.normal(x, 1.0, out=into)  # the drawn-into tensor reaches the draw by name (out=)
+    noise = noise + into
     return x * (torch.rand_like(x) >= 0.5) + noise + torch.multinomial(torch.softmax(x, -1), 3).to(x.dtype).sum()
 
 
@@ -23,7 +26,7 @@ def _run(x: torch.Tensor, notes: DrawNotes, mode) -> torch.Tensor:
 def test_a_float64_run_draws_the_float32_runs_numbers_in_place_draws_included():
     notes, x = DrawNotes(), torch.randn(8, 64)
     ref = _run(x, notes, DrawNotes.taking)
-    assert len(notes.draws) == 7  # multinomial and rrelu_with_noise draw inside one op each
+    assert len(notes.draws) == 8  # multinomial and rrelu_with_noise draw inside one op each
     exact = _run(x.double(), notes, DrawNotes.replaying)
     assert exact.dtype == torch.float64
     assert (ref.double() - exact).abs().max() < 1e-6 * ref.abs().max()  # float32 rounding, no other draw
