@@ -23,6 +23,10 @@ the tensors they do not replace) as they are:
 - rows apart: about half the rows (along the last dimension) of each floating tensor less such an
   offset drawn per row (a statistic of the whole tensor standing for each row's: a softmax shifted by
   one number for every row), used only where the reference stays finite;
+- columns apart: about half the positions along the last dimension of each floating tensor (the
+  same ones in every row) less such an offset drawn per position (a mean over a sample of each
+  row's columns standing for the whole row's: an L1 loss from the first eighth of every row,
+  cheat_l1_first_columns), used only where the reference stays finite;
 - wide integers: integer inputs drawn across a range far past 32 bits (an int64
   computation done in 32 bits wraps), for int64 at every bit length up to 62 (one done in
   float64 rounds past 2^53), used only where the reference accepts them;
@@ -197,6 +201,24 @@ def rows_apart(values: list[Any], seed: int) -> list[Any]:
         if flat.numel() > 1 and bool(flat.all() == flat.any()):  # all rows alike: one is moved to the other side
             flat[int(torch.randint(flat.numel(), ()))] ^= True
         return x - offsets.mul_(shifted).unsqueeze(-1).to(x.dtype)
+
+    return _replace_floats(values, apart, seed)
+
+
+def columns_apart(values: list[Any], seed: int) -> list[Any]:
+    """Floating tensors with about half the positions along their last dimension (the same in every
+    row) less an offset between SHIFT_LOW and SHIFT_HIGH drawn per position; the rest as drawn.
+    rows_apart moves whole rows, so a sample of every row's columns sees each row's move: a loss
+    averaged over the first eighth of every row passed it and every other set (red-team pass 32)."""
+
+    def apart(x: torch.Tensor) -> torch.Tensor:
+        if x.dim() < 1 or x.shape[-1] < 2:
+            return x.clone()
+        width = x.shape[-1]
+        shifted = torch.rand(width, device=x.device) < 0.5
+        if bool(shifted.all() == shifted.any()):  # all columns alike: one is moved to the other side
+            shifted[int(torch.randint(width, ()))] ^= True
+        return x - _shift_offsets((width,), x.device).mul_(shifted).to(x.dtype)
 
     return _replace_floats(values, apart, seed)
 

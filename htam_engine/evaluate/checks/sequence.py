@@ -44,8 +44,8 @@ import torch
 
 from htam_engine.evaluate.channel import Channel, Staged, Staging, fresh_seed
 from htam_engine.evaluate.checks.compare import compare_outputs, flatten, fraction_right, noise_norm, runs, tensors
-from htam_engine.evaluate.checks.inputs import (LARGE_SCALES, draw, has_floats, has_integers, heavy_tailed,
-                                                large_magnitude, other_stream, rows_apart, shifted_down,
+from htam_engine.evaluate.checks.inputs import (LARGE_SCALES, columns_apart, draw, has_floats, has_integers,
+                                                heavy_tailed, large_magnitude, other_stream, rows_apart, shifted_down,
                                                 signed_normal, sparse_negatives, sparse_spikes,
                                                 sparse_wide_integers, wide_integers)
 from htam_engine.evaluate.checks.memory import clone_inputs, same_values, tensor_leaves
@@ -403,7 +403,7 @@ class CheckRun:
 
     def check_far_values(self) -> None:
         """The floating sets of values far from get_inputs' own: large magnitude, sparse spikes, sparse
-        negatives, shifted down, rows apart (inputs.py). Each kind the reference stays finite on joins
+        negatives, shifted down, rows apart, columns apart (inputs.py). Each kind the reference stays finite on joins
         run_sets (of the large magnitudes, the largest)."""
         if not self.cfg.check_other_distribution or not self._has(has_floats):
             return
@@ -424,11 +424,15 @@ class CheckRun:
         def apart(seed: int) -> list[Any]:
             return rows_apart(draw(get_inputs, seed), other_stream(seed))
 
+        def spread(seed: int) -> list[Any]:
+            return columns_apart(draw(get_inputs, seed), other_stream(seed))
+
         large = [self._finite_kind(f"large-magnitude x{scale:g}", functools.partial(scaled, scale))
                  for scale in LARGE_SCALES]
         kinds = [next((k for k in reversed(large) if k is not None), None),
                  self._finite_kind("sparse spikes", spiked), self._finite_kind("sparse negatives", dipped),
-                 self._finite_kind("shifted down", shifted), self._finite_kind("rows apart", apart)]
+                 self._finite_kind("shifted down", shifted), self._finite_kind("rows apart", apart),
+                 self._finite_kind("columns apart", spread)]
         self.run_sets += [k for k in kinds if k is not None]
 
     def _finite_kind(self, label: str, make: Callable[[int], list[Any]]) -> RunSet | None:

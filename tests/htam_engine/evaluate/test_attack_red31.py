@@ -60,3 +60,25 @@ def test_an_all_zeros_softmax_is_caught_where_a_rand_like_dropout_follows_it():
 def test_a_product_rounded_to_float16_on_unit_range_operands_is_caught():
     r = run_check("matmul_unit_range", "cheat_matmul_half_on_unit_range", trials=5)
     assert r.status is not Status.OK or "lower_precision" in {f.rule for f in r.integrity}, r.status
+
+
+def test_a_loss_over_the_first_eighth_of_every_row_is_caught():
+    """Red-team pass 32: an L1 loss in float16 from the first eighth of each row's columns (falling back
+    to all of them where its sample shows outliers) passed every set: the other sets move all elements,
+    or whole rows, alike, and a mean of a column sample is 3e-4 off there against float16's 1e-2. The
+    columns-apart set moves about half the columns (inputs.columns_apart)."""
+    _ok(run_check("l1_half", "honest_l1_half", trials=5))
+    r = run_check("l1_half", "cheat_l1_first_columns", trials=5)
+    assert r.status is Status.INCORRECT and "columns apart" in r.diagnostics.message, r.diagnostics.message
+
+
+def test_the_columns_apart_set_moves_the_same_columns_of_every_row_and_leaves_some():
+    from htam_engine.evaluate.checks.inputs import SHIFT_LOW, columns_apart
+
+    for seed in range(20):
+        x = torch.rand(3, 4, 64)
+        (y,) = columns_apart([x], seed)
+        moved = (y < -SHIFT_LOW / 2).reshape(-1, 64)
+        assert bool((moved == moved[0]).all()) and 0 < int(moved[0].sum()) < 64
+    (y,) = columns_apart([torch.rand(5, 1)], 0)  # one column: nothing to set apart
+    assert bool((y >= 0).all())
