@@ -1,4 +1,6 @@
-"""Cheats of a thirty-first red-team pass (CPU, aimed at the correctness checks), each `ok` before.
+"""Cheats of the thirty-first and thirty-second red-team passes (CPU, aimed at the correctness
+checks), each `ok` before. The second pass's one (a loss over a sample of each row's columns) is
+the last test here, with the set that catches it.
 
 Both rest on one root cause: a problem whose forward draws random numbers (randn_like, rand_like)
 had a float64 yardstick that drew other numbers (a generator spends more bits on a double), so
