@@ -301,9 +301,9 @@ def test_the_work_check_runs_kernels_on_garbage_before_it_skips_them(monkeypatch
     timed = (RUN, Stage.TIME, per_run)
     in_place = [(GARBAGE, Stage.TIME, per_run), timed] if where == "first" else [timed, (GARBAGE, Stage.TIME, per_run)]
     # a run of each kind of checked set relu's reference accepts (large magnitude, sparse spikes, sparse
-    # negatives, shifted down, rows apart), put last here (garbage_placed)
-    checked = [(RUN, Stage.TIME, per_run)] * 5
-    assert runs[-12:] == [(GARBAGE, Stage.CHECK, 1), (RUN, Stage.TIME, 1), *in_place, *checked,
+    # negatives, shifted down, rows apart, columns apart), put last here (garbage_placed)
+    checked = [(RUN, Stage.TIME, per_run)] * 6
+    assert runs[-13:] == [(GARBAGE, Stage.CHECK, 1), (RUN, Stage.TIME, 1), *in_place, *checked,
                           (SKIP, Stage.CHECK, per_run), (RAISE, Stage.CHECK, per_run), (SPOIL, Stage.CHECK, per_run)], runs
 
 

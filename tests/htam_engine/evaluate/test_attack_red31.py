@@ -22,7 +22,7 @@ import importlib.util
 import pytest
 import torch
 
-from cheats.harness import problem_path, run_check
+from cheats.harness import load_candidate, problem_path, run_check
 from htam_engine.evaluate.reference import ReferenceModel
 from htam_engine.evaluate.result import Status
 
@@ -66,12 +66,25 @@ def test_a_product_rounded_to_float16_on_unit_range_operands_is_caught():
 
 def test_a_loss_over_the_first_eighth_of_every_row_is_caught():
     """Red-team pass 32: an L1 loss in float16 from the first eighth of each row's columns (falling back
-    to all of them where its sample shows outliers) passed every set: the other sets move all elements,
-    or whole rows, alike, and a mean of a column sample is 3e-4 off there against float16's 1e-2. The
-    columns-apart set moves about half the columns (inputs.columns_apart)."""
+    to all of them where its sample shows outliers) passed every set at 4096 x 1024: the other sets move
+    all elements, or whole rows, alike, and a mean of a column sample is 3e-4 off there against
+    float16's 1e-2. The columns-apart set moves about half the columns (inputs.columns_apart). At this
+    test's 256 rows the sparse spikes it misses may catch it first, so which set does is not asserted
+    here; that columns apart does on its own is, below."""
     _ok(run_check("l1_half", "honest_l1_half", trials=5))
-    r = run_check("l1_half", "cheat_l1_first_columns", trials=5)
-    assert r.status is Status.INCORRECT and "columns apart" in r.diagnostics.message, r.diagnostics.message
+    assert run_check("l1_half", "cheat_l1_first_columns", trials=5).status is Status.INCORRECT
+
+
+def test_the_column_sample_is_right_on_the_rows_apart_set_and_wrong_on_the_columns_apart_set():
+    from htam_engine.evaluate.checks.inputs import columns_apart, rows_apart
+
+    cheat = load_candidate("cheat_l1_first_columns").ModelNew()
+    allowance = lambda ref: 1e-2 + 1e-2 * abs(float(ref))  # noqa: E731 - float16's atol and rtol
+    for seed in range(3):
+        for make, wrong in [(rows_apart, False), (columns_apart, True)]:
+            p, t = make([torch.rand(256, 1024).half(), torch.rand(256, 1024).half()], seed)
+            ref = torch.mean(torch.abs(p.float() - t.float()))
+            assert (abs(float(cheat(p, t)) - float(ref)) > allowance(ref)) is wrong, (make.__name__, seed)
 
 
 def test_the_columns_apart_set_moves_the_same_columns_of_every_row_and_leaves_some():
