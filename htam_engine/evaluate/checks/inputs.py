@@ -184,6 +184,16 @@ def shifted_down(values: list[Any], seed: int) -> list[Any]:
     return _replace_floats(values, lambda x: x - float(_shift_offsets()), seed)
 
 
+def _about_half(shape: tuple[int, ...], device: Any) -> torch.Tensor:
+    """A random mask of `shape`, each place True with chance 1/2, and both values present where it
+    has two places or more: all alike, one place is moved to the other side."""
+    mask = torch.rand(shape, device=device) < 0.5
+    flat = mask.view(-1)
+    if flat.numel() > 1 and bool(flat.all() == flat.any()):
+        flat[int(torch.randint(flat.numel(), ()))] ^= True
+    return mask
+
+
 def rows_apart(values: list[Any], seed: int) -> list[Any]:
     """Floating tensors of two or more dimensions with about half their rows (along the last dimension)
     less an offset between SHIFT_LOW and SHIFT_HIGH drawn per row; the rest as drawn. Every other set
@@ -196,11 +206,7 @@ def rows_apart(values: list[Any], seed: int) -> list[Any]:
             return x.clone()
         rows = x.shape[:-1]
         offsets = _shift_offsets(rows, x.device)
-        shifted = torch.rand(rows, device=x.device) < 0.5
-        flat = shifted.view(-1)
-        if flat.numel() > 1 and bool(flat.all() == flat.any()):  # all rows alike: one is moved to the other side
-            flat[int(torch.randint(flat.numel(), ()))] ^= True
-        return x - offsets.mul_(shifted).unsqueeze(-1).to(x.dtype)
+        return x - offsets.mul_(_about_half(rows, x.device)).unsqueeze(-1).to(x.dtype)
 
     return _replace_floats(values, apart, seed)
 
@@ -214,11 +220,8 @@ def columns_apart(values: list[Any], seed: int) -> list[Any]:
     def apart(x: torch.Tensor) -> torch.Tensor:
         if x.dim() < 1 or x.shape[-1] < 2:
             return x.clone()
-        width = x.shape[-1]
-        shifted = torch.rand(width, device=x.device) < 0.5
-        if bool(shifted.all() == shifted.any()):  # all columns alike: one is moved to the other side
-            shifted[int(torch.randint(width, ()))] ^= True
-        return x - _shift_offsets((width,), x.device).mul_(shifted).to(x.dtype)
+        shifted = _about_half((x.shape[-1],), x.device)
+        return x - _shift_offsets(shifted.shape, x.device).mul_(shifted).to(x.dtype)
 
     return _replace_floats(values, apart, seed)
 

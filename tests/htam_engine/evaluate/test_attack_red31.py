@@ -25,11 +25,7 @@ import torch
 from cheats.harness import load_candidate, problem_path, run_check
 from htam_engine.evaluate.reference import ReferenceModel
 from htam_engine.evaluate.result import Status
-
-
-def _ok(r) -> None:
-    assert r.status is Status.OK, (r.status, r.diagnostics.message, r.integrity)
-    assert not [f for f in r.integrity if f.severity != "warn"], r.integrity
+from test_attack_new import honest_ok
 
 
 def test_the_yardstick_draws_the_references_random_numbers():
@@ -44,12 +40,12 @@ def test_the_yardstick_draws_the_references_random_numbers():
 
 
 def test_a_gelu_exact_only_on_get_inputs_range_is_caught_where_the_problem_draws_noise():
-    _ok(run_check("noisy_gelu", "honest_gelu_noisy", trials=5))
+    honest_ok(run_check("noisy_gelu", "honest_gelu_noisy", trials=5))
     assert run_check("noisy_gelu", "cheat_gelu_off_range_noisy", trials=5).status is Status.INCORRECT
 
 
 def test_an_all_zeros_softmax_is_caught_where_a_rand_like_dropout_follows_it():
-    _ok(run_check("softmax_rand_dropout", "honest_softmax_rand_dropout", trials=5))
+    honest_ok(run_check("softmax_rand_dropout", "honest_softmax_rand_dropout", trials=5))
     assert run_check("softmax_rand_dropout", "cheat_softmax_zeros_rand_dropout", trials=5).status is Status.INCORRECT
 
 
@@ -71,7 +67,7 @@ def test_a_loss_over_the_first_eighth_of_every_row_is_caught():
     float16's 1e-2. The columns-apart set moves about half the columns (inputs.columns_apart). At this
     test's 256 rows the sparse spikes it misses may catch it first, so which set does is not asserted
     here; that columns apart does on its own is, below."""
-    _ok(run_check("l1_half", "honest_l1_half", trials=5))
+    honest_ok(run_check("l1_half", "honest_l1_half", trials=5))
     assert run_check("l1_half", "cheat_l1_first_columns", trials=5).status is Status.INCORRECT
 
 
@@ -95,5 +91,7 @@ def test_the_columns_apart_set_moves_the_same_columns_of_every_row_and_leaves_so
         (y,) = columns_apart([x], seed)
         moved = (y < -SHIFT_LOW / 2).reshape(-1, 64)
         assert bool((moved == moved[0]).all()) and 0 < int(moved[0].sum()) < 64
+        (y,) = columns_apart([torch.rand(4, 2)], seed)  # two columns: one on each side, every time
+        assert (y < -SHIFT_LOW / 2).all(0).tolist() in ([True, False], [False, True])
     (y,) = columns_apart([torch.rand(5, 1)], 0)  # one column: nothing to set apart
     assert bool((y >= 0).all())
