@@ -65,13 +65,14 @@ class _Replaying(TorchDispatchMode):
         kwargs = kwargs or {}
         if _RANDOM not in func.tags:
             return func(*args, **kwargs)
-        if self.next >= len(self.notes) or self.notes[self.next].op is not func:
-            raise DrawsDiverged(f"draw {self.next + 1} is {func}, not the reference's")
-        want = iter(self.notes[self.next].dtypes)
+        note = self.notes[self.next] if self.next < len(self.notes) else None
         self.next += 1
+        if note is None or note.op is not func:
+            raise DrawsDiverged(f"draw {self.next} is {func}, not the reference's")
         leaves, spec = tree_flatten((args, kwargs))
-        if len(_dtypes(leaves)) != len(self.notes[self.next - 1].dtypes):
+        if len(_dtypes(leaves)) != len(note.dtypes):
             raise DrawsDiverged(f"{func} has other arguments than the reference's")
+        want = iter(note.dtypes)
         narrowed = [_as(x, next(want)) if isinstance(x, (torch.Tensor, torch.dtype)) else x for x in leaves]
         if all(a is b for a, b in zip(narrowed, leaves)):
             return func(*args, **kwargs)  # drawn in the reference's dtypes already
