@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from htam_engine.evaluate import wire
+from htam_engine.evaluate.checks.rounded import Rounding, round_mantissa
 from htam_engine.evaluate.draws import DrawNotes, DrawsDiverged
 from htam_engine.evaluate.oom import is_out_of_memory
 from htam_engine.evaluate.sandbox_client import SandboxProcess
@@ -163,6 +164,34 @@ class ReferenceModel:
             if is_out_of_memory(e):
                 raise
             self._exact_broken, self._exact = True, None
+            return None
+        finally:
+            return_cached_blocks(inputs)
+
+    def rounded(self, inputs: list[Any], seed: int, rounding: Rounding) -> Any | None:
+        """The float64 copy's output where every float32 input, parameter and buffer is first rounded
+        to `rounding` (checks/rounded.py): what a product of rounded operands comes close to. None
+        where there is no float64 copy. Built for the call and dropped with it (a rare check: only a
+        candidate far from float64 asks for it)."""
+        if self._exact_broken:
+            return None
+        try:
+            model = copy.deepcopy(self.model)
+            with torch.no_grad():
+                for t in [*model.parameters(), *model.buffers()]:
+                    if t.dtype == torch.float32:
+                        t.copy_(round_mantissa(t, rounding.mantissa_bits))
+            model = double_copy(model)
+            doubles = [_to_double(round_mantissa(x, rounding.mantissa_bits))
+                       if isinstance(x, torch.Tensor) and x.dtype == torch.float32 else _to_double(x) for x in inputs]
+            with torch.no_grad(), self._draws.replaying():
+                seed_all(seed)
+                return model(*doubles)
+        except DrawsDiverged:
+            return None
+        except Exception as e:  # noqa: BLE001 - as exact(): no yardstick
+            if is_out_of_memory(e):
+                raise
             return None
         finally:
             return_cached_blocks(inputs)

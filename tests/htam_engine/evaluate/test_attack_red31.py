@@ -1,8 +1,9 @@
 """Cheats of the thirty-first and thirty-second red-team passes (CPU, aimed at the correctness
-checks), each `ok` before. The second pass's one (a loss over a sample of each row's columns) is
-the last test here, with the set that catches it.
+checks), each `ok` before. The first pass's third (a product of float16-rounded operands, caught by
+checks/rounded.py) and the second pass's one (a loss over a sample of each row's columns) are the
+last tests here, with what catches them.
 
-Both rest on one root cause: a problem whose forward draws random numbers (randn_like, rand_like)
+The first two rest on one root cause: a problem whose forward draws random numbers (randn_like, rand_like)
 had a float64 yardstick that drew other numbers (a generator spends more bits on a double), so
 the yardstick's distance to the reference, read as rounding noise, widened every allowance by
 about the noise's size and stood the whole-output bound down. The yardstick now draws the
@@ -19,7 +20,6 @@ from __future__ import annotations
 
 import importlib.util
 
-import pytest
 import torch
 
 from cheats.harness import load_candidate, problem_path, run_check
@@ -49,15 +49,16 @@ def test_an_all_zeros_softmax_is_caught_where_a_rand_like_dropout_follows_it():
     assert run_check("softmax_rand_dropout", "cheat_softmax_zeros_rand_dropout", trials=5).status is Status.INCORRECT
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "float16-rounded operands where both lie in [0, 1), exact float32 elsewhere: on get_inputs' draw "
-    "(positive terms, K = 1024) the rounding errors average out to ~1e-5 relative, under the per-element "
-    "1e-4 and the precision floor (1e-4, set above what another float32 algorithm costs), while on "
-    "constant 1/3 operands every element is off by 4.8e-4 relative; every set that is not in [0, 1) "
-    "gets the exact path"))
 def test_a_product_rounded_to_float16_on_unit_range_operands_is_caught():
+    """float16-rounded operands where both lie in [0, 1), exact float32 elsewhere: on get_inputs' draw
+    (positive terms, K = 1024) the rounding errors average out to ~1e-5 relative, under the per-element
+    1e-4 and the precision floor (1e-4, set above what another float32 algorithm costs); every set not
+    in [0, 1) gets the exact path. The output is close to the float64 product of the rounded operands
+    (~7e-8), which an honest tiled product is not (checks/rounded.py)."""
+    honest_ok(run_check("matmul_unit_range", "honest_matmul_unit_range", trials=5))
     r = run_check("matmul_unit_range", "cheat_matmul_half_on_unit_range", trials=5)
-    assert r.status is not Status.OK or "lower_precision" in {f.rule for f in r.integrity}, r.status
+    assert r.status is Status.INCORRECT
+    assert any(f.rule == "lower_precision" and "rounded to float16" in f.message for f in r.integrity), r.integrity
 
 
 def test_a_loss_over_the_first_eighth_of_every_row_is_caught():

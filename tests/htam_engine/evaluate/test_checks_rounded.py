@@ -1,0 +1,110 @@
+"""checks/rounded.py: a float32 output computed from operands rounded to float16/TF32 or bfloat16 is
+`lower_precision` even where its error averages out under the precision floor (positive terms of a
+long sum); honest float32 outputs, and noise of the same size, are not."""
+
+from __future__ import annotations
+
+import torch
+
+from htam_engine.evaluate.checks.observe import Observations, check_precision
+from htam_engine.evaluate.checks.rounded import ROUNDINGS, check_rounded_operands, round_mantissa
+from htam_engine.evaluate.reference import ReferenceModel
+
+
+class _Product(torch.nn.Module):
+    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return a @ b
+
+
+class _Linear(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(1024, 16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(x)
+
+
+def _unit_range(seed: int) -> list[torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    return [torch.rand(32, 1024, generator=g), torch.rand(1024, 32, generator=g)]
+
+
+def _judge(model: torch.nn.Module, inputs: list[torch.Tensor], out: torch.Tensor,
+           under_the_floor: bool = False) -> tuple[set[str], bool]:
+    """(the rules found, whether the rounded yardsticks were computed) for `out` as a candidate's.
+    under_the_floor: the precision check alone must find nothing (so what is found is this rule's)."""
+    ref = ReferenceModel(lambda: model, [], 0, "cpu")
+    exact, ref_out = ref.exact(inputs, 1), ref.outputs(inputs, 1, "a set")
+    obs = Observations()
+    check_precision(out, ref_out, exact, "a set", obs)
+    assert not (under_the_floor and obs.findings), obs.findings
+    asked = check_rounded_operands(out, ref_out, exact, lambda r: ref.rounded(inputs, 1, r), "a set", obs)
+    return {f.rule for f in obs.findings}, asked
+
+
+def test_rounding_to_7_bits_is_bfloat16s_and_to_10_bits_float16s_in_its_range():
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(100_000, generator=g) * torch.exp(torch.randn(100_000, generator=g) * 3)
+    x = torch.cat([x, torch.tensor([0.0, -0.0, 1.0, -1.0, 1 + 2 ** -8, 1 + 3 * 2 ** -8])])
+    assert torch.equal(round_mantissa(x, 7), x.to(torch.bfloat16).float())
+    normal = x[(x.abs() > 6.2e-5) & (x.abs() < 6e4)]
+    assert torch.equal(round_mantissa(normal, 10), normal.half().float())
+    specials = torch.tensor([float("inf"), float("-inf"), float("nan")])
+    assert torch.equal(round_mantissa(specials, 10)[:2], specials[:2]) and round_mantissa(specials, 10)[2].isnan()
+
+
+def test_a_product_of_float16_rounded_unit_range_operands_is_found_though_under_the_floor():
+    for seed in range(3):
+        a, b = _unit_range(seed)
+        cheat = a.half().float() @ b.half().float()
+        rules, asked = _judge(_Product(), [a, b], cheat, under_the_floor=True)
+        assert asked and rules == {"lower_precision"}
+
+
+def test_a_bfloat16_rounded_linear_layer_is_found_with_its_weights_rounded_too():
+    """Positive inputs and weights: every term of the sum has one sign, so bfloat16's rounding averages
+    out under the floor too."""
+    torch.manual_seed(0)
+    model = _Linear()
+    with torch.no_grad():
+        model.fc.weight.abs_()
+        x = torch.rand(64, 1024, generator=torch.Generator().manual_seed(3))
+        cheat = torch.nn.functional.linear(x.bfloat16().float(), model.fc.weight.bfloat16().float(),
+                                           model.fc.bias.bfloat16().float())
+    assert _judge(model, [x], cheat, under_the_floor=True)[0] == {"lower_precision"}
+
+
+def test_honest_float32_products_are_not_found():
+    for seed in range(3):
+        a, b = _unit_range(seed)
+        by_chunks = sum(a[:, k:k + 128] @ b[k:k + 128] for k in range(0, 1024, 128))  # another order
+        assert _judge(_Product(), [a, b], by_chunks)[0] == set()
+
+
+def test_noise_as_far_from_float64_as_the_rounding_is_not_found():
+    """What raises the suspicion (far from float64) is not enough: the output must also be close to
+    the rounded yardstick. Noise of the rounded product's size is close to neither."""
+    a, b = _unit_range(4)
+    exact = a @ b
+    noisy = exact * (1 + 1e-5 * torch.randn(exact.shape, generator=torch.Generator().manual_seed(5)))
+    rules, asked = _judge(_Product(), [a, b], noisy)
+    assert asked and rules == set()
+
+
+def test_operands_the_narrow_format_holds_exactly_find_nothing():
+    """Integers in floats round to themselves: both yardsticks are the same, so even a noisy output
+    is not closer to the rounded one."""
+    g = torch.Generator().manual_seed(6)
+    a, b = torch.randint(0, 8, (32, 256), generator=g).float(), torch.randint(0, 8, (256, 32), generator=g).float()
+    noisy = (a @ b) * (1 + 1e-6 * torch.randn(32, 32, generator=g))
+    assert _judge(_Product(), [a, b], noisy)[0] == set()
+
+
+def test_an_output_close_to_float64_raises_no_suspicion_and_computes_no_yardstick():
+    a, b = _unit_range(7)
+    assert _judge(_Product(), [a, b], (a.double() @ b.double()).float()) == (set(), False)
+
+
+def test_every_rounding_is_tried():
+    assert [r.mantissa_bits for r in ROUNDINGS] == [10, 7]
