@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from htam_engine.evaluate import wire
-from htam_engine.evaluate.checks.rounded import Rounding, round_mantissa
+from htam_engine.evaluate.checks.rounded import Operands, Rounding, round_mantissa
 from htam_engine.evaluate.draws import DrawNotes, DrawsDiverged
 from htam_engine.evaluate.oom import is_out_of_memory
 from htam_engine.evaluate.sandbox_client import SandboxProcess
@@ -168,33 +168,33 @@ class ReferenceModel:
         finally:
             return_cached_blocks(inputs)
 
-    def rounded(self, inputs: list[Any], seed: int, rounding: Rounding) -> Any | None:
-        """The float64 copy's output where every float32 input, parameter and buffer is first rounded
-        to `rounding` (checks/rounded.py): what a product of rounded operands comes close to. None
-        where there is no float64 copy. Built for the call and dropped with it (a rare check: only a
-        candidate far from float64 asks for it)."""
-        if self._exact_broken:
-            return None
+    @property
+    def has_parameters(self) -> bool:
+        """Whether the model keeps float32 parameters or buffers (what a rounded run may round)."""
+        return any(t.dtype == torch.float32 for t in [*self.model.parameters(), *self.model.buffers()])
+
+    def rounded(self, inputs: list[Any], seed: int, rounding: Rounding, operands: Operands) -> Any | None:
+        """The model's output, in its own dtype and for the call's seed, where the float32 `operands`
+        (inputs by position, parameters and buffers) are first rounded to `rounding` (checks/rounded.py):
+        what a product of rounded operands comes close to. `inputs` must be as the reference got them
+        (the caller asks only where the reference does not modify its inputs); None where it raises."""
+        bits = rounding.mantissa_bits
         try:
-            model = copy.deepcopy(self.model)
+            model = self.model
+            if operands.parameters:
+                model = copy.deepcopy(self.model)
+                with torch.no_grad():
+                    for t in [*model.parameters(), *model.buffers()]:
+                        if t.dtype == torch.float32:
+                            t.copy_(round_mantissa(t, bits))
+            values = [round_mantissa(x, bits) if i in operands.inputs else x for i, x in enumerate(inputs)]
             with torch.no_grad():
-                for t in [*model.parameters(), *model.buffers()]:
-                    if t.dtype == torch.float32:
-                        t.copy_(round_mantissa(t, rounding.mantissa_bits))
-            model = double_copy(model)
-            doubles = [_to_double(round_mantissa(x, rounding.mantissa_bits))
-                       if isinstance(x, torch.Tensor) and x.dtype == torch.float32 else _to_double(x) for x in inputs]
-            with torch.no_grad(), self._draws.replaying():
                 seed_all(seed)
-                return model(*doubles)
-        except DrawsDiverged:
-            return None
+                return model(*values)
         except Exception as e:  # noqa: BLE001 - as exact(): no yardstick
             if is_out_of_memory(e):
                 raise
             return None
-        finally:
-            return_cached_blocks(inputs)
 
     def accepts_on_host(self, inputs: list[Any], seed: int, limit_bytes: int = HOST_PROBE_BYTES) -> bool | None:
         """Whether Model runs on `inputs` without raising, tried on a CPU copy of it. On CUDA an

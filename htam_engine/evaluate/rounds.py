@@ -46,6 +46,7 @@ from htam_engine.evaluate.checks.inputs import draw
 from htam_engine.evaluate.checks.memory import FRESH_MAPPING_BYTES, aliased_outputs, nbytes, tensor_leaves
 from htam_engine.evaluate.checks.observe import (Observations, candidate_output, check_mutation, check_precision,
                                                  nonfinite, record_notes)
+from htam_engine.evaluate.checks.rounded import check_rounded_operands, operand_sets
 from htam_engine.evaluate.checks.sequence import (CandidateFailed, CheckRun, HarnessFault, RunSet, Stop,
                                                   kernels_off_label, noise_of, stage_first)
 from htam_engine.evaluate.clock import (CpuSnapshot, clock_check, flush_check, fresh_memory_check, fresh_pages_check,
@@ -443,7 +444,7 @@ class TimedRounds:
                     if checked:
                         wrong = (rs, checked[0])
                         break  # settled by the same set alone, once the candidate runs again (below)
-                    self._check_picked(rs, out, picked, staged_base)  # its precision too, where it has a yardstick
+                    self._check_picked(rs, out, picked, staged_base, mutates)  # its precision too, where it has a yardstick
                 if sets[0].timed:
                     samples["main"].append(Trial.of(results))
                 for model_id, trial in baseline_trials.items():
@@ -469,10 +470,12 @@ class TimedRounds:
                  for b, rs in zip(ran, sets)]
         return Trial.of(ran) if len(ran) == len(sets) and all(right) else None
 
-    def _check_picked(self, rs: RoundSet, out: Any, picked: set[int], base: Any) -> None:
+    def _check_picked(self, rs: RoundSet, out: Any, picked: set[int], base: Any, mutates: bool) -> None:
         """A verified timed output against the float64 yardstick, for the picked trials (and every
-        trial where the reference changes its inputs, whose yardstick came first); the yardstick is
-        freed before the next is computed."""
+        trial where the reference changes its inputs, whose yardstick came first), and where it is
+        suspect against the reference run on rounded operands, as a checked set's (checks/rounded.py:
+        a candidate may tell a timed call's buffers from a checked call's); the yardstick is freed
+        before the next is computed."""
         if out is None or (rs.exact is None and rs.index not in picked):
             rs.exact = None
             return
@@ -480,8 +483,11 @@ class TimedRounds:
         if exact is None:
             exact = self._yardstick(rs, base)
         check_precision(out, rs.ref_out, exact, rs.label, self.obs)
+        if not mutates and rs.values is not None and not self.obs.has("lower_precision"):
+            check_rounded_operands(out, rs.ref_out, exact, operand_sets(rs.values, self.reference.has_parameters),
+                                   functools.partial(self.reference.rounded, rs.values, rs.seed), rs.label, self.obs)
         del exact
-        if any(f.rule == "lower_precision" for f in self.obs.findings):
+        if self.obs.has("lower_precision"):
             raise Stop()  # the verdict is settled: no more trials to time
 
     def _yardstick(self, rs: RoundSet, base: Any) -> Any:

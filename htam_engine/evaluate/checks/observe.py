@@ -54,6 +54,9 @@ class Observations:
         if m is not None and self.mismatch is None:
             self.mismatch = m
 
+    def has(self, rule: str) -> bool:
+        return any(f.rule == rule for f in self.findings)
+
     @property
     def rejected(self) -> bool:
         return any(f.severity == "reject" for f in self.findings)

@@ -51,7 +51,7 @@ from htam_engine.evaluate.checks.inputs import (LARGE_SCALES, columns_apart, dra
 from htam_engine.evaluate.checks.memory import clone_inputs, same_values, tensor_leaves
 from htam_engine.evaluate.checks.observe import (Observations, candidate_output, check_mutation, check_native_threads,
                                                  check_precision, nonfinite, output_fingerprint, record_notes)
-from htam_engine.evaluate.checks.rounded import check_rounded_operands
+from htam_engine.evaluate.checks.rounded import check_rounded_operands, operand_sets
 from htam_engine.evaluate.config import EvalConfig
 from htam_engine.evaluate.kernel_switch import GARBAGE, RAISE, SKIP, SPOIL, KernelMode
 from htam_engine.evaluate.oom import out_of_memory_text
@@ -232,8 +232,6 @@ class CheckRun:
         # The runs on garbage put garbage only in tensors of more elements than this (0: in all):
         # bulk_threshold, from the first set (run)
         self.garbage_above = 0
-        # The rounded operands' yardsticks (checks/rounded.py) were computed: once per evaluation
-        self.rounding_checked = False
 
     # ------------------------------------------------------------------ one call
     def check_set(self, label: str, make: Callable[[], list[Any]], reference: ReferenceModel, model_id: str = "main",
@@ -271,20 +269,16 @@ class CheckRun:
         if out is not None:
             m = compare_outputs(out, ref_out, self.cfg.tolerances, label, noise_of(ref_out, exact),
                                 None if kernelbench_set else exact)
-            if m is None and not self.lower_precision_found():
+            if m is None and not self.obs.has("lower_precision"):
                 check_precision(out, ref_out, exact, label, self.obs)
-                if (not self.rounding_checked and exact is not None and not ref_changed
-                        and not self.lower_precision_found()):
-                    self.rounding_checked = check_rounded_operands(
-                        out, ref_out, exact, functools.partial(reference.rounded, values, seed), label, self.obs)
+                if exact is not None and not ref_changed and not self.obs.has("lower_precision"):
+                    check_rounded_operands(out, ref_out, exact, operand_sets(values, reference.has_parameters),
+                                           functools.partial(reference.rounded, values, seed), label, self.obs)
             self.note_stale(out, m, label)
             self.obs.note_mismatch(m)
         if self.obs.rejected:
             raise Stop()
         return SetResult(out, ref_out, exact, seed, [t.numel() for t in tensor_leaves(values)])
-
-    def lower_precision_found(self) -> bool:
-        return any(f.rule == "lower_precision" for f in self.obs.findings)
 
     def verify_call(self, result: Any, values: list[Any], ref_out: Any, label: str, ref_changed: set[int]) -> None:
         """Everything about a call except its values: failure, notes, threads, inputs, the output's form."""

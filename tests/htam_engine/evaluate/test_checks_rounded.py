@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 
 from htam_engine.evaluate.checks.observe import Observations, check_precision
-from htam_engine.evaluate.checks.rounded import ROUNDINGS, check_rounded_operands, round_mantissa
+from htam_engine.evaluate.checks.rounded import ROUNDINGS, Operands, check_rounded_operands, operand_sets, round_mantissa
 from htam_engine.evaluate.reference import ReferenceModel
 
 
@@ -31,16 +31,21 @@ def _unit_range(seed: int) -> list[torch.Tensor]:
 
 
 def _judge(model: torch.nn.Module, inputs: list[torch.Tensor], out: torch.Tensor,
-           under_the_floor: bool = False) -> tuple[set[str], bool]:
-    """(the rules found, whether the rounded yardsticks were computed) for `out` as a candidate's.
+           under_the_floor: bool = False) -> tuple[set[str], int]:
+    """(the rules found, how many rounded runs were made) for `out` as a candidate's.
     under_the_floor: the precision check alone must find nothing (so what is found is this rule's)."""
     ref = ReferenceModel(lambda: model, [], 0, "cpu")
     exact, ref_out = ref.exact(inputs, 1), ref.outputs(inputs, 1, "a set")
     obs = Observations()
     check_precision(out, ref_out, exact, "a set", obs)
     assert not (under_the_floor and obs.findings), obs.findings
-    asked = check_rounded_operands(out, ref_out, exact, lambda r: ref.rounded(inputs, 1, r), "a set", obs)
-    return {f.rule for f in obs.findings}, asked
+    runs = []
+
+    def rounded(rounding, operands):
+        runs.append((rounding, operands))
+        return ref.rounded(inputs, 1, rounding, operands)
+    check_rounded_operands(out, ref_out, exact, operand_sets(inputs, ref.has_parameters), rounded, "a set", obs)
+    return {f.rule for f in obs.findings}, len(runs)
 
 
 def test_rounding_to_7_bits_is_bfloat16s_and_to_10_bits_float16s_in_its_range():
@@ -58,8 +63,7 @@ def test_a_product_of_float16_rounded_unit_range_operands_is_found_though_under_
     for seed in range(3):
         a, b = _unit_range(seed)
         cheat = a.half().float() @ b.half().float()
-        rules, asked = _judge(_Product(), [a, b], cheat, under_the_floor=True)
-        assert asked and rules == {"lower_precision"}
+        assert _judge(_Product(), [a, b], cheat, under_the_floor=True) == ({"lower_precision"}, 1)
 
 
 def test_a_bfloat16_rounded_linear_layer_is_found_with_its_weights_rounded_too():
@@ -88,8 +92,7 @@ def test_noise_as_far_from_float64_as_the_rounding_is_not_found():
     a, b = _unit_range(4)
     exact = a @ b
     noisy = exact * (1 + 1e-5 * torch.randn(exact.shape, generator=torch.Generator().manual_seed(5)))
-    rules, asked = _judge(_Product(), [a, b], noisy)
-    assert asked and rules == set()
+    assert _judge(_Product(), [a, b], noisy) == (set(), 6)  # every rounding of every operand set
 
 
 def test_operands_the_narrow_format_holds_exactly_find_nothing():
@@ -103,8 +106,22 @@ def test_operands_the_narrow_format_holds_exactly_find_nothing():
 
 def test_an_output_close_to_float64_raises_no_suspicion_and_computes_no_yardstick():
     a, b = _unit_range(7)
-    assert _judge(_Product(), [a, b], (a.double() @ b.double()).float()) == (set(), False)
+    assert _judge(_Product(), [a, b], (a.double() @ b.double()).float()) == (set(), 0)
 
 
-def test_every_rounding_is_tried():
+def test_a_product_with_one_operand_rounded_is_found():
+    """Red-team pass 33: the left operand alone in float16 is as far from the product of both rounded
+    as from the exact one; the run with the left operand alone rounded is close to it."""
+    a, b = _unit_range(8)
+    cheat = a.half().float() @ b
+    assert _judge(_Product(), [a, b], cheat, under_the_floor=True)[0] == {"lower_precision"}
+
+
+def test_the_operand_sets_are_every_operand_then_each_alone():
+    x = torch.zeros(2)
+    every = Operands(frozenset({0, 2}), True)
+    assert operand_sets([x, 3, x], True) == [every, Operands(frozenset({0}), False), Operands(frozenset({2}), False),
+                                             Operands(frozenset(), True)]
+    assert operand_sets([x], False) == [Operands(frozenset({0}), False)]
+    assert operand_sets([x.double(), 1], False) == []
     assert [r.mantissa_bits for r in ROUNDINGS] == [10, 7]
