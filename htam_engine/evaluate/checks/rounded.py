@@ -5,21 +5,25 @@ The precision check (observe.check_precision) measures a candidate's distance to
 floor set above what another float32 algorithm costs (1e-4). On operands of one sign the rounding
 errors of a long sum average out: a float16-operand product over K = 1024 terms of [0, 1) values is
 ~1e-5 off, under that floor, like an honest kernel with another summation order. The two differ in
-what they are close to: the honest kernel is close to the float64 product of the operands it was
-given, the rounded one to the product of those operands rounded (its own inputs, to float32
-accumulation's ~1e-7). So where a candidate's distance to float64 is well above the reference's own,
-the judge runs the reference again on rounded operands (every operand, then each input alone, then
-the parameters alone: a kernel may round one side of a product), and a candidate ROUNDED_CLOSER times
-closer to one of those than to float64 computed on rounded operands.
+what they are close to: the honest kernel's error is its own, the rounded one's is the rounding's, the
+same element by element as the reference's run on the rounded operands (to float32 accumulation's
+~1e-7). So where a candidate's output is more than SUSPECT_RATIO times farther from float64 than the
+reference's, the judge runs the reference again on rounded operands (every operand, then each input
+alone, then the parameters alone: a kernel may round one side of a product), and the candidate is
+`lower_precision` where, for one of those runs:
 
-The rounded yardsticks are float32 runs of the reference itself (its own draws, for the call's seed):
-their own error (~1e-7) is far below the rounding's (~1e-5) they are told apart by, and they cost a
-reference call each, so every suspect output gets them, a checked set's or a picked timed trial's.
+- the rounding moved the reference's output (MIN_MOVE, and ROUNDED_CLOSER times more than the
+  candidate is from the run): where the output does not depend on the bits rounded off, the run is the
+  reference's own algorithm and a candidate equal to it proves nothing;
+- and the candidate's error pattern is the run's to within 1 / ROUNDED_CLOSER, once each error's part
+  along the output itself (a uniform relative offset; all of a scalar's error) is taken away: one
+  number, or a bias every element shares, is no pattern (an honest mean of squares on an H100 was
+  3.2e-6 from float64 and 3.6e-7 from the bfloat16 run).
 
-Inputs already representable in the narrower format (integers in floats, masks) round to themselves:
-both yardsticks are then the same and nothing is found. Rounding inside a kernel (an intermediate
-stored in float16, as a fused attention's probabilities) is not an operand's: no yardstick of these
-models it.
+The rounded runs are float32 runs of the reference itself (its own draws, for the call's seed) and cost
+a reference call each, so every suspect output gets them, a checked set's or a picked timed trial's.
+Rounding inside a kernel (an intermediate stored in float16, as a fused attention's probabilities) is
+not an operand's: no run of these models it.
 """
 
 from __future__ import annotations
@@ -28,9 +32,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import math
+
 import torch
 
-from htam_engine.evaluate.checks.compare import flatten, relative_error
+from htam_engine.evaluate.checks.compare import flatten, real_parts, relative_error, runs
 from htam_engine.evaluate.checks.observe import Observations
 
 
@@ -62,8 +68,13 @@ ROUNDINGS = (Rounding("float16/TF32", 10), Rounding("bfloat16", 7))
 # A candidate this many times farther from float64 than the reference is may have rounded its
 # operands (an honest float32 kernel is within a few times the reference's own distance).
 SUSPECT_RATIO = 4.0
-# A candidate this many times closer to the rounded yardstick than to the exact one rounded.
+# A candidate whose error pattern is a rounded run's to within 1 / ROUNDED_CLOSER of its size rounded.
 ROUNDED_CLOSER = 4.0
+# Outputs of fewer elements have too few for a pattern (a scalar's error is all along itself).
+MIN_ELEMENTS = 64
+# The least relative move of the reference's output that rounding its operands must make to be told from
+# float32's own rounding (about 4 ulps' worth; the products this rule is for move by 1e-6 to 1e-5).
+MIN_MOVE = 5e-7
 
 
 def round_mantissa(t: torch.Tensor, bits: int) -> torch.Tensor:
@@ -112,7 +123,36 @@ class Closest:
     rounding: Rounding
     operands: str  # Operands.describe
     e_new: float  # distance to float64
-    d: float  # distance to the rounded yardstick
+    left: float  # the share of the candidate's error pattern the rounded run's does not explain
+
+
+def error_patterns(out: torch.Tensor, yardstick: torch.Tensor, exact: torch.Tensor) -> tuple[float, float] | None:
+    """(||r_out||, ||r_out - r_y||) where r is an output's error against float64 less its part along
+    the exact output itself (a uniform relative offset: a long sum's accumulation bias, the bias rounding
+    adds to a sum of squares, and all of a one-element output's error). What is left of an honest
+    kernel's error is its own and unrelated to the rounding's; a product of rounded operands leaves the
+    rounding's pattern. Finite positions of all three only; None where undefined. Two passes in runs."""
+    if not (out.shape == yardstick.shape == exact.shape) or exact.numel() < MIN_ELEMENTS:
+        return None
+
+    def parts() -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+        for _, (o, y, e) in runs(real_parts(out), real_parts(yardstick), real_parts(exact)):
+            o, y, e = o.double(), y.double(), e.double()
+            keep = torch.isfinite(o) & torch.isfinite(y) & torch.isfinite(e)
+            e = torch.where(keep, e, 0.0)
+            yield torch.where(keep, o - e, 0.0), torch.where(keep, y - e, 0.0), e
+
+    along = torch.zeros(3, dtype=torch.float64)
+    for eo, ey, e in parts():
+        along += torch.stack([(eo * e).sum(), (ey * e).sum(), (e * e).sum()]).cpu()
+    if along[2] == 0:
+        return None
+    mu_out, mu_y = float(along[0] / along[2]), float(along[1] / along[2])
+    sums = torch.zeros(2, dtype=torch.float64)
+    for eo, ey, e in parts():
+        r_out = eo - mu_out * e
+        sums += torch.stack([(r_out * r_out).sum(), ((r_out - (ey - mu_y * e)) ** 2).sum()]).cpu()
+    return math.sqrt(float(sums[0])), math.sqrt(float(sums[1]))
 
 
 def _yardsticks(sets: list[Operands],
@@ -122,21 +162,34 @@ def _yardsticks(sets: list[Operands],
             yield rounding, operands.describe(every=k == 0), rounded(rounding, operands)
 
 
-def closest_rounding(out: Any, suspects: list[tuple[str, float]], sets: list[Operands],
+def _moved(out: torch.Tensor, yardstick: torch.Tensor, ref: torch.Tensor) -> bool:
+    """Whether rounding the operands moved the reference's output (the rounded run against the run on
+    the operands as given, one algorithm on both) by MIN_MOVE at least and ROUNDED_CLOSER times more
+    than the candidate is from the rounded run. Where it did not (the output does not depend on the bits
+    rounded off), a candidate equal to the rounded run is equal to the reference's algorithm, no more."""
+    moved = relative_error(yardstick, ref)
+    d = relative_error(out, yardstick)
+    return moved is not None and d is not None and moved >= MIN_MOVE and d * ROUNDED_CLOSER <= moved
+
+
+def closest_rounding(out: Any, ref_out: Any, exact: Any, suspects: list[tuple[str, float]], sets: list[Operands],
                      rounded: Callable[[Rounding, Operands], Any]) -> Closest | None:
-    """The first suspect leaf ROUNDED_CLOSER times closer to the reference run on rounded operands than
-    to float64. `rounded(rounding, operands)`: that run's output (None where it cannot be run); each
-    is freed before the next is run."""
-    values = {leaf.path: leaf.value for leaf in flatten(out)}
+    """The first suspect leaf that a rounded run moved away from the reference (_moved) and whose error
+    pattern (error_patterns) is that run's to within 1 / ROUNDED_CLOSER. `rounded(rounding, operands)`:
+    that run's output (None where it cannot be run); each is freed before the next is run."""
+    leaves = [{leaf.path: leaf.value for leaf in flatten(t)} for t in (out, ref_out, exact)]
     for rounding, described, yardstick in _yardsticks(sets, rounded):
         if yardstick is None:
             continue
         at = {leaf.path: leaf.value for leaf in flatten(yardstick)}
         for path, e_new in suspects:
             y = at.get(path)
-            d = relative_error(values[path], y) if isinstance(y, torch.Tensor) else None
-            if d is not None and d * ROUNDED_CLOSER <= e_new:
-                return Closest(path, rounding, described, e_new, d)
+            o, r, e = (d.get(path) for d in leaves)
+            if not all(isinstance(t, torch.Tensor) for t in (y, o, r, e)) or not _moved(o, y, r):
+                continue
+            norms = error_patterns(o, y, e)
+            if norms is not None and norms[0] > 0 and norms[1] * ROUNDED_CLOSER <= norms[0]:
+                return Closest(path, rounding, described, e_new, norms[1] / norms[0])
         del yardstick, at
     return None
 
@@ -148,10 +201,11 @@ def check_rounded_operands(out: Any, ref_out: Any, exact: Any, sets: list[Operan
     suspects = suspect_leaves(out, ref_out, exact)
     if not suspects or not sets:
         return
-    found = closest_rounding(out, suspects, sets, rounded)
+    found = closest_rounding(out, ref_out, exact, suspects, sets, rounded)
     if found is not None:
         where = f"output{found.path}" if found.path else "output"
         name = found.rounding.name
         obs.find("lower_precision", f"{where} on {label}: relative error {found.e_new:.2e} against a float64 "
-                                    f"reference but {found.d:.2e} against the reference run with {found.operands} "
-                                    f"rounded to {name}: computed from {name} operands, not float32", "incorrect")
+                                    f"reference, {found.left:.0%} of whose pattern is left after taking away the "
+                                    f"error of the reference run with {found.operands} rounded to {name}: computed "
+                                    f"from {name} operands, not float32", "incorrect")
