@@ -482,9 +482,10 @@ class TimedRounds:
         exact, rs.exact = rs.exact, None
         if exact is None:
             exact = self._yardstick(rs, base)
-        check_precision(out, rs.ref_out, exact, rs.label, self.obs)
-        if not mutates and rs.values is not None and not self.obs.has("lower_precision"):
-            check_rounded_operands(out, rs.ref_out, exact, operand_sets(rs.values, self.reference.has_parameters),
+        measured = check_precision(out, rs.ref_out, exact, rs.label, self.obs)
+        if measured and not mutates and rs.values is not None and not self.obs.has("lower_precision"):
+            check_rounded_operands(out, rs.ref_out, exact, measured,
+                                   operand_sets(rs.values, self.reference.has_parameters),
                                    functools.partial(self.reference.rounded, rs.values, rs.seed), rs.label, self.obs)
         del exact
         if self.obs.has("lower_precision"):

@@ -193,9 +193,22 @@ def check_native_threads(result: CallResult, thread_count: Any, label: str, obs:
             return
 
 
-def check_precision(out: Any, ref_out: Any, exact: Any, label: str, obs: Observations) -> None:
+@dataclass(frozen=True)
+class Precision:
+    """One output leaf's distance to float64 (||out - exact|| / ||exact||) and the reference's."""
+
+    path: str
+    dtype: torch.dtype
+    candidate: float
+    reference: float
+
+
+def check_precision(out: Any, ref_out: Any, exact: Any, label: str, obs: Observations) -> list[Precision]:
+    """A `lower_precision` finding per leaf over its bound; every leaf's figures, for the rules that
+    read them too (checks/rounded.py)."""
+    measured: list[Precision] = []
     if exact is None:
-        return
+        return measured
     exact_leaves = {leaf.path: leaf.value for leaf in flatten(exact)}
     ref_leaves = {leaf.path: leaf.value for leaf in flatten(ref_out)}
     for leaf in flatten(out):
@@ -209,6 +222,7 @@ def check_precision(out: Any, ref_out: Any, exact: Any, label: str, obs: Observa
         e_new, e_ref = relative_error(n, e), relative_error(r, e)
         if e_new is None or e_ref is None:
             continue
+        measured.append(Precision(leaf.path, r.dtype, e_new, e_ref))
         floor = PRECISION_FLOOR.get(r.dtype, PRECISION_FLOOR_ULPS * torch.finfo(r.dtype).eps)
         bound = max(PRECISION_RATIO * e_ref, floor)
         if e_new > bound:
@@ -216,6 +230,7 @@ def check_precision(out: Any, ref_out: Any, exact: Any, label: str, obs: Observa
             obs.find("lower_precision", f"{where} on {label}: relative error {e_new:.2e} against a float64 "
                                         f"reference where the reference's own is {e_ref:.2e} (bound {bound:.2e}): "
                                         f"computed in lower precision than {r.dtype}", "incorrect")
+    return measured
 
 
 # The position weights of output_fingerprint: element k (flat, from 0) weighs 1 + (k + 1) mod 1009.

@@ -37,7 +37,7 @@ import math
 import torch
 
 from htam_engine.evaluate.checks.compare import flatten, real_parts, relative_error, runs
-from htam_engine.evaluate.checks.observe import Observations
+from htam_engine.evaluate.checks.observe import Observations, Precision
 
 
 @dataclass(frozen=True)
@@ -101,20 +101,11 @@ def operand_sets(inputs: list[Any], has_parameters: bool) -> list[Operands]:
     return sets
 
 
-def suspect_leaves(out: Any, ref_out: Any, exact: Any) -> list[tuple[str, float]]:
-    """The float32 output leaves (path, distance to float64) whose distance to float64 is more than
-    SUSPECT_RATIO times the reference's own."""
-    exact_leaves = {leaf.path: leaf.value for leaf in flatten(exact)}
-    ref_leaves = {leaf.path: leaf.value for leaf in flatten(ref_out)}
-    found = []
-    for leaf in flatten(out):
-        n, r, e = leaf.value, ref_leaves.get(leaf.path), exact_leaves.get(leaf.path)
-        if not all(isinstance(x, torch.Tensor) for x in (n, r, e)) or n.dtype != torch.float32 or r.dtype != n.dtype:
-            continue
-        e_new, e_ref = relative_error(n, e), relative_error(r, e)
-        if e_new is not None and e_ref is not None and e_new > 0 and e_new > SUSPECT_RATIO * e_ref:
-            found.append((leaf.path, e_new))
-    return found
+def suspect_leaves(measured: list[Precision]) -> list[tuple[str, float]]:
+    """The float32 output leaves (path, distance to float64) more than SUSPECT_RATIO times farther
+    from float64 than the reference's, of check_precision's figures (no pass over the outputs here)."""
+    return [(p.path, p.candidate) for p in measured
+            if p.dtype == torch.float32 and p.candidate > 0 and p.candidate > SUSPECT_RATIO * p.reference]
 
 
 @dataclass(frozen=True)
@@ -194,11 +185,12 @@ def closest_rounding(out: Any, ref_out: Any, exact: Any, suspects: list[tuple[st
     return None
 
 
-def check_rounded_operands(out: Any, ref_out: Any, exact: Any, sets: list[Operands],
+def check_rounded_operands(out: Any, ref_out: Any, exact: Any, measured: list[Precision], sets: list[Operands],
                            rounded: Callable[[Rounding, Operands], Any], label: str, obs: Observations) -> None:
     """A `lower_precision` finding where the output is the reference's on rounded operands (the
-    module's docstring); the rounded runs are made only for a suspect output."""
-    suspects = suspect_leaves(out, ref_out, exact)
+    module's docstring); the rounded runs are made only for a suspect output. measured: check_precision's
+    figures for this output."""
+    suspects = suspect_leaves(measured)
     if not suspects or not sets:
         return
     found = closest_rounding(out, ref_out, exact, suspects, sets, rounded)

@@ -270,9 +270,10 @@ class CheckRun:
             m = compare_outputs(out, ref_out, self.cfg.tolerances, label, noise_of(ref_out, exact),
                                 None if kernelbench_set else exact)
             if m is None and not self.obs.has("lower_precision"):
-                check_precision(out, ref_out, exact, label, self.obs)
-                if exact is not None and not ref_changed and not self.obs.has("lower_precision"):
-                    check_rounded_operands(out, ref_out, exact, operand_sets(values, reference.has_parameters),
+                measured = check_precision(out, ref_out, exact, label, self.obs)
+                if measured and not ref_changed and not self.obs.has("lower_precision"):
+                    check_rounded_operands(out, ref_out, exact, measured,
+                                           operand_sets(values, reference.has_parameters),
                                            functools.partial(reference.rounded, values, seed), label, self.obs)
             self.note_stale(out, m, label)
             self.obs.note_mismatch(m)

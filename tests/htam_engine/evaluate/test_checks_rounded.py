@@ -37,14 +37,15 @@ def _judge(model: torch.nn.Module, inputs: list[torch.Tensor], out: torch.Tensor
     ref = ReferenceModel(lambda: model, [], 0, "cpu")
     exact, ref_out = ref.exact(inputs, 1), ref.outputs(inputs, 1, "a set")
     obs = Observations()
-    check_precision(out, ref_out, exact, "a set", obs)
+    measured = check_precision(out, ref_out, exact, "a set", obs)
     assert not (under_the_floor and obs.findings), obs.findings
     runs = []
 
     def rounded(rounding, operands):
         runs.append((rounding, operands))
         return ref.rounded(inputs, 1, rounding, operands)
-    check_rounded_operands(out, ref_out, exact, operand_sets(inputs, ref.has_parameters), rounded, "a set", obs)
+    check_rounded_operands(out, ref_out, exact, measured, operand_sets(inputs, ref.has_parameters), rounded, "a set",
+                           obs)
     return {f.rule for f in obs.findings}, len(runs)
 
 
