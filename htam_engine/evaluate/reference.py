@@ -177,12 +177,13 @@ class ReferenceModel:
         """The model's output, in its own dtype and for the call's seed, where the float32 `operands`
         (inputs by position, parameters and buffers) are first rounded to `rounding` (checks/rounded.py):
         what a product of rounded operands comes close to. `inputs` must be as the reference got them
-        (the caller asks only where the reference does not modify its inputs); None where it raises."""
+        (the caller asks only where the reference does not modify its inputs); None where it raises.
+        Run on a copy: a forward may change the model's state (a training BatchNorm's running
+        statistics), and the reference's next outputs must not depend on how many runs were made."""
         bits = rounding.mantissa_bits
         try:
-            model = self.model
+            model = copy.deepcopy(self.model)
             if operands.parameters:
-                model = copy.deepcopy(self.model)
                 with torch.no_grad():
                     for t in [*model.parameters(), *model.buffers()]:
                         if t.dtype == torch.float32:

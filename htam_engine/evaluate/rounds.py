@@ -444,7 +444,7 @@ class TimedRounds:
                     if checked:
                         wrong = (rs, checked[0])
                         break  # settled by the same set alone, once the candidate runs again (below)
-                    self._check_picked(rs, out, picked, staged_base, mutates)  # its precision too, where it has a yardstick
+                    self._check_picked(rs, out, picked, staged_base, mutates)  # its precision, where it has a yardstick
                 if sets[0].timed:
                     samples["main"].append(Trial.of(results))
                 for model_id, trial in baseline_trials.items():

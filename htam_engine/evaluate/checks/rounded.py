@@ -28,11 +28,10 @@ not an operand's: no run of these models it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
-
-import math
 
 import torch
 
@@ -105,7 +104,7 @@ def suspect_leaves(measured: list[Precision]) -> list[tuple[str, float]]:
     """The float32 output leaves (path, distance to float64) more than SUSPECT_RATIO times farther
     from float64 than the reference's, of check_precision's figures (no pass over the outputs here)."""
     return [(p.path, p.candidate) for p in measured
-            if p.dtype == torch.float32 and p.candidate > 0 and p.candidate > SUSPECT_RATIO * p.reference]
+            if p.dtype == torch.float32 and p.candidate > SUSPECT_RATIO * p.reference]
 
 
 @dataclass(frozen=True)

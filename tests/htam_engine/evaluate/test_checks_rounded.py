@@ -143,3 +143,23 @@ def test_the_operand_sets_are_every_operand_then_each_alone():
     assert operand_sets([x], False) == [Operands(frozenset({0}), False)]
     assert operand_sets([x.double(), 1], False) == []
     assert [r.mantissa_bits for r in ROUNDINGS] == [10, 7]
+
+
+class _Counting(torch.nn.Module):
+    """A model whose output depends on how often it ran (as a training BatchNorm's statistics do)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("calls", torch.zeros(()))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.calls += 1
+        return x * self.calls
+
+
+def test_a_rounded_run_leaves_the_references_state_as_it_was():
+    ref = ReferenceModel(_Counting, [], 0, "cpu")
+    x = torch.rand(64, generator=torch.Generator().manual_seed(10))
+    for operands in operand_sets([x], ref.has_parameters):  # the input alone too, which rounds no parameter
+        ref.rounded([x], 1, ROUNDINGS[0], operands)
+    assert torch.equal(ref.outputs([x], 1, "a set"), x)
