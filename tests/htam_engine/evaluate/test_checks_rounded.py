@@ -163,3 +163,23 @@ def test_a_rounded_run_leaves_the_references_state_as_it_was():
     for operands in operand_sets([x], ref.has_parameters):  # the input alone too, which rounds no parameter
         ref.rounded([x], 1, ROUNDINGS[0], operands)
     assert torch.equal(ref.outputs([x], 1, "a set"), x)
+
+
+class _SmallTerm(torch.nn.Module):
+    """a + b / 256: rounding b to 10 bits moves the output by ~3e-7 of it, a few float32 ulps."""
+
+    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return a + b / 256
+
+
+def test_a_rounding_that_moves_the_output_less_than_float32s_own_is_not_told_from_it():
+    """The run with b rounded differs from the reference by a few ulps, under MIN_MOVE: an output equal to
+    it is the reference's to within float32's own rounding, which proves nothing (where such a run was
+    the reference's algorithm itself, an honest output equal to it was found on the CPU)."""
+    g = torch.Generator().manual_seed(11)
+    a, b = torch.rand(4096, generator=g) + 1, torch.rand(4096, generator=g)
+    ref = ReferenceModel(_SmallTerm, [], 0, "cpu")
+    b_alone = operand_sets([a, b], False)[2]
+    same = ref.rounded([a, b], 1, ROUNDINGS[0], b_alone)
+    rules, runs = _judge(_SmallTerm(), [a, b], same)
+    assert runs > 0 and rules == set()
