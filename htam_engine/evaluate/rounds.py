@@ -46,7 +46,7 @@ from htam_engine.evaluate.checks.inputs import draw
 from htam_engine.evaluate.checks.memory import FRESH_MAPPING_BYTES, aliased_outputs, nbytes, tensor_leaves
 from htam_engine.evaluate.checks.observe import (Observations, candidate_output, check_mutation, check_precision,
                                                  nonfinite, record_notes)
-from htam_engine.evaluate.checks.rounded import check_rounded_operands, operand_sets
+from htam_engine.evaluate.checks.rounded import check_rounded_operands
 from htam_engine.evaluate.checks.sequence import (CandidateFailed, CheckRun, HarnessFault, RunSet, Stop,
                                                   kernels_off_label, noise_of, stage_first)
 from htam_engine.evaluate.clock import (CpuSnapshot, clock_check, flush_check, fresh_memory_check, fresh_pages_check,
@@ -483,10 +483,9 @@ class TimedRounds:
         if exact is None:
             exact = self._yardstick(rs, base)
         measured = check_precision(out, rs.ref_out, exact, rs.label, self.obs)
-        if measured and not mutates and rs.values is not None and not self.obs.has("lower_precision"):
-            check_rounded_operands(out, rs.ref_out, exact, measured,
-                                   operand_sets(rs.values, self.reference.has_parameters),
-                                   functools.partial(self.reference.rounded, rs.values, rs.seed), rs.label, self.obs)
+        if not mutates and rs.values is not None:  # the rounded runs need the inputs as the reference got them
+            check_rounded_operands(out, rs.ref_out, exact, measured, self.reference, rs.values, rs.seed, rs.label,
+                                   self.obs)
         del exact
         if self.obs.has("lower_precision"):
             raise Stop()  # the verdict is settled: no more trials to time
@@ -604,7 +603,7 @@ class TimedRounds:
                 (lambda path: checks.timing_noise.get(path))  # noqa: E731
             m = compare_outputs(out, ref_out, self.cfg.tolerances, label, noise, exact)
             checks.note_stale(out, m, label)
-            if m is not None and not any(f.rule == "caching" for f in self.obs.findings):
+            if m is not None and not self.obs.has("caching"):
                 if wrong is not None:
                     wrong.append(m.note)
                 else:

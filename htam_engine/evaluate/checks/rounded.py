@@ -28,15 +28,19 @@ not an operand's: no run of these models it.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from htam_engine.evaluate.checks.compare import flatten, real_parts, relative_error, runs
 from htam_engine.evaluate.checks.observe import Observations, Precision
+
+if TYPE_CHECKING:  # reference.py imports this module's roundings
+    from htam_engine.evaluate.reference import ReferenceModel
 
 
 @dataclass(frozen=True)
@@ -184,15 +188,19 @@ def closest_rounding(out: Any, ref_out: Any, exact: Any, suspects: list[tuple[st
     return None
 
 
-def check_rounded_operands(out: Any, ref_out: Any, exact: Any, measured: list[Precision], sets: list[Operands],
-                           rounded: Callable[[Rounding, Operands], Any], label: str, obs: Observations) -> None:
+def check_rounded_operands(out: Any, ref_out: Any, exact: Any, measured: list[Precision], reference: ReferenceModel,
+                           inputs: list[Any], seed: int, label: str, obs: Observations) -> None:
     """A `lower_precision` finding where the output is the reference's on rounded operands (the
-    module's docstring); the rounded runs are made only for a suspect output. measured: check_precision's
-    figures for this output."""
+    module's docstring). measured: check_precision's figures for this output; inputs and seed: the
+    call's, as the reference got them. Nothing else is read or run for an output that raises no
+    suspicion, or where lower precision was already found."""
     suspects = suspect_leaves(measured)
-    if not suspects or not sets:
+    if not suspects or obs.has("lower_precision"):
         return
-    found = closest_rounding(out, ref_out, exact, suspects, sets, rounded)
+    sets = operand_sets(inputs, reference.has_parameters)
+    if not sets:
+        return
+    found = closest_rounding(out, ref_out, exact, suspects, sets, functools.partial(reference.rounded, inputs, seed))
     if found is not None:
         where = f"output{found.path}" if found.path else "output"
         name = found.rounding.name

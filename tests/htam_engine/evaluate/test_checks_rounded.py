@@ -30,23 +30,27 @@ def _unit_range(seed: int) -> list[torch.Tensor]:
     return [torch.rand(32, 1024, generator=g), torch.rand(1024, 32, generator=g)]
 
 
+class _CountingRuns(ReferenceModel):
+    """The judge's reference, counting the rounded runs it is asked for."""
+
+    runs = 0
+
+    def rounded(self, *args):
+        self.runs += 1
+        return super().rounded(*args)
+
+
 def _judge(model: torch.nn.Module, inputs: list[torch.Tensor], out: torch.Tensor,
            under_the_floor: bool = False) -> tuple[set[str], int]:
     """(the rules found, how many rounded runs were made) for `out` as a candidate's.
     under_the_floor: the precision check alone must find nothing (so what is found is this rule's)."""
-    ref = ReferenceModel(lambda: model, [], 0, "cpu")
+    ref = _CountingRuns(lambda: model, [], 0, "cpu")
     exact, ref_out = ref.exact(inputs, 1), ref.outputs(inputs, 1, "a set")
     obs = Observations()
     measured = check_precision(out, ref_out, exact, "a set", obs)
     assert not (under_the_floor and obs.findings), obs.findings
-    runs = []
-
-    def rounded(rounding, operands):
-        runs.append((rounding, operands))
-        return ref.rounded(inputs, 1, rounding, operands)
-    check_rounded_operands(out, ref_out, exact, measured, operand_sets(inputs, ref.has_parameters), rounded, "a set",
-                           obs)
-    return {f.rule for f in obs.findings}, len(runs)
+    check_rounded_operands(out, ref_out, exact, measured, ref, inputs, 1, "a set", obs)
+    return {f.rule for f in obs.findings}, ref.runs
 
 
 def test_rounding_to_7_bits_is_bfloat16s_and_to_10_bits_float16s_in_its_range():
